@@ -1,0 +1,282 @@
+//! The events of a recorded history: what the server committed, served, notified and
+//! dispatched, and what each client noticed, started and published. The machines emit these as
+//! they step; the harness reconstructs them from real implementations; the property checkers
+//! (`monitor`) judge them. The event vocabulary is the contract between all three instruments.
+
+use crate::vocab::{AuthCtx, Catalog, ItemList, Kind, KindSet, Name};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::Arc;
+
+/// Index of a client (and of its connection) within one run.
+pub type ClientId = u16;
+
+/// Why a client woke up to refresh (or at least reconsider) a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Its first list after connecting (2025-11-25: after `initialize`).
+    Startup,
+    /// A `list_changed` notification.
+    ListChanged,
+    /// A `subscriptions/listen` acknowledgement (2026-07-28).
+    ListenAck,
+    /// A cached page's `ttlMs` ran out.
+    TtlExpired,
+    /// The application switched authorization context.
+    AuthChanged,
+    /// The application asked for a refresh.
+    Requested,
+}
+
+/// How a refresh ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Its result was published.
+    Published,
+    /// Its result was not newer than what the client holds (or was superseded), and dropped.
+    Discarded,
+    /// It failed (error, lying server, disconnect) and will not be retried.
+    Failed,
+}
+
+/// Why a walk over the pages of a list began again from the first page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Restart {
+    /// The server rejected a cursor (-32602).
+    InvalidCursor,
+    /// A `list_changed` arrived after some pages were already in hand.
+    NotifiedMidWalk,
+    /// Pages came back at different catalog versions.
+    VersionChanged,
+    /// A retry after a failure, once its backoff elapsed.
+    Retry,
+}
+
+/// One event of a history.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The server made catalog `version` visible to list requests (also the initial catalog).
+    Committed {
+        /// Catalog version.
+        version: u64,
+        /// The whole catalog at that version.
+        catalog: Arc<Catalog>,
+    },
+    /// The server sent a `list_changed` for `kind` to `client`.
+    Notified {
+        /// Receiving client.
+        client: ClientId,
+        /// List kind (notification group).
+        kind: Kind,
+        /// The catalog version the notification announces.
+        announces: u64,
+        /// The version visible to list requests when it was sent.
+        visible: u64,
+    },
+    /// The server served one page of a list.
+    Served {
+        /// Requesting client.
+        client: ClientId,
+        /// List kind.
+        kind: Kind,
+        /// Authorization context of the request.
+        auth: AuthCtx,
+        /// Catalog version the page was cut from.
+        version: u64,
+        /// Items on the page.
+        items: u32,
+        /// Whether a next cursor was given.
+        more: bool,
+    },
+    /// The server started running a tool.
+    Dispatched {
+        /// Calling client.
+        client: ClientId,
+        /// Tool name.
+        tool: Name,
+        /// Whether the tool is in the server's registry at this moment.
+        present: bool,
+    },
+    /// The server refused a call to an unknown or removed tool.
+    CallRejected {
+        /// Calling client.
+        client: ClientId,
+        /// Tool name.
+        tool: Name,
+    },
+    /// A client woke up for a reason that may warrant a refresh.
+    Woken {
+        /// Client.
+        client: ClientId,
+        /// Kinds concerned.
+        kinds: KindSet,
+        /// Why.
+        cause: Cause,
+    },
+    /// A client started refreshing a list (its first page request).
+    RefreshStarted {
+        /// Client.
+        client: ClientId,
+        /// List kind.
+        kind: Kind,
+        /// Authorization context the refresh runs under.
+        auth: AuthCtx,
+        /// Refresh id, unique per client.
+        refresh: u32,
+    },
+    /// A refresh's walk began again at the first page.
+    WalkRestarted {
+        /// Client.
+        client: ClientId,
+        /// List kind.
+        kind: Kind,
+        /// Refresh id.
+        refresh: u32,
+        /// Why.
+        reason: Restart,
+    },
+    /// A refresh ended.
+    RefreshEnded {
+        /// Client.
+        client: ClientId,
+        /// List kind.
+        kind: Kind,
+        /// Authorization context.
+        auth: AuthCtx,
+        /// Refresh id.
+        refresh: u32,
+        /// How.
+        outcome: Outcome,
+    },
+    /// A client published a new snapshot that applications now read.
+    Published {
+        /// Client.
+        client: ClientId,
+        /// List kind.
+        kind: Kind,
+        /// Authorization context the snapshot is cached for.
+        auth: AuthCtx,
+        /// The snapshot.
+        items: ItemList,
+        /// Server catalog version behind it, if the server said.
+        version: Option<u64>,
+    },
+    /// A client marked its snapshot stale (kept, but known to be out of date).
+    MarkedStale {
+        /// Client.
+        client: ClientId,
+        /// List kind.
+        kind: Kind,
+        /// Authorization context.
+        auth: AuthCtx,
+    },
+    /// A client received the acknowledgement of its `subscriptions/listen` (2026-07-28).
+    ListenAcked {
+        /// Client.
+        client: ClientId,
+        /// Kinds the server will deliver.
+        kinds: KindSet,
+    },
+    /// The environment declares the system quiescent: no mutation pending, no message in
+    /// flight, no refresh running. Each listed client list must now equal the server's.
+    Quiescent {
+        /// The (client, kind, authorization context) snapshots expected to have converged.
+        expect: Vec<(ClientId, Kind, AuthCtx)>,
+    },
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Event::Committed { version, catalog } => {
+                write!(f, "server commits v{version} ({} items)", catalog.items.len())
+            }
+            Event::Notified {
+                client,
+                kind,
+                announces,
+                visible,
+            } => write!(
+                f,
+                "server notifies c{client} {kind} list_changed (announces v{announces}, visible v{visible})"
+            ),
+            Event::Served {
+                client,
+                kind,
+                version,
+                items,
+                more,
+                ..
+            } => write!(
+                f,
+                "server serves c{client} {kind} page at v{version} ({items} items{})",
+                if *more { ", more" } else { "" }
+            ),
+            Event::Dispatched {
+                client,
+                tool,
+                present,
+            } => write!(
+                f,
+                "server runs {tool} for c{client}{}",
+                if *present { "" } else { " (NOT in registry)" }
+            ),
+            Event::CallRejected { client, tool } => {
+                write!(f, "server rejects call of {tool} from c{client} (-32602)")
+            }
+            Event::Woken {
+                client,
+                kinds,
+                cause,
+            } => write!(
+                f,
+                "c{client} woken ({cause:?}) for {}",
+                kinds.iter().map(Kind::as_str).collect::<Vec<_>>().join(",")
+            ),
+            Event::RefreshStarted {
+                client,
+                kind,
+                refresh,
+                ..
+            } => write!(f, "c{client} starts refresh r{refresh} of {kind}"),
+            Event::WalkRestarted {
+                client,
+                kind,
+                refresh,
+                reason,
+            } => write!(f, "c{client} restarts walk r{refresh} of {kind} ({reason:?})"),
+            Event::RefreshEnded {
+                client,
+                kind,
+                refresh,
+                outcome,
+                ..
+            } => write!(f, "c{client} ends refresh r{refresh} of {kind}: {outcome:?}"),
+            Event::Published {
+                client,
+                kind,
+                items,
+                version,
+                ..
+            } => write!(
+                f,
+                "c{client} publishes {kind} [{}]{}",
+                items
+                    .iter()
+                    .map(|i| format!("{}={}", i.name, i.def))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                version.map(|v| format!(" v{v}")).unwrap_or_default()
+            ),
+            Event::MarkedStale { client, kind, .. } => {
+                write!(f, "c{client} marks {kind} stale")
+            }
+            Event::ListenAcked { client, .. } => write!(f, "c{client} listen acknowledged"),
+            Event::Quiescent { .. } => write!(f, "quiescent"),
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! listsync core: the sans-IO vocabulary and state machines that the model checker, the
+//! simulator and the tokio runtime all execute, the history property checkers that judge every
+//! run, and the versioned trace schema.
+//!
+//! Nothing here performs I/O or depends on an async runtime: machines are plain
+//! `Clone + Hash + Eq` data stepped by their drivers.
+
+pub mod history;
+pub mod monitor;
+pub mod property;
+pub mod strategy;
+pub mod vocab;
+pub mod wire;

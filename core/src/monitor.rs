@@ -1,0 +1,684 @@
+//! The property checkers: an online monitor that folds a history's events one at a time and
+//! decides every property of design.md. The model keeps a `Monitor` inside each state (it is
+//! small, `Hash + Eq`), the simulator folds its runs through one, and the harness judges the
+//! histories it reconstructs from real implementations with [`judge`] — the same code everywhere.
+//!
+//! Lists are compared by [`Digest`] (order-independent), so a client that reorders items is not
+//! torn, while a missing, extra or differently defined item is.
+
+use crate::history::{Cause, ClientId, Event, Outcome};
+use crate::property::{Property, Verdict, Verdicts};
+use crate::vocab::{AuthCtx, Catalog, Digest, Kind, KindSet, Scope};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// One violation: which property, at which event of the history, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Violation {
+    /// The property.
+    pub property: Property,
+    /// Index of the event (in observation order) that showed it.
+    pub at: usize,
+    /// A human explanation.
+    pub detail: String,
+}
+
+/// What the monitor remembers about one (client, kind, authorization context) snapshot.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct KeyState {
+    /// Digest of the last published snapshot, and the range of catalog versions it matches.
+    last: Option<(Digest, Option<(u64, u64)>)>,
+    /// Catalog versions the last untorn snapshot matched.
+    last_good: Option<(u64, u64)>,
+    /// Latest committed version when the client last started a refresh of this list.
+    refresh_started_at: Option<u64>,
+}
+
+/// A bounded_refresh observation window: opened when a refresh starts, closed by the first
+/// wake-up after that refresh ends. Counts refreshes started inside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Window {
+    refresh: u32,
+    ended: bool,
+    further: u8,
+}
+
+/// The online property checker.
+#[derive(Clone, Debug, Default)]
+pub struct Monitor {
+    commits: Vec<(u64, Arc<Catalog>)>,
+    keys: BTreeMap<(ClientId, Kind, AuthCtx), KeyState>,
+    announced: BTreeMap<(ClientId, Kind), u64>,
+    acked_unlisted: BTreeMap<ClientId, KindSet>,
+    windows: BTreeMap<(ClientId, Kind), Vec<Window>>,
+    first: [Option<Arc<str>>; 9],
+    observed: usize,
+    /// Digest of each committed version's visible list, per (kind, auth); derived, so left out
+    /// of equality and hashing.
+    memo: HashMap<(Kind, AuthCtx), Vec<Digest>>,
+}
+
+impl PartialEq for Monitor {
+    fn eq(&self, o: &Self) -> bool {
+        self.commits == o.commits
+            && self.keys == o.keys
+            && self.announced == o.announced
+            && self.acked_unlisted == o.acked_unlisted
+            && self.windows == o.windows
+            && self.first == o.first
+    }
+}
+
+impl Eq for Monitor {}
+
+impl Hash for Monitor {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.commits.hash(h);
+        self.keys.hash(h);
+        self.announced.hash(h);
+        self.acked_unlisted.hash(h);
+        self.windows.hash(h);
+        self.first.hash(h);
+    }
+}
+
+impl Monitor {
+    /// An empty monitor.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether `p` has been violated so far.
+    pub fn violated(&self, p: Property) -> bool {
+        self.first[p.index()].is_some()
+    }
+
+    /// The explanation of the first violation of `p`, if any.
+    pub fn first_violation(&self, p: Property) -> Option<&str> {
+        self.first[p.index()].as_deref()
+    }
+
+    /// The latest committed catalog version, if any commit was observed.
+    pub fn latest_version(&self) -> Option<u64> {
+        self.commits.last().map(|(v, _)| *v)
+    }
+
+    /// The latest committed catalog, if any.
+    pub fn latest_catalog(&self) -> Option<&Arc<Catalog>> {
+        self.commits.last().map(|(_, c)| c)
+    }
+
+    /// Number of events observed.
+    pub fn observed(&self) -> usize {
+        self.observed
+    }
+
+    /// Verdicts so far: violated, or holds.
+    pub fn verdicts(&self) -> Verdicts {
+        Property::ALL
+            .into_iter()
+            .map(|p| {
+                let v = if self.violated(p) {
+                    Verdict::Violated
+                } else {
+                    Verdict::Holds
+                };
+                (p, v)
+            })
+            .collect()
+    }
+
+    fn flag(&mut self, out: &mut Vec<Violation>, property: Property, detail: String) {
+        let slot = &mut self.first[property.index()];
+        if slot.is_none() {
+            *slot = Some(detail.as_str().into());
+        }
+        out.push(Violation {
+            property,
+            at: self.observed,
+            detail,
+        });
+    }
+
+    fn digests(&mut self, kind: Kind, auth: AuthCtx) -> &[Digest] {
+        let d = self.memo.entry((kind, auth)).or_default();
+        while d.len() < self.commits.len() {
+            d.push(Digest::of(&self.commits[d.len()].1.visible(kind, auth)));
+        }
+        d
+    }
+
+    /// The range of committed versions whose visible list (for `kind` under `auth`) has digest
+    /// `digest`.
+    fn matching(&mut self, kind: Kind, auth: AuthCtx, digest: Digest) -> Option<(u64, u64)> {
+        let idx: Vec<usize> = self
+            .digests(kind, auth)
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| **d == digest)
+            .map(|(i, _)| i)
+            .collect();
+        let lo = self.commits[*idx.first()?].0;
+        let hi = self.commits[*idx.last()?].0;
+        Some((lo, hi))
+    }
+
+    /// Folds one event; returns the violations it shows.
+    pub fn observe(&mut self, e: &Event) -> Vec<Violation> {
+        let mut out = Vec::new();
+        match e {
+            Event::Committed { version, catalog } => {
+                if let Some((last, _)) = self.commits.last()
+                    && *version <= *last
+                {
+                    // A history that commits versions out of order is malformed input to the
+                    // checker, not a property violation; record it without panicking.
+                    self.flag(
+                        &mut out,
+                        Property::NoStaleOverwrite,
+                        format!("history commits v{version} after v{last}: versions must increase"),
+                    );
+                } else {
+                    self.commits.push((*version, catalog.clone()));
+                }
+            }
+            Event::Notified {
+                client,
+                kind,
+                announces,
+                visible,
+            } => {
+                if announces > visible {
+                    self.flag(
+                        &mut out,
+                        Property::NotifyAfterCommit,
+                        format!(
+                            "{kind} list_changed to c{client} announces v{announces} while list requests still see v{visible}"
+                        ),
+                    );
+                }
+                let prev = self.announced.insert((*client, *kind), *announces);
+                if prev == Some(*announces) {
+                    self.flag(
+                        &mut out,
+                        Property::BoundedRefresh,
+                        format!(
+                            "server sent c{client} a second {kind} list_changed for the same committed batch v{announces}"
+                        ),
+                    );
+                }
+            }
+            Event::Served { .. } | Event::CallRejected { .. } | Event::MarkedStale { .. } => {}
+            Event::Dispatched {
+                client,
+                tool,
+                present,
+            } => {
+                if !present {
+                    self.flag(
+                        &mut out,
+                        Property::NoCallToRemoved,
+                        format!("server ran {tool} for c{client} although it is not in its registry"),
+                    );
+                }
+            }
+            Event::Woken { client, kinds, .. } => {
+                for kind in kinds.iter() {
+                    if let Some(ws) = self.windows.get_mut(&(*client, kind)) {
+                        ws.retain(|w| !w.ended);
+                    }
+                }
+            }
+            Event::RefreshStarted {
+                client,
+                kind,
+                auth,
+                refresh,
+            } => {
+                let at = self.latest_version();
+                self.keys
+                    .entry((*client, *kind, *auth))
+                    .or_default()
+                    .refresh_started_at = at;
+                if let Some(acked) = self.acked_unlisted.get_mut(client) {
+                    *acked = acked.iter().filter(|k| k != kind).collect();
+                }
+                let ws = self.windows.entry((*client, *kind)).or_default();
+                let mut over = None;
+                for w in ws.iter_mut() {
+                    w.further = w.further.saturating_add(1);
+                    if w.further > 1 {
+                        over = Some(w.refresh);
+                    }
+                }
+                ws.push(Window {
+                    refresh: *refresh,
+                    ended: false,
+                    further: 0,
+                });
+                if let Some(r) = over {
+                    self.flag(
+                        &mut out,
+                        Property::BoundedRefresh,
+                        format!(
+                            "c{client} started a second further refresh of {kind} (r{refresh}) for the notifications that arrived during r{r}"
+                        ),
+                    );
+                }
+            }
+            Event::WalkRestarted { .. } => {}
+            Event::RefreshEnded {
+                client,
+                kind,
+                refresh,
+                outcome,
+                ..
+            } => {
+                if let Some(ws) = self.windows.get_mut(&(*client, *kind)) {
+                    for w in ws.iter_mut().filter(|w| w.refresh == *refresh) {
+                        w.ended = true;
+                    }
+                    let _ = outcome;
+                }
+            }
+            Event::Published {
+                client,
+                kind,
+                auth,
+                items,
+                ..
+            } => {
+                let digest = Digest::of(items);
+                let matched = self.matching(*kind, *auth, digest);
+                if matched.is_none() {
+                    let names: Vec<_> = items.iter().map(|i| format!("{}={}", i.name, i.def)).collect();
+                    self.flag(
+                        &mut out,
+                        Property::NoTornSnapshot,
+                        format!(
+                            "c{client} published {kind} [{}], which is the server's {kind} list at no committed version",
+                            names.join(",")
+                        ),
+                    );
+                }
+                // auth_isolation: an item that every committed version scopes to another context.
+                for item in items.iter() {
+                    let mut seen = false;
+                    let mut visible = false;
+                    for (_, c) in &self.commits {
+                        if let Some(entry) = c.get(*kind, &item.name) {
+                            seen = true;
+                            visible |= entry.scope.visible_to(*auth);
+                        }
+                    }
+                    if seen && !visible {
+                        self.flag(
+                            &mut out,
+                            Property::AuthIsolation,
+                            format!(
+                                "c{client} cached {kind} item {} for {auth}, but it is visible only to another context",
+                                item.name
+                            ),
+                        );
+                    }
+                    if item.scope != Scope::Public && !item.scope.visible_to(*auth) && !seen {
+                        self.flag(
+                            &mut out,
+                            Property::AuthIsolation,
+                            format!(
+                                "c{client} cached {kind} item {} scoped to another context under {auth}",
+                                item.name
+                            ),
+                        );
+                    }
+                }
+                let key = self.keys.entry((*client, *kind, *auth)).or_default();
+                let prev_good = key.last_good;
+                key.last = Some((digest, matched));
+                if let Some((_, hi)) = matched {
+                    if let Some((plo, _)) = prev_good
+                        && hi < plo
+                    {
+                        self.flag(
+                            &mut out,
+                            Property::NoStaleOverwrite,
+                            format!(
+                                "c{client} replaced its {kind} snapshot of v{plo} with an older one (at most v{hi})"
+                            ),
+                        );
+                    }
+                    let key = self.keys.entry((*client, *kind, *auth)).or_default();
+                    key.last_good = matched;
+                }
+            }
+            Event::ListenAcked { client, kinds } => {
+                let e = self.acked_unlisted.entry(*client).or_default();
+                *e = kinds.iter().chain(e.iter()).collect();
+            }
+            Event::Quiescent { expect } => {
+                for v in self.check_quiescent(expect) {
+                    self.flag(&mut out, v.0, v.1);
+                }
+            }
+        }
+        self.observed += 1;
+        out
+    }
+
+    /// The properties judged at quiescence (converges, no_lost_wakeup, listen_then_list), for
+    /// the given (client, kind, auth) snapshots. Does not record anything: callers decide.
+    pub fn check_quiescent(&self, expect: &[(ClientId, Kind, AuthCtx)]) -> Vec<(Property, String)> {
+        let mut out = Vec::new();
+        let Some((latest, catalog)) = self.commits.last() else {
+            return out;
+        };
+        for &(client, kind, auth) in expect {
+            let want = Digest::of(&catalog.visible(kind, auth));
+            let key = self.keys.get(&(client, kind, auth));
+            let have = key.and_then(|k| k.last).map(|(d, _)| d);
+            if have != Some(want) {
+                out.push((
+                    Property::Converges,
+                    format!("at quiescence c{client}'s {kind} snapshot differs from the server's v{latest}"),
+                ));
+                let started = key.and_then(|k| k.refresh_started_at);
+                if started.is_none_or(|s| s < *latest) {
+                    out.push((
+                        Property::NoLostWakeup,
+                        format!(
+                            "v{latest} was committed after c{client}'s last {kind} refresh started{}, and was never fetched",
+                            started.map(|s| format!(" (at v{s})")).unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+            if self
+                .acked_unlisted
+                .get(&client)
+                .is_some_and(|k| k.contains(kind))
+            {
+                out.push((
+                    Property::ListenThenList,
+                    format!("c{client} never listed {kind} after its listen was acknowledged"),
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// The result of judging a whole history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Judgement {
+    /// Verdict per property (holds or violated).
+    pub verdicts: Verdicts,
+    /// Every violation, in history order.
+    pub violations: Vec<Violation>,
+}
+
+/// Judges a recorded history with the same checkers the model and the simulator use.
+pub fn judge<'a>(events: impl IntoIterator<Item = &'a Event>) -> Judgement {
+    let mut m = Monitor::new();
+    let mut violations = Vec::new();
+    for e in events {
+        violations.extend(m.observe(e));
+    }
+    Judgement {
+        verdicts: m.verdicts(),
+        violations,
+    }
+}
+
+/// Whether a wake-up cause counts as a list change signal (used by the simulator's statistics).
+pub fn is_change_signal(c: Cause) -> bool {
+    matches!(c, Cause::ListChanged | Cause::TtlExpired)
+}
+
+/// Whether a refresh outcome means the snapshot changed.
+pub fn is_publish(o: Outcome) -> bool {
+    o == Outcome::Published
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::{Item, ItemList, Op};
+
+    fn commit(version: u64, ops: &[Op]) -> Event {
+        Event::Committed {
+            version,
+            catalog: Arc::new(Catalog::from_ops(ops)),
+        }
+    }
+
+    fn publish(client: ClientId, names: &[(&str, &str)]) -> Event {
+        let items: ItemList = names.iter().map(|(n, d)| Item::new(n, d)).collect();
+        Event::Published {
+            client,
+            kind: Kind::Tools,
+            auth: AuthCtx(0),
+            items,
+            version: None,
+        }
+    }
+
+    fn started(client: ClientId, refresh: u32) -> Event {
+        Event::RefreshStarted {
+            client,
+            kind: Kind::Tools,
+            auth: AuthCtx(0),
+            refresh,
+        }
+    }
+
+    fn ended(client: ClientId, refresh: u32) -> Event {
+        Event::RefreshEnded {
+            client,
+            kind: Kind::Tools,
+            auth: AuthCtx(0),
+            refresh,
+            outcome: Outcome::Published,
+        }
+    }
+
+    fn woken(client: ClientId) -> Event {
+        Event::Woken {
+            client,
+            kinds: KindSet::only(Kind::Tools),
+            cause: Cause::ListChanged,
+        }
+    }
+
+    fn quiescent(client: ClientId) -> Event {
+        Event::Quiescent {
+            expect: vec![(client, Kind::Tools, AuthCtx(0))],
+        }
+    }
+
+    fn v1() -> Event {
+        commit(1, &[Op::add(Kind::Tools, "a", "a1"), Op::add(Kind::Tools, "b", "b1")])
+    }
+
+    fn v2() -> Event {
+        commit(
+            2,
+            &[
+                Op::add(Kind::Tools, "a", "a1"),
+                Op::add(Kind::Tools, "b", "b1"),
+                Op::add(Kind::Tools, "c", "c1"),
+            ],
+        )
+    }
+
+    fn violated(events: &[Event]) -> Vec<Property> {
+        let j = judge(events);
+        Property::ALL
+            .into_iter()
+            .filter(|p| j.verdicts[p] == Verdict::Violated)
+            .collect()
+    }
+
+    #[test]
+    fn a_clean_history_holds_everything() {
+        let h = [
+            v1(),
+            started(0, 0),
+            publish(0, &[("a", "a1"), ("b", "b1")]),
+            ended(0, 0),
+            v2(),
+            woken(0),
+            started(0, 1),
+            publish(0, &[("b", "b1"), ("c", "c1"), ("a", "a1")]),
+            ended(0, 1),
+            quiescent(0),
+        ];
+        assert_eq!(violated(&h), []);
+    }
+
+    #[test]
+    fn torn_and_empty_flash_are_caught() {
+        let torn = [v1(), v2(), publish(0, &[("a", "a1"), ("c", "c1")])];
+        assert_eq!(violated(&torn), [Property::NoTornSnapshot]);
+        let flash = [v1(), publish(0, &[])];
+        assert_eq!(violated(&flash), [Property::NoTornSnapshot]);
+    }
+
+    #[test]
+    fn stale_overwrite_is_caught() {
+        let h = [
+            v1(),
+            v2(),
+            publish(0, &[("a", "a1"), ("b", "b1"), ("c", "c1")]),
+            publish(0, &[("a", "a1"), ("b", "b1")]),
+        ];
+        assert_eq!(violated(&h), [Property::NoStaleOverwrite]);
+    }
+
+    #[test]
+    fn lost_wakeup_and_divergence_at_quiescence() {
+        let h = [
+            v1(),
+            started(0, 0),
+            v2(),
+            publish(0, &[("a", "a1"), ("b", "b1")]),
+            ended(0, 0),
+            quiescent(0),
+        ];
+        assert_eq!(violated(&h), [Property::Converges, Property::NoLostWakeup]);
+        // Diverged, but the refresh started after the last commit: not a lost wakeup.
+        let h = [
+            v1(),
+            v2(),
+            started(0, 0),
+            publish(0, &[("a", "a1"), ("b", "b1")]),
+            quiescent(0),
+        ];
+        assert_eq!(violated(&h), [Property::Converges]);
+    }
+
+    #[test]
+    fn notify_before_commit_and_double_notify() {
+        let early = Event::Notified {
+            client: 0,
+            kind: Kind::Tools,
+            announces: 2,
+            visible: 1,
+        };
+        assert_eq!(violated(&[v1(), early]), [Property::NotifyAfterCommit]);
+        let ok = Event::Notified {
+            client: 0,
+            kind: Kind::Tools,
+            announces: 2,
+            visible: 2,
+        };
+        assert_eq!(violated(&[v1(), v2(), ok.clone()]), []);
+        assert_eq!(
+            violated(&[v1(), v2(), ok.clone(), ok]),
+            [Property::BoundedRefresh]
+        );
+    }
+
+    #[test]
+    fn bounded_refresh_counts_further_refreshes_per_burst() {
+        // Single flight: a burst during r0 leads to exactly one more refresh.
+        let good = [
+            v1(),
+            started(0, 0),
+            woken(0),
+            woken(0),
+            woken(0),
+            ended(0, 0),
+            started(0, 1),
+            ended(0, 1),
+        ];
+        assert_eq!(violated(&good), []);
+        // One refresh per notification, concurrently.
+        let naive = [
+            v1(),
+            woken(0),
+            started(0, 0),
+            woken(0),
+            started(0, 1),
+            woken(0),
+            started(0, 2),
+        ];
+        assert_eq!(violated(&naive), [Property::BoundedRefresh]);
+    }
+
+    #[test]
+    fn calls_to_removed_tools_and_listen_then_list() {
+        let call = Event::Dispatched {
+            client: 0,
+            tool: "a".into(),
+            present: false,
+        };
+        assert_eq!(violated(&[v1(), call]), [Property::NoCallToRemoved]);
+        let ack = Event::ListenAcked {
+            client: 0,
+            kinds: KindSet::only(Kind::Tools),
+        };
+        let h = [
+            v1(),
+            started(0, 0),
+            publish(0, &[("a", "a1"), ("b", "b1")]),
+            ack.clone(),
+            quiescent(0),
+        ];
+        assert_eq!(violated(&h), [Property::ListenThenList]);
+        let h = [
+            v1(),
+            ack,
+            started(0, 0),
+            publish(0, &[("a", "a1"), ("b", "b1")]),
+            quiescent(0),
+        ];
+        assert_eq!(violated(&h), []);
+    }
+
+    #[test]
+    fn auth_isolation_rejects_foreign_items() {
+        let c = commit(
+            1,
+            &[
+                Op::add(Kind::Tools, "a", "a1"),
+                Op::Add {
+                    kind: Kind::Tools,
+                    name: "s".into(),
+                    def: "s1".into(),
+                    scope: Scope::Only(AuthCtx(1)),
+                },
+            ],
+        );
+        let leak = Event::Published {
+            client: 0,
+            kind: Kind::Tools,
+            auth: AuthCtx(0),
+            items: vec![Item::new("a", "a1"), Item::new("s", "s1")].into(),
+            version: None,
+        };
+        let v = violated(&[c, leak]);
+        assert!(v.contains(&Property::AuthIsolation), "{v:?}");
+    }
+}

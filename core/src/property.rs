@@ -1,0 +1,147 @@
+//! The properties listsync decides, with their fixed names (design.md), and verdicts.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// A correctness property of list synchronisation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Property {
+    /// Every published snapshot equals the server's visible list at one single catalog version.
+    #[serde(rename = "no_torn_snapshot")]
+    NoTornSnapshot,
+    /// The catalog version behind a client's published snapshot never goes backwards.
+    #[serde(rename = "no_stale_overwrite")]
+    NoStaleOverwrite,
+    /// At quiescence every client's snapshot equals the server's current visible list.
+    #[serde(rename = "converges")]
+    Converges,
+    /// A change committed after a client's last refresh started is never left unfetched at
+    /// quiescence.
+    #[serde(rename = "no_lost_wakeup")]
+    NoLostWakeup,
+    /// No `list_changed` is sent before the change is visible to a list request.
+    #[serde(rename = "notify_after_commit")]
+    NotifyAfterCommit,
+    /// The server never runs a tool absent from its registry at dispatch.
+    #[serde(rename = "no_call_to_removed")]
+    NoCallToRemoved,
+    /// A burst of notifications during one refresh causes at most one further refresh, and a
+    /// committed batch causes at most one `list_changed` per list per client.
+    #[serde(rename = "bounded_refresh")]
+    BoundedRefresh,
+    /// A snapshot cached for one authorization context never holds an item visible only to
+    /// another.
+    #[serde(rename = "auth_isolation")]
+    AuthIsolation,
+    /// (2026-07-28) A client that opens `subscriptions/listen` lists after the acknowledgement.
+    #[serde(rename = "listen_then_list")]
+    ListenThenList,
+}
+
+impl Property {
+    /// Every property, in report order.
+    pub const ALL: [Property; 9] = [
+        Property::NoTornSnapshot,
+        Property::NoStaleOverwrite,
+        Property::Converges,
+        Property::NoLostWakeup,
+        Property::NotifyAfterCommit,
+        Property::NoCallToRemoved,
+        Property::BoundedRefresh,
+        Property::AuthIsolation,
+        Property::ListenThenList,
+    ];
+
+    /// The fixed name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Property::NoTornSnapshot => "no_torn_snapshot",
+            Property::NoStaleOverwrite => "no_stale_overwrite",
+            Property::Converges => "converges",
+            Property::NoLostWakeup => "no_lost_wakeup",
+            Property::NotifyAfterCommit => "notify_after_commit",
+            Property::NoCallToRemoved => "no_call_to_removed",
+            Property::BoundedRefresh => "bounded_refresh",
+            Property::AuthIsolation => "auth_isolation",
+            Property::ListenThenList => "listen_then_list",
+        }
+    }
+
+    /// Position in [`Property::ALL`] (bit index in sets).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Property {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Property {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Property::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| format!("unknown property '{s}'"))
+    }
+}
+
+/// The verdict on one property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Holds (exhaustively, for the model; on this history, for replays).
+    Holds,
+    /// Violated.
+    Violated,
+    /// Does not apply to this configuration.
+    #[serde(rename = "n/a")]
+    NotApplicable,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Holds => "holds",
+            Verdict::Violated => "violated",
+            Verdict::NotApplicable => "n/a",
+        })
+    }
+}
+
+/// A verdict per property.
+pub type Verdicts = BTreeMap<Property, Verdict>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_design_names() {
+        let names: Vec<_> = Property::ALL.iter().map(|p| p.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "no_torn_snapshot",
+                "no_stale_overwrite",
+                "converges",
+                "no_lost_wakeup",
+                "notify_after_commit",
+                "no_call_to_removed",
+                "bounded_refresh",
+                "auth_isolation",
+                "listen_then_list"
+            ]
+        );
+        for p in Property::ALL {
+            assert_eq!(serde_json::to_string(&p).unwrap(), format!("\"{p}\""));
+            assert_eq!(p.as_str().parse::<Property>().unwrap(), p);
+            assert_eq!(Property::ALL[p.index()], p);
+        }
+    }
+}

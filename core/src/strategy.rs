@@ -1,0 +1,138 @@
+//! The client and server strategies: the reference algorithm and the known-bad variants, each a
+//! bug class someone shipped. Their names are fixed (design.md): configs, traces, reports and
+//! tests use exactly these strings.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// How a client keeps its snapshot of a server list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ClientStrategy {
+    /// Single-flight refresh with a dirty flag; walks all pages; restarts the walk on an invalid
+    /// cursor or a notification mid-walk; publishes atomically and only if newer; keeps the old
+    /// snapshot marked stale on failure and retries with backoff; lists after the listen ack.
+    #[serde(rename = "reference")]
+    Reference,
+    /// One refresh per notification, concurrently; the last response to arrive wins.
+    #[serde(rename = "naive")]
+    Naive,
+    /// On a notification, clears the snapshot (publishes an empty list), then fetches.
+    #[serde(rename = "clear-then-fetch")]
+    ClearThenFetch,
+    /// Refreshes fetch only the first page (one refresh per notification).
+    #[serde(rename = "first-page-only")]
+    FirstPageOnly,
+    /// Concurrent refreshes, guarded by the client's own request counter: a response is applied
+    /// only if its request was sent after the one behind the current snapshot. Request order is
+    /// not serve order.
+    #[serde(rename = "request-id-guard")]
+    RequestIdGuard,
+    /// Single flight, but the dirty flag is cleared after the refresh completes, so a
+    /// notification that arrives during it is lost.
+    #[serde(rename = "flag-cleared-after-await")]
+    FlagClearedAfterAwait,
+    /// (2026-07-28) Lists first, then opens `subscriptions/listen`, and never lists again after
+    /// the acknowledgement.
+    #[serde(rename = "listen-without-relist")]
+    ListenWithoutRelist,
+}
+
+/// How a server applies mutations, paginates, notifies and dispatches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ServerStrategy {
+    /// Atomic batch commit, then one coalesced notification; deterministic order; cursors bound
+    /// to the catalog version (stale cursor: -32602); list and call read the same snapshot.
+    #[serde(rename = "reference")]
+    Reference,
+    /// Sends `list_changed` first and commits later.
+    #[serde(rename = "notify-before-commit")]
+    NotifyBeforeCommit,
+    /// Cursors are bare offsets, valid across versions, and no version in `_meta`.
+    #[serde(rename = "offset-cursor")]
+    OffsetCursor,
+    /// One notification per mutation of a batch instead of one per batch.
+    #[serde(rename = "notify-per-mutation")]
+    NotifyPerMutation,
+    /// Resolves `tools/call` against the tool table the session captured when it started,
+    /// so a removed tool still runs.
+    #[serde(rename = "stale-dispatch")]
+    StaleDispatch,
+}
+
+macro_rules! names {
+    ($t:ty, $($v:ident = $s:literal),+ $(,)?) => {
+        impl $t {
+            /// Every variant.
+            pub const ALL: &'static [$t] = &[$(<$t>::$v),+];
+            /// The fixed name.
+            pub fn as_str(self) -> &'static str {
+                match self { $(<$t>::$v => $s),+ }
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| {
+                    let all: Vec<_> = Self::ALL.iter().map(|v| v.as_str()).collect();
+                    format!("unknown strategy '{s}' (expected one of: {})", all.join(", "))
+                })
+            }
+        }
+    };
+}
+
+names!(ClientStrategy,
+    Reference = "reference",
+    Naive = "naive",
+    ClearThenFetch = "clear-then-fetch",
+    FirstPageOnly = "first-page-only",
+    RequestIdGuard = "request-id-guard",
+    FlagClearedAfterAwait = "flag-cleared-after-await",
+    ListenWithoutRelist = "listen-without-relist",
+);
+
+names!(ServerStrategy,
+    Reference = "reference",
+    NotifyBeforeCommit = "notify-before-commit",
+    OffsetCursor = "offset-cursor",
+    NotifyPerMutation = "notify-per-mutation",
+    StaleDispatch = "stale-dispatch",
+);
+
+impl ClientStrategy {
+    /// Whether refreshes are single-flight (at most one walk per list at a time).
+    pub fn single_flight(self) -> bool {
+        matches!(
+            self,
+            ClientStrategy::Reference
+                | ClientStrategy::FlagClearedAfterAwait
+                | ClientStrategy::ListenWithoutRelist
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_serde_and_parse() {
+        for s in ClientStrategy::ALL {
+            let json = serde_json::to_string(s).unwrap();
+            assert_eq!(json, format!("\"{}\"", s.as_str()));
+            assert_eq!(s.as_str().parse::<ClientStrategy>().unwrap(), *s);
+        }
+        for s in ServerStrategy::ALL {
+            let json = serde_json::to_string(s).unwrap();
+            assert_eq!(json, format!("\"{}\"", s.as_str()));
+            assert_eq!(s.as_str().parse::<ServerStrategy>().unwrap(), *s);
+        }
+        assert!("best".parse::<ClientStrategy>().is_err());
+    }
+}
