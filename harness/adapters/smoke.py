@@ -68,7 +68,10 @@ SCENARIOS: list[Scenario] = [
     Scenario("python/mcpserver+session-2025", "python", "2025-11-25", "mcpserver", "session"),
     Scenario("python/lowlevel-paged+session-2025", "python", "2025-11-25", "lowlevel", "session", page_size=2, initial_tools=("a", "c", "d")),
     Scenario("python/mcpserver+client-2026", "python", "2026-07-28", "mcpserver", "client", listen=True),
-    Scenario("python/lowlevel-paged+client-2026", "python", "2026-07-28", "lowlevel", "client", page_size=2, initial_tools=("a", "c", "d"), listen=True),
+    Scenario("python/lowlevel-paged+client-2026", "python", "2026-07-28", "lowlevel", "client", page_size=2, initial_tools=("a", "c", "d")),
+    Scenario("python/mcpserver+session-2026", "python", "2026-07-28", "mcpserver", "session"),
+    Scenario("python/lowlevel-paged+session-2026", "python", "2026-07-28", "lowlevel", "session", page_size=2, initial_tools=("a", "c", "d")),
+    Scenario("python/mcpserver+client-2025", "python", "2025-11-25", "mcpserver", "client"),
 ]
 
 
@@ -148,7 +151,10 @@ class ControlPeer:
         msg = {"type": "cmd", "id": cid, "cmd": cmd, **fields}
         self.log(f"ctl {self.label} -> {json.dumps(msg)}")
         assert self.conn is not None
-        self.conn.sendall((json.dumps(msg) + "\n").encode())
+        try:
+            self.conn.sendall((json.dumps(msg) + "\n").encode())
+        except OSError as e:
+            raise Malfunction(f"{self.label}: control socket write failed ({e}) sending {cmd}") from e
         return cid
 
     def wait_reply(self, cid: int, timeout: float = REPLY_TIMEOUT) -> dict:
@@ -286,7 +292,7 @@ class Pair:
             proc = self.procs.get(role)
             if proc is None:
                 continue
-            if peer and peer.conn and proc.poll() is None:
+            if peer and peer.conn and proc.poll() is None and not peer.closed.is_set():
                 try:
                     peer.cmd("shutdown", expect_ok=None)
                 except Malfunction as e:
