@@ -61,10 +61,12 @@ SCENARIOS: list[Scenario] = [
     Scenario("ts-v1/mcpserver", "ts-v1", "2025-11-25", "mcpserver", None),
     Scenario("ts-v1/mcpserver-coalesced", "ts-v1", "2025-11-25", "mcpserver-coalesced", None),
     Scenario("ts-v1/lowlevel-paged", "ts-v1", "2025-11-25", "lowlevel", None, page_size=2, initial_tools=("a", "c", "d")),
+    Scenario("ts-v1/lowlevel-paged-debounce0", "ts-v1", "2025-11-25", "lowlevel", None, page_size=2, initial_tools=("a", "c", "d"), debounce_ms=0),
     Scenario("ts-v2/mcpserver-2025", "ts-v2", "2025-11-25", "mcpserver", None),
     Scenario("ts-v2/mcpserver-2026", "ts-v2", "2026-07-28", "mcpserver", None),
     Scenario("ts-v2/lowlevel-paged-2025", "ts-v2", "2025-11-25", "lowlevel", None, page_size=2, initial_tools=("a", "c", "d")),
     Scenario("ts-v2/lowlevel-paged-2026", "ts-v2", "2026-07-28", "lowlevel", None, page_size=2, initial_tools=("a", "c", "d")),
+    Scenario("ts-v2/lowlevel-paged-2026-debounce0", "ts-v2", "2026-07-28", "lowlevel", None, page_size=2, initial_tools=("a", "c", "d"), debounce_ms=0),
     Scenario("python/mcpserver+session-2025", "python", "2025-11-25", "mcpserver", "session"),
     Scenario("python/lowlevel-paged+session-2025", "python", "2025-11-25", "lowlevel", "session", page_size=2, initial_tools=("a", "c", "d")),
     Scenario("python/mcpserver+client-2026", "python", "2026-07-28", "mcpserver", "client", listen=True),
@@ -325,6 +327,19 @@ def summarize_wire(entries) -> dict:
     return {"notifications": notes, "list_requests": lists}
 
 
+def max_in_flight(entries, method: str) -> int:
+    """Most requests of `method` outstanding at once on the wire (client->server request, server->client reply)."""
+    open_ids: set = set()
+    best = 0
+    for _, direction, msg in entries:
+        if direction == "client->server" and msg.get("method") == method and "id" in msg:
+            open_ids.add(json.dumps(msg["id"]))
+            best = max(best, len(open_ids))
+        elif direction == "server->client" and "id" in msg and "method" not in msg:
+            open_ids.discard(json.dumps(msg["id"]))
+    return best
+
+
 def run_scenario(sc: Scenario, launches: dict[str, dict], observe: float, keep_logs: bool, verbose: bool) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix=f"listsync-smoke-{sc.name.replace('/', '_')}-"))
     client_impl = sc.client_impl or sc.impl
@@ -388,6 +403,30 @@ def run_scenario(sc: Scenario, launches: dict[str, dict], observe: float, keep_l
             "error": r.get("error"),
             "client_published": names(pub["items"]) if pub else None,
             **summarize_wire(pair.wire_since(mark)),
+        }
+        if sc.impl == "python" and sc.era != "2025-11-25":
+            # The legacy session send on a 2026-07-28 connection: does anything reach the wire?
+            mark = pair.wire_mark()
+            r = srv.cmd("notify", expect_ok=None, kind="tools", via="session")
+            pub = cli.wait_event(lambda e: e["event"] == "published" and e["kind"] == "tools", observe, "publish after session notify", fatal=False)
+            report["notify_via_session_on_2026"] = {
+                "ok": r.get("ok"),
+                "error": r.get("error"),
+                "client_published": names(pub["items"]) if pub else None,
+                **summarize_wire(pair.wire_since(mark)),
+            }
+        # Burst: three explicit notifications back to back; how many re-lists, how many in flight at once?
+        mark = pair.wire_mark()
+        n_pub = sum(1 for e in cli.all_events if e["event"] == "published" and e["kind"] == "tools")
+        ids = [srv.send("notify", kind="tools") for _ in range(3)]
+        replies = [srv.wait_reply(i) for i in ids]
+        cli.wait_event(lambda e: False, observe, "burst settle", fatal=False)  # observation window only
+        entries = pair.wire_since(mark)
+        report["burst"] = {
+            "notify_ok": [r.get("ok") for r in replies],
+            "published": [names(e["items"]) for e in cli.all_events if e["event"] == "published" and e["kind"] == "tools"][n_pub:],
+            "max_tools_list_in_flight": max_in_flight(entries, "tools/list"),
+            **summarize_wire(entries),
         }
         snap = cli.cmd("snapshot", kind="tools")
         report["final_snapshot"] = names(snap.get("items"))
@@ -470,7 +509,8 @@ def main() -> int:
             f"{rep['scenario']:40} negotiated={rep.get('negotiated')} "
             f"add:notif={len(add.get('notifications', []))} relists={add.get('list_requests', {}).get('tools/list', 0)} converged={add.get('converged')} "
             f"remove:notif={len(rm.get('notifications', []))} converged={rm.get('converged')} "
-            f"refresh_pages={rep.get('refresh', {}).get('pages')} -> {status}"
+            f"refresh_pages={rep.get('refresh', {}).get('pages')} "
+            f"burst:relists={rep.get('burst', {}).get('list_requests', {}).get('tools/list', 0)} inflight={rep.get('burst', {}).get('max_tools_list_in_flight')} -> {status}"
         )
     passed = sum(1 for r in results if r["ok"])
     print(f"{passed} passed, {len(results) - passed} failed")
