@@ -327,6 +327,22 @@ def summarize_wire(entries) -> dict:
     return {"notifications": notes, "list_requests": lists}
 
 
+def check_bad_input(peer: ControlPeer, cmds: list[tuple[str, dict]]) -> None:
+    """Each malformed command must get ok:false and leave the adapter running."""
+    for cmd, fields in cmds:
+        r = peer.cmd(cmd, expect_ok=None, **fields)
+        if r.get("ok"):
+            raise Malfunction(f"{peer.label}: accepted bad command {cmd} {fields}")
+    # Lines that are not commands at all: the reply has id null.
+    assert peer.conn is not None
+    for raw in (b"this is not json\n", b'{"type":"cmd"}\n', b'[1,2,3]\n'):
+        peer.log(f"ctl {peer.label} -> {raw!r}")
+        peer.conn.sendall(raw)
+        r = peer.wait_reply(None)
+        if r.get("ok"):
+            raise Malfunction(f"{peer.label}: accepted raw line {raw!r}")
+
+
 def max_in_flight(entries, method: str) -> int:
     """Most requests of `method` outstanding at once on the wire (client->server request, server->client reply)."""
     open_ids: set = set()
@@ -366,12 +382,26 @@ def run_scenario(sc: Scenario, launches: dict[str, dict], observe: float, keep_l
             report["listen"] = {"ok": r.get("ok"), "honored": r.get("honored"), "error": r.get("error")}
 
         # Bad control input must get ok:false, never a crash.
-        bad = srv.cmd("mutate", expect_ok=None, ops=[{"op": "add", "kind": "widgets", "name": "x"}])
-        if bad.get("ok"):
-            raise Malfunction("server accepted an op with an unknown kind")
-        bad = cli.cmd("no-such-command", expect_ok=None)
-        if bad.get("ok"):
-            raise Malfunction("client accepted an unknown command")
+        check_bad_input(srv, [
+            ("mutate", {"ops": [{"op": "add", "kind": "widgets", "name": "x"}]}),
+            ("mutate", {"ops": "not-a-list"}),
+            ("mutate", {"ops": [{"op": "remove", "kind": "tools", "name": "no-such-tool"}]}),
+            ("mutate", {"ops": [{"op": "add", "kind": "tools", "name": "zz"}, {"op": "add", "kind": "tools", "name": "zz"}]}),
+            ("catalog", {"kind": "widgets"}),
+            ("notify", {"kind": "widgets"}),
+            ("release", {"gate": 424242}),
+            ("gate_call", {}),
+            ("no-such-command", {}),
+        ])
+        check_bad_input(cli, [
+            ("snapshot", {"kind": "widgets"}),
+            ("refresh", {"kind": "widgets"}),
+            ("call", {}),
+            ("listen", {"kinds": ["widgets"]}),
+            ("no-such-command", {}),
+        ])
+        if names(srv.cmd("catalog", kind="tools")["items"]) != report["initial_catalog"]:
+            raise Malfunction("a rejected mutate batch changed the catalog")
 
         # Step 1: add tool b.
         expect_add = sorted(set(sc.initial_tools) | {"b"})
@@ -385,6 +415,17 @@ def run_scenario(sc: Scenario, launches: dict[str, dict], observe: float, keep_l
         # Call the new tool.
         r = cli.cmd("call", expect_ok=None, tool="b")
         report["call_b"] = {k: r.get(k) for k in ("ok", "is_error", "text", "code", "error") if k in r}
+
+        # Gate: the next call of b parks inside its handler until released.
+        gate = srv.cmd("gate_call", tool="b")["gate"]
+        cid = cli.send("call", tool="b")
+        parked = srv.wait_event(lambda e: e["event"] == "call_parked" and e.get("gate") == gate, REPLY_TIMEOUT, "call_parked")
+        early = cli.replies.get(cid)
+        srv.cmd("release", gate=gate)
+        r = cli.wait_reply(cid)
+        if early is not None or not r.get("ok") or r.get("text") != "b:b v1":
+            raise Malfunction(f"gate did not hold the call (early reply {early}, reply {r})")
+        report["gate"] = {"parked": parked["tool"], "reply_after_release": r.get("text")}
 
         # Step 2: remove tool a, then call it.
         expect_rm = sorted((set(sc.initial_tools) | {"b"}) - {"a"})
