@@ -74,6 +74,11 @@ SCENARIOS: list[Scenario] = [
     Scenario("python/mcpserver+session-2026", "python", "2026-07-28", "mcpserver", "session"),
     Scenario("python/lowlevel-paged+session-2026", "python", "2026-07-28", "lowlevel", "session", page_size=2, initial_tools=("a", "c", "d")),
     Scenario("python/mcpserver+client-2025", "python", "2025-11-25", "mcpserver", "client"),
+    # Cross-SDK pairs (run when both impls are selected).
+    Scenario("cross/python-mcpserver+ts-v1-client-2025", "python", "2025-11-25", "mcpserver", None, client_impl="ts-v1"),
+    Scenario("cross/ts-v2-mcpserver+python-session-2026", "ts-v2", "2026-07-28", "mcpserver", "session", client_impl="python"),
+    Scenario("cross/python-lowlevel+ts-v2-client-2026", "python", "2026-07-28", "lowlevel", None, page_size=2, initial_tools=("a", "c", "d"), client_impl="ts-v2"),
+    Scenario("cross/ts-v1-lowlevel+python-client-2025", "ts-v1", "2025-11-25", "lowlevel", "client", page_size=2, initial_tools=("a", "c", "d"), client_impl="python"),
 ]
 
 
@@ -523,7 +528,10 @@ def main() -> int:
     for impl in impls:
         if impl not in ("ts-v1", "ts-v2", "python"):
             ap.error(f"unknown IMPL {impl!r}")
-    chosen = [s for s in SCENARIOS if s.impl in impls and (not args.scenario or s.name in args.scenario)]
+    chosen = [
+        s for s in SCENARIOS
+        if s.impl in impls and (s.client_impl or s.impl) in impls and (not args.scenario or s.name in args.scenario)
+    ]
     launches: dict[str, dict] = {}
     failed = False
     for impl in sorted({s.impl for s in chosen} | {s.client_impl for s in chosen if s.client_impl}):
