@@ -8,7 +8,9 @@ mutates the server (add a tool, later remove one), records what the SDK does (no
 pages, published snapshots), calls tools, and shuts both down.
 
     python3 harness/adapters/smoke.py [IMPL...]      IMPL in ts-v1, ts-v2, python (default: all)
-    options: --scenario NAME (repeatable), --keep-logs, --observe SECONDS (default 4)
+    options: --scenario NAME (repeatable), --observe SECONDS (default 4), -v (echo every line),
+             --keep-logs (keep the per-scenario log directory of passing runs too; failing runs always keep
+             theirs: smoke.log has every JSON-RPC and control line, plus each adapter's stderr and report.json)
 
 Exit status is non-zero only on adapter malfunction (crash, bad control reply, missing ready or initial
 publish, timeout on a control reply). What the SDK does or does not do (no notification, no re-list,
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import queue
+import shutil
 import socket
 import subprocess
 import sys
@@ -492,6 +495,9 @@ def run_scenario(sc: Scenario, launches: dict[str, dict], observe: float, keep_l
                 report.setdefault("malfunction", f"{role} exited with {code}")
     report["ok"] = ok
     (workdir / "report.json").write_text(json.dumps(report, indent=2))
+    if ok and not keep_logs:
+        shutil.rmtree(workdir, ignore_errors=True)
+        report["logs"] = None
     return report
 
 
@@ -521,7 +527,7 @@ def main() -> int:
     ap.add_argument("impls", nargs="*", help="ts-v1, ts-v2, python (default: all)")
     ap.add_argument("--scenario", action="append", default=[], help="run only these scenario names")
     ap.add_argument("--observe", type=float, default=4.0, help="seconds to watch for an SDK reaction to a mutation")
-    ap.add_argument("--keep-logs", action="store_true")
+    ap.add_argument("--keep-logs", action="store_true", help="keep log directories of passing scenarios")
     ap.add_argument("-v", "--verbose", action="store_true", help="echo every JSON-RPC and control line")
     args = ap.parse_args()
     impls = args.impls or ["ts-v1", "ts-v2", "python"]
