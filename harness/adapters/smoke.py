@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ADAPTERS = Path(__file__).resolve().parent
-READY_TIMEOUT = 60.0  # Node / Python start-up plus SDK import; generous for a loaded 2-core machine
-REPLY_TIMEOUT = 30.0
+READY_TIMEOUT = 120.0  # Node / Python start-up plus SDK import; generous: the 2-core machine is shared with cargo builds
+REPLY_TIMEOUT = 120.0
 
 
 class Malfunction(Exception):
