@@ -75,9 +75,18 @@ case "$IMPL" in
     ;;
   python)
     command -v python3 >/dev/null 2>&1 || die "python3 is not installed (need Python >= 3.10 on PATH)"
-    PY_VERSION="$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-    python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' || die "python3 $PY_VERSION is too old: mcp needs >= 3.10"
-    python3 -c 'import venv, ensurepip' 2>/dev/null || die "python3 has no venv/ensurepip module (apt-get install python3-venv)"
+    # One interpreter start: version, minimum version, and the venv module (3 separate runs cost ~1 s).
+    PY_CHECK="$(python3 -c 'import sys
+v = "%d.%d" % sys.version_info[:2]
+try:
+    import venv, ensurepip
+    ok = "venv"
+except ImportError:
+    ok = "novenv"
+print(v, "old" if sys.version_info < (3, 10) else "new", ok)')"
+    read -r PY_VERSION PY_AGE PY_VENV <<<"$PY_CHECK"
+    [[ "$PY_AGE" == new ]] || die "python3 $PY_VERSION is too old: mcp needs >= 3.10"
+    [[ "$PY_VENV" == venv ]] || die "python3 has no venv/ensurepip module (apt-get install python3-venv)"
     APP="$CACHE/app"
     copy_sources "$ADAPTERS/python" "$APP/python"
     LOCK="$ADAPTERS/python/requirements.lock"
@@ -96,7 +105,11 @@ case "$IMPL" in
       printf '%s' "$STAMP" > "$CACHE/.stamp"
       say "installed"
     fi
-    MCP_VERSION="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
+    # The installed version, cached beside the stamp (asking the venv's python costs a second or two).
+    if [[ ! -s "$CACHE/.sdk-version" || "$CACHE/.sdk-version" -ot "$CACHE/.stamp" ]]; then
+      "$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))' > "$CACHE/.sdk-version"
+    fi
+    MCP_VERSION="$(cat "$CACHE/.sdk-version")"
     ENTRY="$APP/python/adapter.py"
     LAUNCH="{\"impl\":\"python\",\"cache\":\"$CACHE\",\"runtime\":\"python $PY_VERSION\",\"sdk\":{\"mcp\":\"$MCP_VERSION\"},\"launch\":{\"server\":[\"$VENV/bin/python\",\"$ENTRY\"],\"client\":[\"$VENV/bin/python\",\"$ENTRY\"]}}"
     ;;
