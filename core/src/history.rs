@@ -193,7 +193,11 @@ impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Event::Committed { version, catalog } => {
-                write!(f, "server commits v{version} ({} items)", catalog.items.len())
+                write!(
+                    f,
+                    "server commits v{version} ({} items)",
+                    catalog.items.len()
+                )
             }
             Event::Notified {
                 client,
@@ -248,14 +252,20 @@ impl fmt::Display for Event {
                 kind,
                 refresh,
                 reason,
-            } => write!(f, "c{client} restarts walk r{refresh} of {kind} ({reason:?})"),
+            } => write!(
+                f,
+                "c{client} restarts walk r{refresh} of {kind} ({reason:?})"
+            ),
             Event::RefreshEnded {
                 client,
                 kind,
                 refresh,
                 outcome,
                 ..
-            } => write!(f, "c{client} ends refresh r{refresh} of {kind}: {outcome:?}"),
+            } => write!(
+                f,
+                "c{client} ends refresh r{refresh} of {kind}: {outcome:?}"
+            ),
             Event::Published {
                 client,
                 kind,

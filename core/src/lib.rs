@@ -5,9 +5,14 @@
 //! Nothing here performs I/O or depends on an async runtime: machines are plain
 //! `Clone + Hash + Eq` data stepped by their drivers.
 
+pub mod client;
 pub mod history;
 pub mod monitor;
 pub mod property;
+pub mod scenario;
+pub mod server;
 pub mod strategy;
+pub mod trace;
 pub mod vocab;
 pub mod wire;
+pub mod world;

@@ -52,7 +52,7 @@ pub struct Monitor {
     keys: BTreeMap<(ClientId, Kind, AuthCtx), KeyState>,
     announced: BTreeMap<(ClientId, Kind), u64>,
     acked_unlisted: BTreeMap<ClientId, KindSet>,
-    windows: BTreeMap<(ClientId, Kind), Vec<Window>>,
+    windows: BTreeMap<(ClientId, Kind, AuthCtx), Vec<Window>>,
     first: [Option<Arc<str>>; 9],
     observed: usize,
     /// Digest of each committed version's visible list, per (kind, auth); derived, so left out
@@ -220,13 +220,15 @@ impl Monitor {
                     self.flag(
                         &mut out,
                         Property::NoCallToRemoved,
-                        format!("server ran {tool} for c{client} although it is not in its registry"),
+                        format!(
+                            "server ran {tool} for c{client} although it is not in its registry"
+                        ),
                     );
                 }
             }
             Event::Woken { client, kinds, .. } => {
-                for kind in kinds.iter() {
-                    if let Some(ws) = self.windows.get_mut(&(*client, kind)) {
+                for ((c, k, _), ws) in self.windows.iter_mut() {
+                    if c == client && kinds.contains(*k) {
                         ws.retain(|w| !w.ended);
                     }
                 }
@@ -245,7 +247,7 @@ impl Monitor {
                 if let Some(acked) = self.acked_unlisted.get_mut(client) {
                     *acked = acked.iter().filter(|k| k != kind).collect();
                 }
-                let ws = self.windows.entry((*client, *kind)).or_default();
+                let ws = self.windows.entry((*client, *kind, *auth)).or_default();
                 let mut over = None;
                 for w in ws.iter_mut() {
                     w.further = w.further.saturating_add(1);
@@ -272,15 +274,14 @@ impl Monitor {
             Event::RefreshEnded {
                 client,
                 kind,
+                auth,
                 refresh,
-                outcome,
                 ..
             } => {
-                if let Some(ws) = self.windows.get_mut(&(*client, *kind)) {
+                if let Some(ws) = self.windows.get_mut(&(*client, *kind, *auth)) {
                     for w in ws.iter_mut().filter(|w| w.refresh == *refresh) {
                         w.ended = true;
                     }
-                    let _ = outcome;
                 }
             }
             Event::Published {
@@ -293,7 +294,10 @@ impl Monitor {
                 let digest = Digest::of(items);
                 let matched = self.matching(*kind, *auth, digest);
                 if matched.is_none() {
-                    let names: Vec<_> = items.iter().map(|i| format!("{}={}", i.name, i.def)).collect();
+                    let names: Vec<_> = items
+                        .iter()
+                        .map(|i| format!("{}={}", i.name, i.def))
+                        .collect();
                     self.flag(
                         &mut out,
                         Property::NoTornSnapshot,
@@ -498,7 +502,13 @@ mod tests {
     }
 
     fn v1() -> Event {
-        commit(1, &[Op::add(Kind::Tools, "a", "a1"), Op::add(Kind::Tools, "b", "b1")])
+        commit(
+            1,
+            &[
+                Op::add(Kind::Tools, "a", "a1"),
+                Op::add(Kind::Tools, "b", "b1"),
+            ],
+        )
     }
 
     fn v2() -> Event {

@@ -87,7 +87,8 @@ macro_rules! names {
     };
 }
 
-names!(ClientStrategy,
+names!(
+    ClientStrategy,
     Reference = "reference",
     Naive = "naive",
     ClearThenFetch = "clear-then-fetch",
@@ -97,7 +98,8 @@ names!(ClientStrategy,
     ListenWithoutRelist = "listen-without-relist",
 );
 
-names!(ServerStrategy,
+names!(
+    ServerStrategy,
     Reference = "reference",
     NotifyBeforeCommit = "notify-before-commit",
     OffsetCursor = "offset-cursor",

@@ -94,7 +94,9 @@ impl FromStr for Kind {
             .into_iter()
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown kind '{s}' (expected tools, prompts, resources or resource_templates)")
+                format!(
+                    "unknown kind '{s}' (expected tools, prompts, resources or resource_templates)"
+                )
             })
     }
 }
@@ -187,7 +189,9 @@ impl FromStr for Era {
         Era::ALL
             .into_iter()
             .find(|e| e.as_str() == s)
-            .ok_or_else(|| format!("unknown protocol era '{s}' (expected 2025-11-25 or 2026-07-28)"))
+            .ok_or_else(|| {
+                format!("unknown protocol era '{s}' (expected 2025-11-25 or 2026-07-28)")
+            })
     }
 }
 

@@ -184,7 +184,9 @@ pub struct Page {
 }
 
 /// Capabilities a server advertises (the list-related part).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Caps {
     /// Kinds the server sends `list_changed` for.
     pub list_changed: KindSet,
@@ -346,7 +348,10 @@ impl ServerMsg {
                         .map(|i| format!("{}={}", i.name, i.def))
                         .collect::<Vec<_>>()
                         .join(","),
-                    p.next.as_ref().map(|c| format!(" next={c}")).unwrap_or_default()
+                    p.next
+                        .as_ref()
+                        .map(|c| format!(" next={c}"))
+                        .unwrap_or_default()
                 ),
                 Response::Initialized { era, .. } => format!("#{id} initialized {era}"),
                 Response::ToolResult { name, def } => format!("#{id} ran {name}={def}"),
@@ -359,7 +364,11 @@ impl ServerMsg {
                 Notification::ResourceUpdated { uri, .. } => format!("updated {uri}"),
                 Notification::Acknowledged { kinds, .. } => format!(
                     "listen acknowledged [{}]",
-                    kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(",")
+                    kinds
+                        .iter()
+                        .map(|k| k.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
                 ),
             },
         }

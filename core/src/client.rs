@@ -1,0 +1,1091 @@
+//! The client catalog machine: one immutable snapshot per (kind, authorization context), kept in
+//! step with a server's lists by the reference algorithm — single-flight refresh with a dirty
+//! flag; walk every page before publishing; restart the walk on an invalid cursor, on a version
+//! change between pages, or on a notification that arrives once pages are in hand; publish
+//! atomically and only if newer; on failure keep the old snapshot marked stale and retry with
+//! backoff; in 2026-07-28 list only after the `subscriptions/listen` acknowledgement — or by one
+//! of the known-bad strategies, selected by [`ClientStrategy`].
+//!
+//! The machine is sans-IO: [`CatalogClient::step`] takes one input and appends requests to send,
+//! timers to arm and history events to an output buffer. A lying server (duplicate names, cursor
+//! cycles, endless or oversized lists) is met with a [`ClientError`] and bounded work; the old
+//! snapshot is kept.
+
+use crate::history::{Cause, ClientId, Event, Outcome, Restart};
+use crate::strategy::ClientStrategy;
+use crate::vocab::{AuthCtx, Era, Item, ItemList, Kind, KindSet, Name};
+use crate::wire::{
+    ClientMsg, Cursor, ErrorReason, Notification, Page, ReqId, Request, Response, RpcError,
+    ServerMsg, SubId,
+};
+use listsync_store::FlightState;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+/// Bounds that keep a client's work finite against a lying server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Limits {
+    /// Most pages one walk may take.
+    pub max_pages: u32,
+    /// Most items one list may hold.
+    pub max_items: u32,
+    /// Most walk restarts (invalid cursor, version change) within one attempt.
+    pub max_restarts: u8,
+    /// Most retries of a failed refresh before giving up until the next wake-up.
+    pub max_retries: u8,
+    /// First retry delay.
+    pub backoff_base_ms: u32,
+    /// Largest retry delay.
+    pub backoff_max_ms: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_pages: 1_000,
+            max_items: 100_000,
+            max_restarts: 8,
+            max_retries: 5,
+            backoff_base_ms: 100,
+            backoff_max_ms: 10_000,
+        }
+    }
+}
+
+/// Static client settings.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ClientConfig {
+    /// Reference or a known-bad variant.
+    pub strategy: ClientStrategy,
+    /// Protocol era.
+    pub era: Era,
+    /// Lists to keep.
+    pub kinds: KindSet,
+    /// Authorization context at start.
+    pub auth: AuthCtx,
+    /// Resource URIs whose content to follow.
+    #[serde(default)]
+    pub watch: Vec<Name>,
+    /// Bounds against lying servers.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+impl ClientConfig {
+    /// A client of `strategy` in `era` keeping the tools list.
+    pub fn tools(strategy: ClientStrategy, era: Era) -> Self {
+        ClientConfig {
+            strategy,
+            era,
+            kinds: KindSet::only(Kind::Tools),
+            auth: AuthCtx(0),
+            watch: Vec::new(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Why a refresh failed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientError {
+    /// The server answered with a JSON-RPC error.
+    Rpc(RpcError),
+    /// The same name twice in one list.
+    DuplicateName(Name),
+    /// A cursor the walk already followed.
+    CursorCycle(Cursor),
+    /// More pages than `Limits::max_pages`.
+    TooManyPages(u32),
+    /// More items than `Limits::max_items`.
+    TooManyItems(u32),
+    /// Restarted more than `Limits::max_restarts` times.
+    TooManyRestarts(u8),
+    /// A response of the wrong shape for the request.
+    UnexpectedResponse(&'static str),
+    /// The request failed in transport (timeout, connection lost).
+    Transport(Arc<str>),
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Rpc(e) => write!(f, "server error {e}"),
+            ClientError::DuplicateName(n) => write!(f, "server listed '{n}' twice in one list"),
+            ClientError::CursorCycle(c) => {
+                write!(f, "server returned cursor '{c}' twice in one walk")
+            }
+            ClientError::TooManyPages(n) => write!(f, "list has more than {n} pages"),
+            ClientError::TooManyItems(n) => write!(f, "list has more than {n} items"),
+            ClientError::TooManyRestarts(n) => write!(f, "list changed under {n} walks in a row"),
+            ClientError::UnexpectedResponse(w) => write!(f, "unexpected response: {w}"),
+            ClientError::Transport(m) => write!(f, "transport: {m}"),
+        }
+    }
+}
+
+/// A published snapshot: immutable; replaced whole.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// The items, in server order.
+    pub items: ItemList,
+    /// Server catalog version behind it, if the server said.
+    pub version: Option<u64>,
+    /// Connection epoch it was fetched in (versions are compared within one epoch only).
+    pub epoch: u32,
+    /// Known to be out of date (a refresh failed or the connection was lost).
+    pub stale: bool,
+}
+
+/// One walk over the pages of a list.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Walk {
+    refresh: u32,
+    /// Request id of the first page of this refresh (for `request-id-guard`).
+    first_req: ReqId,
+    awaiting: Option<ReqId>,
+    items: Vec<Item>,
+    names: BTreeSet<Name>,
+    version: Option<u64>,
+    pages: u32,
+    cursors: BTreeSet<Cursor>,
+    restarts: u8,
+}
+
+impl Walk {
+    fn fresh(refresh: u32, req: ReqId, restarts: u8) -> Walk {
+        Walk {
+            refresh,
+            first_req: req,
+            awaiting: Some(req),
+            items: Vec::new(),
+            names: BTreeSet::new(),
+            version: None,
+            pages: 0,
+            cursors: BTreeSet::new(),
+            restarts,
+        }
+    }
+}
+
+/// Refresh state of one (kind, auth) list.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct ListState {
+    snapshot: Option<Snapshot>,
+    flight: FlightState,
+    walks: Vec<Walk>,
+    /// Failed attempts of the running refresh.
+    retry: Option<u8>,
+    /// A retry timer is armed.
+    armed: bool,
+    /// `request-id-guard`: first request id behind the current snapshot.
+    guard: Option<ReqId>,
+}
+
+/// What an outstanding request is for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Pending {
+    Initialize,
+    Listen,
+    Page(Kind, AuthCtx, u32),
+    Call(Name),
+    Subscribe,
+    Read(Name),
+}
+
+/// Connection phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    Offline,
+    Handshake,
+    Listening,
+    Ready,
+}
+
+/// An input to the client machine.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ClientInput {
+    /// Connect (or reconnect): handshake, then list.
+    Start,
+    /// A message from the server.
+    Receive(ServerMsg),
+    /// The connection is gone; outstanding requests are lost.
+    Disconnected,
+    /// (2026-07-28) only the listen stream dropped; re-open it and list again after the ack.
+    StreamLost,
+    /// A request failed in transport (timeout, send error).
+    RequestFailed(ReqId, Arc<str>),
+    /// A retry timer armed by [`ClientOutput::ScheduleRetry`] fired.
+    RetryDue(Kind, AuthCtx),
+    /// A cached list's `ttlMs` ran out.
+    TtlExpired(Kind),
+    /// The application asks for a refresh.
+    Refresh(Kind),
+    /// The application switches authorization context.
+    SetAuth(AuthCtx),
+    /// The application calls a tool.
+    CallTool(Name),
+}
+
+/// Something the client machine asks its driver to do, or reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientOutput {
+    /// Send a request.
+    Send(ClientMsg),
+    /// Arm a timer that delivers [`ClientInput::RetryDue`] after `delay_ms` (add jitter).
+    ScheduleRetry {
+        /// List kind.
+        kind: Kind,
+        /// Authorization context.
+        auth: AuthCtx,
+        /// Attempt number (1 = first retry).
+        attempt: u8,
+        /// Suggested delay.
+        delay_ms: u32,
+    },
+    /// A refresh failed; the old snapshot was kept.
+    Failed {
+        /// List kind.
+        kind: Kind,
+        /// Why.
+        error: ClientError,
+    },
+    /// A tool call finished (or was refused locally because the tool is not in the snapshot).
+    CallDone {
+        /// Tool name.
+        name: Name,
+        /// The definition that ran, or why not.
+        result: Result<Arc<str>, CallError>,
+    },
+    /// A watched resource's content arrived.
+    Content {
+        /// Resource URI.
+        uri: Name,
+        /// Content.
+        text: Arc<str>,
+    },
+    /// A history event.
+    Event(Event),
+}
+
+/// Why a tool call did not run.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallError {
+    /// The tool is not in the client's current snapshot; nothing was sent.
+    NotInSnapshot,
+    /// The server refused it.
+    Rpc(RpcError),
+    /// The call was lost in transport.
+    Transport(Arc<str>),
+}
+
+/// The client catalog machine.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CatalogClient {
+    id: ClientId,
+    cfg: Arc<ClientConfig>,
+    auth: AuthCtx,
+    phase: Phase,
+    epoch: u32,
+    next_req: ReqId,
+    next_refresh: u32,
+    lists: BTreeMap<(Kind, AuthCtx), ListState>,
+    pending: BTreeMap<ReqId, Pending>,
+    sub: Option<SubId>,
+    honoured: KindSet,
+    contents: BTreeMap<Name, Arc<str>>,
+}
+
+impl CatalogClient {
+    /// A client that has not connected yet.
+    pub fn new(id: ClientId, cfg: Arc<ClientConfig>) -> Self {
+        CatalogClient {
+            id,
+            auth: cfg.auth,
+            cfg,
+            phase: Phase::Offline,
+            epoch: 0,
+            next_req: 1,
+            next_refresh: 0,
+            lists: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            sub: None,
+            honoured: KindSet::EMPTY,
+            contents: BTreeMap::new(),
+        }
+    }
+
+    /// This client's id.
+    pub fn id(&self) -> ClientId {
+        self.id
+    }
+
+    /// Static settings.
+    pub fn config(&self) -> &ClientConfig {
+        &self.cfg
+    }
+
+    /// Current authorization context.
+    pub fn auth(&self) -> AuthCtx {
+        self.auth
+    }
+
+    /// The snapshot applications read for `kind` under the current authorization context.
+    pub fn snapshot(&self, kind: Kind) -> Option<&Snapshot> {
+        self.snapshot_for(kind, self.auth)
+    }
+
+    /// The snapshot cached for `kind` under `auth`.
+    pub fn snapshot_for(&self, kind: Kind, auth: AuthCtx) -> Option<&Snapshot> {
+        self.lists
+            .get(&(kind, auth))
+            .and_then(|l| l.snapshot.as_ref())
+    }
+
+    /// Watched resource contents.
+    pub fn contents(&self) -> &BTreeMap<Name, Arc<str>> {
+        &self.contents
+    }
+
+    /// Whether the client is connected and past its handshake.
+    pub fn is_ready(&self) -> bool {
+        self.phase == Phase::Ready
+    }
+
+    /// Whether nothing is in progress: no request outstanding, no refresh running or waiting
+    /// for a retry, and the handshake (if started) complete.
+    pub fn is_idle(&self) -> bool {
+        self.pending.is_empty()
+            && matches!(self.phase, Phase::Ready | Phase::Offline)
+            && self
+                .lists
+                .values()
+                .all(|l| l.flight == FlightState::Idle && l.walks.is_empty() && !l.armed)
+    }
+
+    /// Whether a retry timer is armed for (kind, auth).
+    pub fn retry_armed(&self, kind: Kind, auth: AuthCtx) -> bool {
+        self.lists.get(&(kind, auth)).is_some_and(|l| l.armed)
+    }
+
+    /// Every (kind, auth) with an armed retry timer.
+    pub fn armed_retries(&self) -> Vec<(Kind, AuthCtx)> {
+        self.lists
+            .iter()
+            .filter(|(_, l)| l.armed)
+            .map(|(k, _)| *k)
+            .collect()
+    }
+
+    /// The (kind, auth) snapshots this client is expected to keep current: its tracked kinds
+    /// under its current authorization context.
+    pub fn expectations(&self) -> Vec<(ClientId, Kind, AuthCtx)> {
+        self.cfg
+            .kinds
+            .iter()
+            .map(|k| (self.id, k, self.auth))
+            .collect()
+    }
+
+    fn event(&self, out: &mut Vec<ClientOutput>, e: Event) {
+        out.push(ClientOutput::Event(e));
+    }
+
+    fn send(
+        &mut self,
+        req: Request,
+        auth: AuthCtx,
+        what: Pending,
+        out: &mut Vec<ClientOutput>,
+    ) -> ReqId {
+        let id = self.next_req;
+        self.next_req += 1;
+        self.pending.insert(id, what);
+        out.push(ClientOutput::Send(ClientMsg { id, auth, req }));
+        id
+    }
+
+    /// Steps the machine with one input, appending outputs to `out`.
+    pub fn step(&mut self, input: ClientInput, out: &mut Vec<ClientOutput>) {
+        match input {
+            ClientInput::Start => self.start(out),
+            ClientInput::Receive(msg) => self.receive(msg, out),
+            ClientInput::Disconnected => self.disconnected(out),
+            ClientInput::StreamLost => {
+                if self.phase == Phase::Ready && self.cfg.era == Era::V2026_07_28 {
+                    self.sub = None;
+                    self.pending.retain(|_, p| *p != Pending::Listen);
+                    self.open_listen(out);
+                }
+            }
+            ClientInput::RequestFailed(id, why) => {
+                if let Some(p) = self.pending.remove(&id) {
+                    self.request_failed(p, ClientError::Transport(why), out);
+                }
+            }
+            ClientInput::RetryDue(kind, auth) => self.retry_due(kind, auth, out),
+            ClientInput::TtlExpired(kind) => {
+                if self.phase == Phase::Ready && self.cfg.kinds.contains(kind) {
+                    self.wake(KindSet::only(kind), Cause::TtlExpired, out);
+                }
+            }
+            ClientInput::Refresh(kind) => {
+                if self.phase == Phase::Ready {
+                    self.wake(KindSet::only(kind), Cause::Requested, out);
+                }
+            }
+            ClientInput::SetAuth(auth) => {
+                if auth != self.auth {
+                    self.auth = auth;
+                    if self.phase == Phase::Ready {
+                        let kinds = self.cfg.kinds;
+                        self.wake(kinds, Cause::AuthChanged, out);
+                    }
+                }
+            }
+            ClientInput::CallTool(name) => {
+                let present = self
+                    .snapshot(Kind::Tools)
+                    .is_some_and(|s| s.items.iter().any(|i| i.name == name));
+                if present && self.phase == Phase::Ready {
+                    let auth = self.auth;
+                    self.send(
+                        Request::CallTool { name: name.clone() },
+                        auth,
+                        Pending::Call(name),
+                        out,
+                    );
+                } else {
+                    out.push(ClientOutput::CallDone {
+                        name,
+                        result: Err(CallError::NotInSnapshot),
+                    });
+                }
+            }
+        }
+    }
+
+    fn start(&mut self, out: &mut Vec<ClientOutput>) {
+        if self.phase != Phase::Offline {
+            return;
+        }
+        self.epoch += 1;
+        let auth = self.auth;
+        match self.cfg.era {
+            Era::V2025_11_25 => {
+                self.phase = Phase::Handshake;
+                self.send(Request::Initialize, auth, Pending::Initialize, out);
+            }
+            Era::V2026_07_28 => {
+                self.phase = Phase::Listening;
+                if self.cfg.strategy == ClientStrategy::ListenWithoutRelist {
+                    // The bug: list first and rely on the stream afterwards.
+                    let kinds = self.cfg.kinds;
+                    self.wake(kinds, Cause::Startup, out);
+                }
+                self.open_listen(out);
+            }
+        }
+    }
+
+    fn open_listen(&mut self, out: &mut Vec<ClientOutput>) {
+        let kinds = self.cfg.kinds.iter().map(crate::server::group_of).collect();
+        let uris = self.cfg.watch.clone();
+        let auth = self.auth;
+        self.send(Request::Listen { kinds, uris }, auth, Pending::Listen, out);
+    }
+
+    fn disconnected(&mut self, out: &mut Vec<ClientOutput>) {
+        self.phase = Phase::Offline;
+        self.sub = None;
+        for (_, p) in std::mem::take(&mut self.pending) {
+            if let Pending::Call(name) = p {
+                out.push(ClientOutput::CallDone {
+                    name,
+                    result: Err(CallError::Transport("connection lost".into())),
+                });
+            }
+        }
+        let keys: Vec<_> = self.lists.keys().copied().collect();
+        for (kind, auth) in keys {
+            let l = self.lists.get_mut(&(kind, auth)).expect("key listed");
+            let refreshes: Vec<u32> = l.walks.drain(..).map(|w| w.refresh).collect();
+            l.flight = FlightState::Idle;
+            l.retry = None;
+            l.armed = false;
+            let mark = l
+                .snapshot
+                .as_mut()
+                .filter(|s| !s.stale)
+                .map(|s| s.stale = true)
+                .is_some();
+            let id = self.id;
+            for refresh in refreshes {
+                self.event(
+                    out,
+                    Event::RefreshEnded {
+                        client: id,
+                        kind,
+                        auth,
+                        refresh,
+                        outcome: Outcome::Failed,
+                    },
+                );
+            }
+            if mark {
+                self.event(
+                    out,
+                    Event::MarkedStale {
+                        client: id,
+                        kind,
+                        auth,
+                    },
+                );
+            }
+        }
+    }
+
+    fn receive(&mut self, msg: ServerMsg, out: &mut Vec<ClientOutput>) {
+        match msg {
+            ServerMsg::Notification(n) => self.notification(n, out),
+            ServerMsg::Response { id, resp } => {
+                let Some(p) = self.pending.remove(&id) else {
+                    return; // a response to a request we no longer wait for (restarted walk)
+                };
+                self.response(p, resp, out);
+            }
+        }
+    }
+
+    fn notification(&mut self, n: Notification, out: &mut Vec<ClientOutput>) {
+        match n {
+            Notification::Acknowledged { sub, kinds } => {
+                if self.phase != Phase::Listening && self.phase != Phase::Ready {
+                    return;
+                }
+                self.pending.retain(|_, p| *p != Pending::Listen);
+                self.sub = Some(sub);
+                self.honoured = kinds;
+                self.phase = Phase::Ready;
+                let id = self.id;
+                self.event(out, Event::ListenAcked { client: id, kinds });
+                if self.cfg.strategy != ClientStrategy::ListenWithoutRelist {
+                    let tracked = self.cfg.kinds;
+                    self.wake(tracked, Cause::ListenAck, out);
+                }
+            }
+            Notification::ListChanged { kind, sub } => {
+                if self.phase != Phase::Ready || (sub.is_some() && sub != self.sub) {
+                    return;
+                }
+                let kinds: KindSet = kind
+                    .notification_group()
+                    .iter()
+                    .copied()
+                    .filter(|k| self.cfg.kinds.contains(*k))
+                    .collect();
+                if !kinds.is_empty() {
+                    self.wake(kinds, Cause::ListChanged, out);
+                }
+            }
+            Notification::ResourceUpdated { uri, sub } => {
+                if self.phase != Phase::Ready || (sub.is_some() && sub != self.sub) {
+                    return;
+                }
+                if self.cfg.watch.contains(&uri) {
+                    let auth = self.auth;
+                    self.send(
+                        Request::ReadResource { uri: uri.clone() },
+                        auth,
+                        Pending::Read(uri),
+                        out,
+                    );
+                }
+            }
+        }
+    }
+
+    fn response(&mut self, p: Pending, resp: Response, out: &mut Vec<ClientOutput>) {
+        match (p, resp) {
+            (Pending::Initialize, Response::Initialized { .. }) => {
+                self.phase = Phase::Ready;
+                let auth = self.auth;
+                for uri in self.cfg.watch.clone() {
+                    self.send(Request::Subscribe { uri }, auth, Pending::Subscribe, out);
+                }
+                let kinds = self.cfg.kinds;
+                self.wake(kinds, Cause::Startup, out);
+            }
+            (Pending::Initialize, _) => {
+                // A server that refuses to initialize: stay offline; the driver reconnects.
+                self.phase = Phase::Offline;
+            }
+            (Pending::Listen, Response::Error(_)) => {
+                self.phase = Phase::Offline;
+            }
+            (Pending::Listen | Pending::Subscribe, _) => {}
+            (Pending::Page(kind, auth, refresh), resp) => self.page(kind, auth, refresh, resp, out),
+            (Pending::Call(name), resp) => {
+                let result = match resp {
+                    Response::ToolResult { def, .. } => Ok(def),
+                    Response::Error(e) => Err(CallError::Rpc(e)),
+                    _ => Err(CallError::Transport(
+                        "unexpected response to tools/call".into(),
+                    )),
+                };
+                out.push(ClientOutput::CallDone { name, result });
+            }
+            (Pending::Read(uri), Response::Content { text, .. }) => {
+                self.contents.insert(uri.clone(), text.clone());
+                out.push(ClientOutput::Content { uri, text });
+            }
+            (Pending::Read(_), _) => {}
+        }
+    }
+
+    fn request_failed(&mut self, p: Pending, err: ClientError, out: &mut Vec<ClientOutput>) {
+        match p {
+            Pending::Page(kind, auth, refresh) => self.fail(kind, auth, refresh, err, out),
+            Pending::Call(name) => out.push(ClientOutput::CallDone {
+                name,
+                result: Err(CallError::Transport(err.to_string().into())),
+            }),
+            Pending::Initialize | Pending::Listen => self.phase = Phase::Offline,
+            Pending::Subscribe | Pending::Read(_) => {}
+        }
+    }
+
+    /// The client learned that `kinds` may have changed.
+    fn wake(&mut self, kinds: KindSet, cause: Cause, out: &mut Vec<ClientOutput>) {
+        let id = self.id;
+        self.event(
+            out,
+            Event::Woken {
+                client: id,
+                kinds,
+                cause,
+            },
+        );
+        let auth = self.auth;
+        for kind in kinds.iter() {
+            if cause == Cause::ListChanged {
+                self.mark_other_auths_stale(kind, out);
+            }
+            if cause == Cause::AuthChanged
+                && self
+                    .snapshot_for(kind, auth)
+                    .is_some_and(|s| !s.stale && s.epoch == self.epoch)
+            {
+                continue; // cached for this context and not known to be out of date
+            }
+            self.on_change(kind, auth, cause, out);
+        }
+    }
+
+    fn mark_other_auths_stale(&mut self, kind: Kind, out: &mut Vec<ClientOutput>) {
+        let id = self.id;
+        let current = self.auth;
+        let mut marked = Vec::new();
+        for ((k, a), l) in self.lists.iter_mut() {
+            if *k == kind
+                && *a != current
+                && let Some(s) = l.snapshot.as_mut().filter(|s| !s.stale)
+            {
+                s.stale = true;
+                marked.push(*a);
+            }
+        }
+        for auth in marked {
+            self.event(
+                out,
+                Event::MarkedStale {
+                    client: id,
+                    kind,
+                    auth,
+                },
+            );
+        }
+    }
+
+    fn on_change(&mut self, kind: Kind, auth: AuthCtx, cause: Cause, out: &mut Vec<ClientOutput>) {
+        let strategy = self.cfg.strategy;
+        let l = self.lists.entry((kind, auth)).or_default();
+        if strategy.single_flight() {
+            let (next, start) = l.flight.on_notify();
+            if start {
+                l.flight = next;
+                self.begin_refresh(kind, auth, out);
+                return;
+            }
+            // A refresh is already running.
+            let mid_walk = l.walks.first().is_some_and(|w| w.pages > 0);
+            if strategy == ClientStrategy::Reference && mid_walk && cause == Cause::ListChanged {
+                // Pages in hand may predate the change: start over now.
+                self.restart_walk(kind, auth, Restart::NotifiedMidWalk, out);
+            } else {
+                l.flight = next;
+            }
+            return;
+        }
+        if strategy == ClientStrategy::ClearThenFetch
+            && l.snapshot.as_ref().is_some_and(|s| !s.items.is_empty())
+        {
+            let epoch = self.epoch;
+            l.snapshot = Some(Snapshot {
+                items: Arc::from([]),
+                version: None,
+                epoch,
+                stale: false,
+            });
+            let id = self.id;
+            self.event(
+                out,
+                Event::Published {
+                    client: id,
+                    kind,
+                    auth,
+                    items: Arc::from([]),
+                    version: None,
+                },
+            );
+        }
+        self.begin_refresh(kind, auth, out);
+    }
+
+    fn begin_refresh(&mut self, kind: Kind, auth: AuthCtx, out: &mut Vec<ClientOutput>) {
+        let refresh = self.next_refresh;
+        self.next_refresh += 1;
+        let id = self.id;
+        self.event(
+            out,
+            Event::RefreshStarted {
+                client: id,
+                kind,
+                auth,
+                refresh,
+            },
+        );
+        let first_req = self.send(
+            Request::List { kind, cursor: None },
+            auth,
+            Pending::Page(kind, auth, refresh),
+            out,
+        );
+        let l = self.lists.entry((kind, auth)).or_default();
+        l.walks.push(Walk::fresh(refresh, first_req, 0));
+    }
+
+    /// Starts the (single) walk of (kind, auth) over from the first page, within the same
+    /// refresh.
+    fn restart_walk(
+        &mut self,
+        kind: Kind,
+        auth: AuthCtx,
+        why: Restart,
+        out: &mut Vec<ClientOutput>,
+    ) {
+        let Some(w) = self
+            .lists
+            .get_mut(&(kind, auth))
+            .and_then(|l| l.walks.first_mut())
+        else {
+            return;
+        };
+        if let Some(old) = w.awaiting.take() {
+            self.pending.remove(&old);
+        }
+        let w = &mut self
+            .lists
+            .get_mut(&(kind, auth))
+            .expect("walk exists")
+            .walks[0];
+        let restarts = if why == Restart::Retry {
+            0
+        } else {
+            w.restarts + 1
+        };
+        let refresh = w.refresh;
+        if restarts > self.cfg.limits.max_restarts {
+            let n = self.cfg.limits.max_restarts;
+            self.fail(kind, auth, refresh, ClientError::TooManyRestarts(n), out);
+            return;
+        }
+        let id = self.id;
+        self.event(
+            out,
+            Event::WalkRestarted {
+                client: id,
+                kind,
+                refresh,
+                reason: why,
+            },
+        );
+        let req = self.send(
+            Request::List { kind, cursor: None },
+            auth,
+            Pending::Page(kind, auth, refresh),
+            out,
+        );
+        let w = &mut self
+            .lists
+            .get_mut(&(kind, auth))
+            .expect("walk exists")
+            .walks[0];
+        *w = Walk::fresh(refresh, req, restarts);
+    }
+
+    fn page(
+        &mut self,
+        kind: Kind,
+        auth: AuthCtx,
+        refresh: u32,
+        resp: Response,
+        out: &mut Vec<ClientOutput>,
+    ) {
+        let strategy = self.cfg.strategy;
+        let restarts_on_error = strategy.single_flight();
+        let page = match resp {
+            Response::Page(p) if p.kind == kind => p,
+            Response::Error(e) if e.reason == ErrorReason::InvalidCursor && restarts_on_error => {
+                self.restart_walk(kind, auth, Restart::InvalidCursor, out);
+                return;
+            }
+            Response::Error(e) => {
+                self.fail(kind, auth, refresh, ClientError::Rpc(e), out);
+                return;
+            }
+            _ => {
+                self.fail(
+                    kind,
+                    auth,
+                    refresh,
+                    ClientError::UnexpectedResponse("not a page of this list"),
+                    out,
+                );
+                return;
+            }
+        };
+        let limits = self.cfg.limits;
+        let Some(l) = self.lists.get_mut(&(kind, auth)) else {
+            return;
+        };
+        let Some(wi) = l.walks.iter().position(|w| w.refresh == refresh) else {
+            return;
+        };
+        let w = &mut l.walks[wi];
+        w.awaiting = None;
+        if strategy.single_flight()
+            && w.pages > 0
+            && page.version.is_some()
+            && page.version != w.version
+        {
+            self.restart_walk(kind, auth, Restart::VersionChanged, out);
+            return;
+        }
+        if let Some(err) = absorb(w, &page, &limits) {
+            self.fail(kind, auth, refresh, err, out);
+            return;
+        }
+        let more = match &page.next {
+            Some(c) if strategy != ClientStrategy::FirstPageOnly => Some(c.clone()),
+            _ => None,
+        };
+        if let Some(cursor) = more {
+            let req = self.send(
+                Request::List {
+                    kind,
+                    cursor: Some(cursor),
+                },
+                auth,
+                Pending::Page(kind, auth, refresh),
+                out,
+            );
+            self.lists.get_mut(&(kind, auth)).expect("list").walks[wi].awaiting = Some(req);
+            return;
+        }
+        let w = self
+            .lists
+            .get_mut(&(kind, auth))
+            .expect("list")
+            .walks
+            .remove(wi);
+        self.complete(kind, auth, w, out);
+    }
+
+    fn complete(&mut self, kind: Kind, auth: AuthCtx, w: Walk, out: &mut Vec<ClientOutput>) {
+        let strategy = self.cfg.strategy;
+        let epoch = self.epoch;
+        let id = self.id;
+        let l = self.lists.get_mut(&(kind, auth)).expect("list");
+        l.retry = None;
+        let items: ItemList = w.items.into();
+        let publish = match (&l.snapshot, strategy) {
+            (None, _) => true,
+            (Some(_), ClientStrategy::RequestIdGuard) => l.guard.is_none_or(|g| w.first_req > g),
+            (Some(_), s) if !s.single_flight() => true,
+            (Some(cur), _) => match (cur.version, w.version) {
+                _ if cur.epoch != epoch => true,
+                (Some(have), Some(new)) => new > have || (new == have && cur.items != items),
+                _ => true,
+            },
+        };
+        let outcome = if publish {
+            l.guard = Some(w.first_req);
+            l.snapshot = Some(Snapshot {
+                items: items.clone(),
+                version: w.version,
+                epoch,
+                stale: false,
+            });
+            out.push(ClientOutput::Event(Event::Published {
+                client: id,
+                kind,
+                auth,
+                items,
+                version: w.version,
+            }));
+            Outcome::Published
+        } else {
+            if let Some(s) = l.snapshot.as_mut() {
+                s.stale = false;
+            }
+            Outcome::Discarded
+        };
+        out.push(ClientOutput::Event(Event::RefreshEnded {
+            client: id,
+            kind,
+            auth,
+            refresh: w.refresh,
+            outcome,
+        }));
+        self.finish(kind, auth, out);
+    }
+
+    /// The running refresh of a single-flight strategy ended: run again if a notification
+    /// arrived meanwhile (the flag-cleared-after-await bug drops it instead).
+    fn finish(&mut self, kind: Kind, auth: AuthCtx, out: &mut Vec<ClientOutput>) {
+        let strategy = self.cfg.strategy;
+        if !strategy.single_flight() {
+            return;
+        }
+        let l = self.lists.get_mut(&(kind, auth)).expect("list");
+        if strategy == ClientStrategy::FlagClearedAfterAwait {
+            l.flight = FlightState::Idle;
+            return;
+        }
+        let (next, again) = l.flight.on_finish();
+        l.flight = next;
+        if again {
+            self.begin_refresh(kind, auth, out);
+        }
+    }
+
+    fn fail(
+        &mut self,
+        kind: Kind,
+        auth: AuthCtx,
+        refresh: u32,
+        err: ClientError,
+        out: &mut Vec<ClientOutput>,
+    ) {
+        let strategy = self.cfg.strategy;
+        let limits = self.cfg.limits;
+        let id = self.id;
+        let Some(l) = self.lists.get_mut(&(kind, auth)) else {
+            return;
+        };
+        let Some(wi) = l.walks.iter().position(|w| w.refresh == refresh) else {
+            return;
+        };
+        let w = l.walks.remove(wi);
+        if let Some(req) = w.awaiting {
+            self.pending.remove(&req);
+        }
+        let l = self.lists.get_mut(&(kind, auth)).expect("list");
+        let mark = l
+            .snapshot
+            .as_mut()
+            .filter(|s| !s.stale)
+            .map(|s| s.stale = true)
+            .is_some();
+        if mark {
+            out.push(ClientOutput::Event(Event::MarkedStale {
+                client: id,
+                kind,
+                auth,
+            }));
+        }
+        out.push(ClientOutput::Failed { kind, error: err });
+        if strategy == ClientStrategy::Reference {
+            let attempt = l.retry.unwrap_or(0) + 1;
+            if attempt <= limits.max_retries {
+                // Keep the refresh running; the walk resumes when the timer fires.
+                l.retry = Some(attempt);
+                l.armed = true;
+                let mut parked = Walk::fresh(refresh, w.first_req, w.restarts);
+                parked.awaiting = None;
+                l.walks.push(parked);
+                let shift = u32::from(attempt - 1).min(16);
+                let delay_ms = limits
+                    .backoff_base_ms
+                    .saturating_mul(1 << shift)
+                    .min(limits.backoff_max_ms);
+                out.push(ClientOutput::ScheduleRetry {
+                    kind,
+                    auth,
+                    attempt,
+                    delay_ms,
+                });
+                return;
+            }
+            l.retry = None;
+        }
+        out.push(ClientOutput::Event(Event::RefreshEnded {
+            client: id,
+            kind,
+            auth,
+            refresh,
+            outcome: Outcome::Failed,
+        }));
+        self.finish(kind, auth, out);
+    }
+
+    fn retry_due(&mut self, kind: Kind, auth: AuthCtx, out: &mut Vec<ClientOutput>) {
+        if self.phase != Phase::Ready || !self.retry_armed(kind, auth) {
+            return;
+        }
+        if let Some(l) = self.lists.get_mut(&(kind, auth)) {
+            l.armed = false;
+        }
+        self.restart_walk(kind, auth, Restart::Retry, out);
+    }
+}
+
+/// Adds one page to a walk, enforcing the limits. Returns the error that ends the walk, if any.
+fn absorb(w: &mut Walk, page: &Page, limits: &Limits) -> Option<ClientError> {
+    w.pages += 1;
+    if w.pages > limits.max_pages {
+        return Some(ClientError::TooManyPages(limits.max_pages));
+    }
+    if w.items.len() + page.items.len() > limits.max_items as usize {
+        return Some(ClientError::TooManyItems(limits.max_items));
+    }
+    if let Some(c) = &page.next
+        && !w.cursors.insert(c.clone())
+    {
+        return Some(ClientError::CursorCycle(c.clone()));
+    }
+    if w.version.is_none() {
+        w.version = page.version;
+    }
+    for item in page.items.iter() {
+        if !w.names.insert(item.name.clone()) {
+            return Some(ClientError::DuplicateName(item.name.clone()));
+        }
+        w.items.push(item.clone());
+    }
+    None
+}

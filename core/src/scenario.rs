@@ -1,0 +1,165 @@
+//! A scenario: everything that fixes one closed world — the era and transport, the server's
+//! strategy, page size and initial catalog, the clients and their strategies, the
+//! administrator's scripted batches, authorization changes and tool calls, and the fault
+//! budgets. Model configurations, simulator runs and traces are all scenarios.
+
+use crate::client::ClientConfig;
+use crate::history::ClientId;
+use crate::property::{Property, Verdict, Verdicts};
+use crate::server::ServerConfig;
+use crate::strategy::{ClientStrategy, ServerStrategy};
+use crate::vocab::{AuthCtx, Era, Name, Op};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// How messages travel between a client and the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// One ordered pipe each way: responses and notifications share the server's pipe (FIFO).
+    Stdio,
+    /// Streamable HTTP: each request is its own POST, so requests and responses may overtake
+    /// one another; notifications travel in order on their own stream (the GET stream, or a
+    /// `subscriptions/listen` stream).
+    Http,
+}
+
+/// Fault budgets: how many times the network may misbehave in one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Faults {
+    /// Notifications that may be delivered twice.
+    #[serde(default)]
+    pub duplicate: u8,
+    /// Notifications that may be lost.
+    #[serde(default)]
+    pub drop: u8,
+    /// Client connections that may be cut (the client reconnects).
+    #[serde(default)]
+    pub disconnect: u8,
+}
+
+/// One closed world.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Name (a model configuration's name, or a simulator run's label).
+    pub name: String,
+    /// Protocol era.
+    pub era: Era,
+    /// Transport.
+    pub transport: Transport,
+    /// Server settings.
+    pub server: ServerConfig,
+    /// The catalog before anything happens.
+    pub initial: Vec<Op>,
+    /// The clients.
+    pub clients: Vec<ClientConfig>,
+    /// Batches the administrator applies, in this order, each at any moment.
+    #[serde(default)]
+    pub script: Vec<Vec<Op>>,
+    /// Authorization switches, in this order, each at any moment.
+    #[serde(default)]
+    pub auth_changes: Vec<(ClientId, AuthCtx)>,
+    /// Tool calls the applications make, each at any moment.
+    #[serde(default)]
+    pub calls: Vec<(ClientId, Name)>,
+    /// Fault budgets.
+    #[serde(default)]
+    pub faults: Faults,
+}
+
+impl Scenario {
+    /// The client strategy (of the first client; configs use one strategy for all).
+    pub fn client_strategy(&self) -> ClientStrategy {
+        self.clients
+            .first()
+            .map(|c| c.strategy)
+            .unwrap_or(ClientStrategy::Reference)
+    }
+
+    /// The server strategy.
+    pub fn server_strategy(&self) -> ServerStrategy {
+        self.server.strategy
+    }
+
+    /// The authorization contexts that appear in this scenario.
+    pub fn auth_contexts(&self) -> BTreeSet<AuthCtx> {
+        let mut s: BTreeSet<AuthCtx> = self.clients.iter().map(|c| c.auth).collect();
+        s.extend(self.auth_changes.iter().map(|(_, a)| *a));
+        s
+    }
+
+    /// Which properties can be judged in this scenario: `listen_then_list` only in 2026-07-28,
+    /// `auth_isolation` only with scoped items, `no_call_to_removed` only with tool calls.
+    pub fn applicable(&self, p: Property) -> bool {
+        match p {
+            Property::ListenThenList => self.era == Era::V2026_07_28,
+            Property::AuthIsolation => {
+                let scoped = |ops: &[Op]| {
+                    ops.iter().any(|o| {
+                        matches!(o, Op::Add { scope, .. } if *scope != crate::vocab::Scope::Public)
+                    })
+                };
+                scoped(&self.initial) || self.script.iter().any(|b| scoped(b))
+            }
+            Property::NoCallToRemoved => !self.calls.is_empty(),
+            _ => true,
+        }
+    }
+
+    /// Verdicts with inapplicable properties replaced by n/a.
+    pub fn mask(&self, verdicts: &Verdicts) -> Verdicts {
+        verdicts
+            .iter()
+            .map(|(p, v)| {
+                let v = if self.applicable(*p) {
+                    *v
+                } else {
+                    Verdict::NotApplicable
+                };
+                (*p, v)
+            })
+            .collect()
+    }
+
+    /// Checks the scenario for mistakes a person could make in a file; returns what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.clients.is_empty() {
+            return Err("a scenario needs at least one client".into());
+        }
+        if self.clients.len() > usize::from(u16::MAX) {
+            return Err(format!("too many clients ({})", self.clients.len()));
+        }
+        for (i, c) in self.clients.iter().enumerate() {
+            if c.era != self.era {
+                return Err(format!(
+                    "client {i} speaks {} but the scenario is {}",
+                    c.era, self.era
+                ));
+            }
+            if c.kinds.is_empty() {
+                return Err(format!("client {i} keeps no list"));
+            }
+        }
+        if self.server.era != self.era {
+            return Err(format!(
+                "server speaks {} but the scenario is {}",
+                self.server.era, self.era
+            ));
+        }
+        let n = self.clients.len();
+        if let Some((c, _)) = self.auth_changes.iter().find(|(c, _)| usize::from(*c) >= n) {
+            return Err(format!(
+                "auth change for client {c}, but there are only {n} clients"
+            ));
+        }
+        if let Some((c, _)) = self.calls.iter().find(|(c, _)| usize::from(*c) >= n) {
+            return Err(format!(
+                "tool call by client {c}, but there are only {n} clients"
+            ));
+        }
+        if self.calls.len() > 32 {
+            return Err("at most 32 scripted tool calls".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,722 @@
+//! The server registry machine: a versioned catalog with atomic batch commits, coalesced
+//! `list_changed` notifications sent only after commit, version-bound pagination cursors, tool
+//! dispatch against the same snapshot lists read, resource subscriptions, and both protocol eras
+//! (sessions with `initialize`, or stateless with `subscriptions/listen`).
+//!
+//! The machine is sans-IO: [`Registry::step`] takes one input and appends what to send and what
+//! happened (history events) to an output buffer. The known-bad server strategies are variants of
+//! the same machine, selected by [`ServerStrategy`].
+
+use crate::history::{ClientId, Event};
+use crate::strategy::ServerStrategy;
+use crate::vocab::{AuthCtx, Batch, Catalog, Era, Kind, KindSet, Name};
+use crate::wire::{
+    CacheScope, Caps, ClientMsg, ErrorReason, INVALID_PARAMS, Lane, Notification, Page,
+    RESOURCE_NOT_FOUND, Request, Response, RpcError, ServerCursor, ServerMsg, SubId,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Static server settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ServerConfig {
+    /// Reference or a known-bad variant.
+    pub strategy: ServerStrategy,
+    /// Protocol era served.
+    pub era: Era,
+    /// Items per list page; 0 = everything in one page.
+    pub page_size: u16,
+    /// `ttlMs` put on 2026-07-28 list results.
+    pub ttl_ms: Option<u32>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            strategy: ServerStrategy::Reference,
+            era: Era::V2025_11_25,
+            page_size: 0,
+            ttl_ms: None,
+        }
+    }
+}
+
+/// What a server knows about one client connection.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Session {
+    initialized: bool,
+    /// Open `subscriptions/listen` stream: id, kinds honoured, URIs watched.
+    listen: Option<(SubId, KindSet, Vec<Name>)>,
+    /// `resources/subscribe` URIs (2025-11-25).
+    subscribed: BTreeSet<Name>,
+    /// The tool table the session captured when it started (`stale-dispatch` only).
+    dispatch_view: Option<Arc<Catalog>>,
+}
+
+/// An input to the server machine.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ServerInput {
+    /// A client connected.
+    Connect(ClientId),
+    /// A client's connection (and its streams) went away.
+    Disconnect(ClientId),
+    /// A request arrived from a client.
+    Request(ClientId, ClientMsg),
+    /// The administrator applies a batch of mutations.
+    Apply(Batch),
+    /// (`notify-before-commit` only) the staged batch becomes visible.
+    CommitStaged,
+}
+
+/// Something the server machine asks its driver to do, or reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerOutput {
+    /// Send `msg` to client `to` on `lane`.
+    Send {
+        /// Receiving client.
+        to: ClientId,
+        /// Lane.
+        lane: Lane,
+        /// Message.
+        msg: ServerMsg,
+    },
+    /// A history event.
+    Event(Event),
+}
+
+/// The server registry machine.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Registry {
+    cfg: ServerConfig,
+    version: u64,
+    catalog: Arc<Catalog>,
+    /// (`notify-before-commit`) a batch that was announced but is not yet visible.
+    staged: Option<Arc<Catalog>>,
+    sessions: BTreeMap<ClientId, Session>,
+    next_sub: SubId,
+}
+
+impl Registry {
+    /// A registry at version 1 holding `initial`. Emits nothing: call
+    /// [`Registry::initial_event`] to record the initial commit in a history.
+    pub fn new(cfg: ServerConfig, initial: Catalog) -> Self {
+        Registry {
+            cfg,
+            version: 1,
+            catalog: Arc::new(initial),
+            staged: None,
+            sessions: BTreeMap::new(),
+            next_sub: 1,
+        }
+    }
+
+    /// The history event for the initial catalog.
+    pub fn initial_event(&self) -> Event {
+        Event::Committed {
+            version: self.version,
+            catalog: self.catalog.clone(),
+        }
+    }
+
+    /// Static settings.
+    pub fn config(&self) -> &ServerConfig {
+        &self.cfg
+    }
+
+    /// The version visible to list requests.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The catalog visible to list requests.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// Whether a batch is announced but not yet committed (`notify-before-commit`).
+    pub fn has_staged(&self) -> bool {
+        self.staged.is_some()
+    }
+
+    /// Whether `client` has a session (connected).
+    pub fn is_connected(&self, client: ClientId) -> bool {
+        self.sessions.contains_key(&client)
+    }
+
+    /// Replaces the visible catalog with one committed elsewhere (a shared store in a
+    /// multi-node deployment) at `version`, if newer; then notifies like a local commit.
+    /// Returns whether it was applied. Duplicate and out-of-order versions are ignored.
+    pub fn install(
+        &mut self,
+        version: u64,
+        catalog: Arc<Catalog>,
+        out: &mut Vec<ServerOutput>,
+    ) -> bool {
+        if version <= self.version {
+            return false;
+        }
+        let changed = changed_kinds(&self.catalog, &catalog);
+        let contents = changed_contents(&self.catalog, &catalog);
+        self.version = version;
+        self.catalog = catalog;
+        out.push(ServerOutput::Event(Event::Committed {
+            version,
+            catalog: self.catalog.clone(),
+        }));
+        self.notify(changed, &contents, version, version, 1, out);
+        true
+    }
+
+    /// Steps the machine with one input, appending outputs to `out`.
+    pub fn step(&mut self, input: ServerInput, out: &mut Vec<ServerOutput>) {
+        match input {
+            ServerInput::Connect(c) => {
+                let view = (self.cfg.strategy == ServerStrategy::StaleDispatch)
+                    .then(|| self.catalog.clone());
+                self.sessions.insert(
+                    c,
+                    Session {
+                        dispatch_view: view,
+                        ..Session::default()
+                    },
+                );
+            }
+            ServerInput::Disconnect(c) => {
+                self.sessions.remove(&c);
+            }
+            ServerInput::Apply(batch) => self.apply(&batch, out),
+            ServerInput::CommitStaged => {
+                if let Some(next) = self.staged.take() {
+                    self.version += 1;
+                    self.catalog = next;
+                    out.push(ServerOutput::Event(Event::Committed {
+                        version: self.version,
+                        catalog: self.catalog.clone(),
+                    }));
+                }
+            }
+            ServerInput::Request(c, msg) => self.request(c, msg, out),
+        }
+    }
+
+    fn apply(&mut self, batch: &Batch, out: &mut Vec<ServerOutput>) {
+        if let Some(pending) = self.staged.take() {
+            // A second batch while one is staged: the staged one lands first.
+            self.version += 1;
+            self.catalog = pending;
+            out.push(ServerOutput::Event(Event::Committed {
+                version: self.version,
+                catalog: self.catalog.clone(),
+            }));
+        }
+        let mut next = (*self.catalog).clone();
+        let mut changed = KindSet::EMPTY;
+        let mut per_op = 0usize;
+        let mut contents = Vec::new();
+        for op in batch.iter() {
+            if next.apply(op) {
+                if let Some(k) = op.kind() {
+                    changed = changed.with(group_of(k));
+                    per_op += 1;
+                }
+            } else if let crate::vocab::Op::SetContent { uri, .. } = op {
+                contents.push(uri.clone());
+            }
+        }
+        if changed.is_empty() && contents.is_empty() && next == *self.catalog {
+            return;
+        }
+        let next = Arc::new(next);
+        let announced = self.version + 1;
+        let copies = if self.cfg.strategy == ServerStrategy::NotifyPerMutation {
+            per_op.max(1)
+        } else {
+            1
+        };
+        if self.cfg.strategy == ServerStrategy::NotifyBeforeCommit {
+            // Announce now, commit later: list requests in between still see the old version.
+            self.staged = Some(next);
+            self.notify(changed, &contents, announced, self.version, 1, out);
+            return;
+        }
+        self.version = announced;
+        self.catalog = next;
+        out.push(ServerOutput::Event(Event::Committed {
+            version: self.version,
+            catalog: self.catalog.clone(),
+        }));
+        self.notify(changed, &contents, announced, self.version, copies, out);
+    }
+
+    /// Sends list_changed for each changed kind group (and resources/updated for changed
+    /// contents) to every session entitled to it.
+    fn notify(
+        &self,
+        changed: KindSet,
+        contents: &[Name],
+        announces: u64,
+        visible: u64,
+        copies: usize,
+        out: &mut Vec<ServerOutput>,
+    ) {
+        for (&c, s) in &self.sessions {
+            let sub = match (self.cfg.era, &s.listen) {
+                (Era::V2025_11_25, _) if s.initialized => None,
+                (Era::V2026_07_28, Some((id, _, _))) => Some(*id),
+                _ => continue,
+            };
+            for kind in changed.iter() {
+                let wanted = match &s.listen {
+                    Some((_, kinds, _)) => {
+                        kind.notification_group().iter().any(|k| kinds.contains(*k))
+                    }
+                    None => true,
+                };
+                if !wanted {
+                    continue;
+                }
+                for _ in 0..copies {
+                    out.push(ServerOutput::Event(Event::Notified {
+                        client: c,
+                        kind,
+                        announces,
+                        visible,
+                    }));
+                    out.push(ServerOutput::Send {
+                        to: c,
+                        lane: Lane::Stream,
+                        msg: ServerMsg::Notification(Notification::ListChanged { kind, sub }),
+                    });
+                }
+            }
+            for uri in contents {
+                let watched = match &s.listen {
+                    Some((_, _, uris)) => uris.contains(uri),
+                    None => s.subscribed.contains(uri),
+                };
+                if watched {
+                    out.push(ServerOutput::Send {
+                        to: c,
+                        lane: Lane::Stream,
+                        msg: ServerMsg::Notification(Notification::ResourceUpdated {
+                            uri: uri.clone(),
+                            sub,
+                        }),
+                    });
+                }
+            }
+        }
+    }
+
+    fn request(&mut self, c: ClientId, msg: ClientMsg, out: &mut Vec<ServerOutput>) {
+        let ClientMsg { id, auth, req } = msg;
+        let lane = req.reply_lane();
+        let resp = match req {
+            Request::Initialize => {
+                if let Some(s) = self.sessions.get_mut(&c) {
+                    s.initialized = true;
+                }
+                Response::Initialized {
+                    era: self.cfg.era,
+                    caps: Caps {
+                        list_changed: Kind::ALL.into_iter().collect(),
+                        subscribe: true,
+                    },
+                }
+            }
+            Request::List { kind, cursor } => match self.page(kind, auth, cursor.as_ref()) {
+                Ok(page) => {
+                    out.push(ServerOutput::Event(Event::Served {
+                        client: c,
+                        kind,
+                        auth,
+                        version: self.version,
+                        items: page.items.len() as u32,
+                        more: page.next.is_some(),
+                    }));
+                    Response::Page(page)
+                }
+                Err(e) => Response::Error(e),
+            },
+            Request::CallTool { name } => self.call(c, auth, name, out),
+            Request::Subscribe { uri } => {
+                if self.catalog.get(Kind::Resources, &uri).is_none() {
+                    Response::Error(self.not_found())
+                } else {
+                    if let Some(s) = self.sessions.get_mut(&c) {
+                        s.subscribed.insert(uri);
+                    }
+                    Response::Subscribed
+                }
+            }
+            Request::ReadResource { uri } => {
+                match (
+                    self.catalog.get(Kind::Resources, &uri),
+                    self.catalog.contents.get(&uri),
+                ) {
+                    (Some(e), text) if e.scope.visible_to(auth) => Response::Content {
+                        text: text.cloned().unwrap_or_else(|| e.def.clone()),
+                        uri,
+                    },
+                    _ => Response::Error(self.not_found()),
+                }
+            }
+            Request::Listen { kinds, uris } => {
+                if self.cfg.era != Era::V2026_07_28 {
+                    Response::Error(RpcError {
+                        code: -32601,
+                        reason: ErrorReason::Other("subscriptions/listen needs 2026-07-28".into()),
+                    })
+                } else {
+                    let sub = self.next_sub;
+                    self.next_sub += 1;
+                    if let Some(s) = self.sessions.get_mut(&c) {
+                        s.listen = Some((sub, kinds, uris));
+                    }
+                    // The acknowledgement is the stream's first message; the stream stays open.
+                    out.push(ServerOutput::Send {
+                        to: c,
+                        lane: Lane::Stream,
+                        msg: ServerMsg::Notification(Notification::Acknowledged { sub, kinds }),
+                    });
+                    return;
+                }
+            }
+        };
+        out.push(ServerOutput::Send {
+            to: c,
+            lane,
+            msg: ServerMsg::Response { id, resp },
+        });
+    }
+
+    fn not_found(&self) -> RpcError {
+        RpcError {
+            code: match self.cfg.era {
+                Era::V2025_11_25 => RESOURCE_NOT_FOUND,
+                Era::V2026_07_28 => INVALID_PARAMS,
+            },
+            reason: ErrorReason::ResourceNotFound,
+        }
+    }
+
+    /// Cuts one page of `kind` for `auth` at the current version.
+    fn page(
+        &self,
+        kind: Kind,
+        auth: AuthCtx,
+        cursor: Option<&crate::wire::Cursor>,
+    ) -> Result<Page, RpcError> {
+        let bound = self.cfg.strategy != ServerStrategy::OffsetCursor;
+        let offset = match cursor {
+            None => 0,
+            Some(c) => {
+                let sc = ServerCursor::decode(c).ok_or_else(RpcError::invalid_cursor)?;
+                if bound && (sc.version != Some(self.version) || sc.auth != Some(auth)) {
+                    return Err(RpcError::invalid_cursor());
+                }
+                sc.offset as usize
+            }
+        };
+        let list = self.catalog.visible(kind, auth);
+        if bound && (offset > list.len() || (offset == list.len() && offset != 0)) {
+            return Err(RpcError::invalid_cursor());
+        }
+        // A bare-offset server slices whatever the list is now; past the end is an empty page.
+        let offset = offset.min(list.len());
+        let size = if self.cfg.page_size == 0 {
+            list.len().max(1)
+        } else {
+            self.cfg.page_size as usize
+        };
+        let end = (offset + size).min(list.len());
+        let next = (end < list.len()).then(|| {
+            ServerCursor {
+                version: bound.then_some(self.version),
+                auth: bound.then_some(auth),
+                offset: end as u32,
+            }
+            .encode()
+        });
+        let era26 = self.cfg.era == Era::V2026_07_28;
+        Ok(Page {
+            kind,
+            items: list[offset..end].iter().cloned().collect(),
+            next,
+            version: bound.then_some(self.version),
+            ttl_ms: if era26 { self.cfg.ttl_ms } else { None },
+            cache_scope: era26.then(|| {
+                if self.catalog.varies_by_auth(kind) {
+                    CacheScope::Private
+                } else {
+                    CacheScope::Public
+                }
+            }),
+        })
+    }
+
+    fn call(
+        &mut self,
+        c: ClientId,
+        auth: AuthCtx,
+        name: Name,
+        out: &mut Vec<ServerOutput>,
+    ) -> Response {
+        let view = match (self.cfg.strategy, self.sessions.get(&c)) {
+            (
+                ServerStrategy::StaleDispatch,
+                Some(Session {
+                    dispatch_view: Some(v),
+                    ..
+                }),
+            ) => v.clone(),
+            _ => self.catalog.clone(),
+        };
+        match view.get(Kind::Tools, &name) {
+            Some(e) if e.scope.visible_to(auth) => {
+                let present = self
+                    .catalog
+                    .get(Kind::Tools, &name)
+                    .is_some_and(|e| e.scope.visible_to(auth));
+                out.push(ServerOutput::Event(Event::Dispatched {
+                    client: c,
+                    tool: name.clone(),
+                    present,
+                }));
+                Response::ToolResult {
+                    name,
+                    def: e.def.clone(),
+                }
+            }
+            _ => {
+                out.push(ServerOutput::Event(Event::CallRejected {
+                    client: c,
+                    tool: name,
+                }));
+                Response::Error(RpcError {
+                    code: INVALID_PARAMS,
+                    reason: ErrorReason::UnknownTool,
+                })
+            }
+        }
+    }
+}
+
+/// The kind whose `list_changed` covers `k` (templates are announced as resources).
+pub fn group_of(k: Kind) -> Kind {
+    k.notification_group()[0]
+}
+
+/// The notification groups whose visible lists differ between two catalogs.
+pub fn changed_kinds(a: &Catalog, b: &Catalog) -> KindSet {
+    Kind::ALL
+        .into_iter()
+        .filter(|k| {
+            let pick = |c: &Catalog| {
+                c.items
+                    .iter()
+                    .filter(|((kk, _), _)| kk == k)
+                    .map(|(key, e)| (key.clone(), e.clone()))
+                    .collect::<Vec<_>>()
+            };
+            pick(a) != pick(b)
+        })
+        .map(group_of)
+        .collect()
+}
+
+/// Resource URIs whose content differs between two catalogs.
+pub fn changed_contents(a: &Catalog, b: &Catalog) -> Vec<Name> {
+    b.contents
+        .iter()
+        .filter(|(uri, text)| a.contents.get(*uri) != Some(text))
+        .map(|(uri, _)| uri.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::Op;
+    use crate::wire::Cursor;
+
+    fn reg(strategy: ServerStrategy, page_size: u16) -> Registry {
+        let cfg = ServerConfig {
+            strategy,
+            page_size,
+            ..ServerConfig::default()
+        };
+        let mut r = Registry::new(
+            cfg,
+            Catalog::from_ops(&[
+                Op::add(Kind::Tools, "a", "a1"),
+                Op::add(Kind::Tools, "b", "b1"),
+                Op::add(Kind::Tools, "c", "c1"),
+            ]),
+        );
+        let mut out = Vec::new();
+        r.step(ServerInput::Connect(0), &mut out);
+        r.step(
+            ServerInput::Request(
+                0,
+                ClientMsg {
+                    id: 0,
+                    auth: AuthCtx(0),
+                    req: Request::Initialize,
+                },
+            ),
+            &mut out,
+        );
+        r
+    }
+
+    fn list(r: &mut Registry, cursor: Option<Cursor>) -> Response {
+        let mut out = Vec::new();
+        r.step(
+            ServerInput::Request(
+                0,
+                ClientMsg {
+                    id: 9,
+                    auth: AuthCtx(0),
+                    req: Request::List {
+                        kind: Kind::Tools,
+                        cursor,
+                    },
+                },
+            ),
+            &mut out,
+        );
+        out.into_iter()
+            .find_map(|o| match o {
+                ServerOutput::Send {
+                    msg: ServerMsg::Response { resp, .. },
+                    ..
+                } => Some(resp),
+                _ => None,
+            })
+            .expect("a response")
+    }
+
+    fn page(r: Response) -> Page {
+        match r {
+            Response::Page(p) => p,
+            other => panic!("expected a page, got {other:?}"),
+        }
+    }
+
+    fn apply(r: &mut Registry, ops: Vec<Op>) -> Vec<ServerOutput> {
+        let mut out = Vec::new();
+        r.step(ServerInput::Apply(ops.into()), &mut out);
+        out
+    }
+
+    #[test]
+    fn pages_are_bound_to_the_version() {
+        let mut r = reg(ServerStrategy::Reference, 2);
+        let p1 = page(list(&mut r, None));
+        assert_eq!(p1.items.len(), 2);
+        assert_eq!(p1.version, Some(1));
+        apply(&mut r, vec![Op::add(Kind::Tools, "d", "d1")]);
+        match list(&mut r, p1.next.clone()) {
+            Response::Error(e) => assert_eq!(e, RpcError::invalid_cursor()),
+            other => panic!("stale cursor accepted: {other:?}"),
+        }
+        let mut r = reg(ServerStrategy::OffsetCursor, 2);
+        let p1 = page(list(&mut r, None));
+        apply(&mut r, vec![Op::remove(Kind::Tools, "a")]);
+        let p2 = page(list(&mut r, p1.next));
+        assert_eq!(p2.version, None);
+        // The walk saw [a, b] then [] although the list is now [b, c]: c was skipped.
+        assert!(p2.items.is_empty());
+    }
+
+    #[test]
+    fn one_notification_per_batch_after_commit() {
+        let mut r = reg(ServerStrategy::Reference, 0);
+        let out = apply(
+            &mut r,
+            vec![
+                Op::add(Kind::Tools, "d", "d1"),
+                Op::remove(Kind::Tools, "a"),
+            ],
+        );
+        let commit = out
+            .iter()
+            .position(|o| matches!(o, ServerOutput::Event(Event::Committed { .. })))
+            .unwrap();
+        let sends: Vec<_> = out
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| matches!(o, ServerOutput::Send { .. }))
+            .collect();
+        assert_eq!(sends.len(), 1);
+        assert!(sends[0].0 > commit);
+        assert_eq!(r.version(), 2);
+        // An empty batch commits nothing.
+        assert!(apply(&mut r, vec![Op::remove(Kind::Tools, "zz")]).is_empty());
+        assert_eq!(r.version(), 2);
+
+        let mut r = reg(ServerStrategy::NotifyPerMutation, 0);
+        let out = apply(
+            &mut r,
+            vec![
+                Op::add(Kind::Tools, "d", "d1"),
+                Op::remove(Kind::Tools, "a"),
+            ],
+        );
+        assert_eq!(
+            out.iter()
+                .filter(|o| matches!(o, ServerOutput::Send { .. }))
+                .count(),
+            2
+        );
+    }
+
+    #[test]
+    fn notify_before_commit_announces_an_invisible_version() {
+        let mut r = reg(ServerStrategy::NotifyBeforeCommit, 0);
+        let out = apply(&mut r, vec![Op::add(Kind::Tools, "d", "d1")]);
+        assert!(out.iter().any(|o| matches!(
+            o,
+            ServerOutput::Event(Event::Notified {
+                announces: 2,
+                visible: 1,
+                ..
+            })
+        )));
+        assert_eq!(page(list(&mut r, None)).items.len(), 3);
+        r.step(ServerInput::CommitStaged, &mut Vec::new());
+        assert_eq!(page(list(&mut r, None)).items.len(), 4);
+    }
+
+    #[test]
+    fn calls_resolve_against_the_live_registry_unless_stale_dispatch() {
+        for (strategy, ran) in [
+            (ServerStrategy::Reference, false),
+            (ServerStrategy::StaleDispatch, true),
+        ] {
+            let mut r = reg(strategy, 0);
+            apply(&mut r, vec![Op::remove(Kind::Tools, "a")]);
+            let mut out = Vec::new();
+            r.step(
+                ServerInput::Request(
+                    0,
+                    ClientMsg {
+                        id: 3,
+                        auth: AuthCtx(0),
+                        req: Request::CallTool { name: "a".into() },
+                    },
+                ),
+                &mut out,
+            );
+            let dispatched = out.iter().any(|o| {
+                matches!(
+                    o,
+                    ServerOutput::Event(Event::Dispatched { present: false, .. })
+                )
+            });
+            assert_eq!(dispatched, ran, "{strategy}");
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! The trace schema: a versioned JSON document holding one scenario, the ordered steps of one
+//! run of it, and the expected verdict of every property at the end. The model exports every
+//! counterexample as a trace, the simulator exports its shrunk failures as traces, and the
+//! harness replays traces against real implementations. See `docs/trace-format.md`.
+//!
+//! Reading a trace never panics: malformed JSON, an unknown format or version, an invalid
+//! scenario or a step that is impossible where it stands all come back as a [`TraceError`]
+//! that says what and where.
+
+use crate::property::{Property, Verdict, Verdicts};
+use crate::scenario::Scenario;
+use crate::world::{Log, Step, World};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+/// The `format` field of every trace.
+pub const TRACE_FORMAT: &str = "listsync-trace";
+/// The trace schema version this code writes.
+pub const TRACE_VERSION: u32 = 1;
+/// Largest trace file accepted (bytes).
+pub const MAX_TRACE_BYTES: usize = 64 << 20;
+/// Most steps accepted in one trace.
+pub const MAX_TRACE_STEPS: usize = 1_000_000;
+
+/// A trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trace {
+    /// Always [`TRACE_FORMAT`].
+    pub format: String,
+    /// Schema version.
+    pub version: u32,
+    /// What produced it: `model`, `sim`, or a person.
+    pub source: String,
+    /// The world.
+    pub scenario: Scenario,
+    /// The run.
+    pub steps: Vec<Step>,
+    /// Verdict of every property at the end of the run.
+    pub expected: Verdicts,
+    /// The property this trace is a counterexample of, if it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shows: Option<Property>,
+    /// Human explanation of the violation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Human-readable account of the run (informational; regenerated on replay).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log: Vec<String>,
+}
+
+/// Why a trace cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TraceError {
+    /// Not JSON, or not a trace's shape.
+    #[error("not a valid trace: {0}")]
+    Json(String),
+    /// Too large to be a trace.
+    #[error("trace is {0} bytes; the limit is {MAX_TRACE_BYTES}")]
+    TooLarge(usize),
+    /// `format` is not `listsync-trace`.
+    #[error("not a listsync trace (format is '{0}', expected '{TRACE_FORMAT}')")]
+    Format(String),
+    /// A schema version this code cannot read.
+    #[error("trace schema version {0} is not supported (this build reads version {TRACE_VERSION})")]
+    Version(u32),
+    /// The scenario is inconsistent.
+    #[error("invalid scenario: {0}")]
+    Scenario(String),
+    /// A step cannot happen where it stands.
+    #[error("step {index} ({step}) is not possible at that point of the run: {reason}")]
+    Unreachable {
+        /// Index of the step.
+        index: usize,
+        /// The step, as text.
+        step: String,
+        /// Why not.
+        reason: String,
+    },
+    /// The replay's verdicts differ from the trace's expected verdicts.
+    #[error("replay verdicts differ from the expected ones: {0}")]
+    Mismatch(String),
+}
+
+/// The result of replaying a trace through the world.
+#[derive(Debug)]
+pub struct Replay {
+    /// Final state.
+    pub world: World,
+    /// What happened, step by step: (step index, line).
+    pub log: Vec<(usize, String)>,
+    /// Every history event, in order.
+    pub events: Vec<crate::history::Event>,
+    /// Verdicts at the end.
+    pub verdicts: Verdicts,
+    /// Index of the first step after which each violated property was violated.
+    pub first_violation: Vec<(Property, usize)>,
+}
+
+impl Trace {
+    /// A new trace of `steps` in `scenario`, with verdicts computed by replaying it.
+    pub fn record(
+        source: &str,
+        scenario: Scenario,
+        steps: Vec<Step>,
+        shows: Option<Property>,
+    ) -> Result<Trace, TraceError> {
+        let mut t = Trace {
+            format: TRACE_FORMAT.into(),
+            version: TRACE_VERSION,
+            source: source.into(),
+            scenario,
+            steps,
+            expected: Verdicts::new(),
+            shows,
+            detail: None,
+            log: Vec::new(),
+        };
+        let r = t.replay()?;
+        t.expected = r.verdicts.clone();
+        t.detail = shows
+            .and_then(|p| r.world.monitor.first_violation(p).map(str::to_owned))
+            .or_else(|| {
+                shows.and_then(|p| {
+                    r.world
+                        .monitor
+                        .check_quiescent(&r.world.expectations())
+                        .into_iter()
+                        .find(|(q, _)| *q == p)
+                        .map(|(_, d)| d)
+                })
+            });
+        t.log = r.log.iter().map(|(i, l)| format!("{i:>3} {l}")).collect();
+        Ok(t)
+    }
+
+    /// Parses a trace, checking its format and version.
+    pub fn from_json(text: &str) -> Result<Trace, TraceError> {
+        if text.len() > MAX_TRACE_BYTES {
+            return Err(TraceError::TooLarge(text.len()));
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| TraceError::Json(e.to_string()))?;
+        let format = value.get("format").and_then(|f| f.as_str()).unwrap_or("");
+        if format != TRACE_FORMAT {
+            return Err(TraceError::Format(format.into()));
+        }
+        let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+        match version {
+            1 => {}
+            v => return Err(TraceError::Version(u32::try_from(v).unwrap_or(u32::MAX))),
+        }
+        let t: Trace =
+            serde_json::from_value(value).map_err(|e| TraceError::Json(e.to_string()))?;
+        if t.steps.len() > MAX_TRACE_STEPS {
+            return Err(TraceError::Json(format!(
+                "{} steps; the limit is {MAX_TRACE_STEPS}",
+                t.steps.len()
+            )));
+        }
+        t.scenario.validate().map_err(TraceError::Scenario)?;
+        Ok(t)
+    }
+
+    /// Serializes as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a trace always serializes")
+    }
+
+    /// Replays the steps through the world, failing on the first impossible step.
+    pub fn replay(&self) -> Result<Replay, TraceError> {
+        self.scenario.validate().map_err(TraceError::Scenario)?;
+        let mut log = Log::default();
+        let mut world = World::new_recorded(&self.scenario, &mut log);
+        let mut lines: Vec<(usize, String)> = log.lines.drain(..).map(|l| (0, l)).collect();
+        let mut events = std::mem::take(&mut log.events);
+        let mut first_violation: Vec<(Property, usize)> = Vec::new();
+        for (index, step) in self.steps.iter().enumerate() {
+            world
+                .apply(&self.scenario, step, &mut log)
+                .map_err(|reason| TraceError::Unreachable {
+                    index,
+                    step: step.to_string(),
+                    reason,
+                })?;
+            lines.extend(log.lines.drain(..).map(|l| (index, l)));
+            events.append(&mut log.events);
+            for p in Property::ALL {
+                if !world.holds(p) && !first_violation.iter().any(|(q, _)| *q == p) {
+                    first_violation.push((p, index));
+                }
+            }
+        }
+        let verdicts = world.verdicts(&self.scenario);
+        Ok(Replay {
+            world,
+            log: lines,
+            events,
+            verdicts,
+            first_violation,
+        })
+    }
+
+    /// Replays and checks that the verdicts equal the expected ones.
+    pub fn check(&self) -> Result<Replay, TraceError> {
+        let r = self.replay()?;
+        let mut diff = String::new();
+        for p in Property::ALL {
+            let want = self
+                .expected
+                .get(&p)
+                .copied()
+                .unwrap_or(Verdict::NotApplicable);
+            let got = r
+                .verdicts
+                .get(&p)
+                .copied()
+                .unwrap_or(Verdict::NotApplicable);
+            if want != got {
+                let _ = write!(
+                    diff,
+                    "{}{p}: expected {want}, replay gives {got}",
+                    if diff.is_empty() { "" } else { "; " }
+                );
+            }
+        }
+        if diff.is_empty() {
+            Ok(r)
+        } else {
+            Err(TraceError::Mismatch(diff))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_is_rejected_with_a_reason() {
+        assert!(matches!(Trace::from_json("{"), Err(TraceError::Json(_))));
+        assert!(matches!(Trace::from_json("[]"), Err(TraceError::Format(_))));
+        assert!(matches!(
+            Trace::from_json(r#"{"format":"listsync-trace","version":99}"#),
+            Err(TraceError::Version(99))
+        ));
+        assert!(matches!(
+            Trace::from_json(r#"{"format":"listsync-trace","version":1,"steps":"x"}"#),
+            Err(TraceError::Json(_))
+        ));
+    }
+}

@@ -1,0 +1,347 @@
+//! The named model configurations `listsync check` runs, each a small closed world with its
+//! expected verdicts. Reference configurations must hold every applicable property, explored
+//! exhaustively; each known-bad configuration puts one shipped bug in the same world and must be
+//! caught. The table in `model/README.md` documents each with its state count and time.
+
+use crate::Search;
+use listsync_core::client::{ClientConfig, Limits};
+use listsync_core::property::{Property, Verdict, Verdicts};
+use listsync_core::scenario::{Faults, Scenario, Transport};
+use listsync_core::server::ServerConfig;
+use listsync_core::strategy::{ClientStrategy, ServerStrategy};
+use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Op, Scope};
+
+/// One named configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The world.
+    pub scenario: Scenario,
+    /// What it demonstrates.
+    pub about: &'static str,
+    /// How to explore it.
+    pub search: Search,
+    /// Properties expected to be violated (every other applicable one must hold).
+    pub violates: &'static [Property],
+}
+
+impl Config {
+    /// The configuration's name.
+    pub fn name(&self) -> &str {
+        &self.scenario.name
+    }
+
+    /// Expected verdict of every property.
+    pub fn expected(&self) -> Verdicts {
+        let v = Property::ALL
+            .into_iter()
+            .map(|p| {
+                let v = if self.violates.contains(&p) {
+                    Verdict::Violated
+                } else {
+                    Verdict::Holds
+                };
+                (p, v)
+            })
+            .collect();
+        self.scenario.mask(&v)
+    }
+
+    /// Whether this is a reference configuration (every strategy `reference`).
+    pub fn is_reference(&self) -> bool {
+        self.violates.is_empty()
+    }
+}
+
+fn tools(ops: &[(&str, &str)]) -> Vec<Op> {
+    ops.iter()
+        .map(|(n, d)| Op::add(Kind::Tools, n, d))
+        .collect()
+}
+
+struct Spec {
+    name: &'static str,
+    era: Era,
+    transport: Transport,
+    server: ServerStrategy,
+    client: ClientStrategy,
+    clients: usize,
+    page_size: u16,
+    initial: Vec<Op>,
+    script: Vec<Vec<Op>>,
+}
+
+impl Spec {
+    fn new(name: &'static str) -> Spec {
+        Spec {
+            name,
+            era: Era::V2025_11_25,
+            transport: Transport::Stdio,
+            server: ServerStrategy::Reference,
+            client: ClientStrategy::Reference,
+            clients: 1,
+            page_size: 1,
+            initial: tools(&[("a", "a1"), ("b", "b1")]),
+            script: vec![
+                vec![Op::add(Kind::Tools, "c", "c1")],
+                vec![Op::remove(Kind::Tools, "a")],
+            ],
+        }
+    }
+
+    fn build(self) -> Scenario {
+        let client = ClientConfig {
+            limits: Limits {
+                max_restarts: 3,
+                max_retries: 2,
+                ..Limits::default()
+            },
+            ..ClientConfig::tools(self.client, self.era)
+        };
+        Scenario {
+            name: self.name.into(),
+            era: self.era,
+            transport: self.transport,
+            server: ServerConfig {
+                strategy: self.server,
+                era: self.era,
+                page_size: self.page_size,
+                ttl_ms: (self.era == Era::V2026_07_28).then_some(60_000),
+            },
+            initial: self.initial,
+            clients: vec![client; self.clients],
+            script: self.script,
+            auth_changes: Vec::new(),
+            calls: Vec::new(),
+            faults: Faults::default(),
+        }
+    }
+}
+
+fn cfg(scenario: Scenario, about: &'static str, violates: &'static [Property]) -> Config {
+    Config {
+        scenario,
+        about,
+        search: Search::Bfs,
+        violates,
+    }
+}
+
+/// Every configuration, in report order: reference configurations first, then one per
+/// known-bad strategy.
+pub fn all() -> Vec<Config> {
+    use Property::*;
+    let mut out = Vec::new();
+
+    // ---- reference configurations --------------------------------------------------------
+    let mut s = Spec::new("reference").build();
+    s.calls = vec![(0, "a".into())];
+    s.faults.duplicate = 1;
+    out.push(cfg(
+        s,
+        "2025-11-25 over stdio: two pages, two batches (add, remove), a call to the tool being removed, one duplicated notification",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-http");
+    s.transport = Transport::Http;
+    out.push(cfg(
+        s.build(),
+        "2025-11-25 over Streamable HTTP: requests and responses overtake one another; notifications on their own stream",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-2026");
+    s.era = Era::V2026_07_28;
+    s.transport = Transport::Http;
+    out.push(cfg(
+        s.build(),
+        "2026-07-28 stateless: listen, acknowledgement, list after it; two pages; two batches",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-multi-client");
+    s.clients = 2;
+    s.page_size = 0;
+    let mut c = cfg(
+        s.build(),
+        "two interchangeable clients on stdio (symmetry-reduced DFS), two batches",
+        &[],
+    );
+    c.search = Search::DfsSymmetric;
+    out.push(c);
+
+    let mut s = Spec::new("reference-auth");
+    s.page_size = 0;
+    s.script = vec![vec![Op::Add {
+        kind: Kind::Tools,
+        name: "s".into(),
+        def: "s1".into(),
+        scope: Scope::Only(AuthCtx(1)),
+    }]];
+    let mut s = s.build();
+    s.initial.push(Op::Add {
+        kind: Kind::Tools,
+        name: "t".into(),
+        def: "t1".into(),
+        scope: Scope::Only(AuthCtx(1)),
+    });
+    s.auth_changes = vec![(0, AuthCtx(1)), (0, AuthCtx(0))];
+    out.push(cfg(
+        s,
+        "two authorization contexts: the client switches to auth1 and back while items scoped to auth1 are added; caches are per context",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-resources");
+    s.page_size = 0;
+    s.initial = vec![
+        Op::add(Kind::Resources, "file:///r1", "r1"),
+        Op::add(Kind::Tools, "a", "a1"),
+    ];
+    s.script = vec![
+        vec![Op::SetContent {
+            uri: "file:///r1".into(),
+            text: "hello".into(),
+        }],
+        vec![Op::add(Kind::Resources, "file:///r2", "r2")],
+    ];
+    let mut s = s.build();
+    s.clients[0].kinds = KindSet::only(Kind::Resources);
+    s.clients[0].watch = vec!["file:///r1".into()];
+    out.push(cfg(
+        s,
+        "resources: a content change (resources/updated to the subscriber) and a list change (list_changed) are told apart",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-faults");
+    s.page_size = 0;
+    s.script = vec![vec![Op::add(Kind::Tools, "c", "c1")]];
+    let mut s = s.build();
+    s.faults = Faults {
+        duplicate: 1,
+        drop: 0,
+        disconnect: 1,
+    };
+    out.push(cfg(
+        s,
+        "a duplicated notification and a cut connection (reconnect, re-initialize, re-list)",
+        &[],
+    ));
+
+    // ---- known-bad client strategies -------------------------------------------------------
+    let mut s = Spec::new("naive");
+    s.client = ClientStrategy::Naive;
+    s.transport = Transport::Http;
+    s.page_size = 0;
+    out.push(cfg(
+        s.build(),
+        "one refresh per notification, last response wins: responses overtake and an older list replaces a newer one",
+        &[NoStaleOverwrite, Converges, BoundedRefresh],
+    ));
+
+    let mut s = Spec::new("clear-then-fetch");
+    s.client = ClientStrategy::ClearThenFetch;
+    s.page_size = 0;
+    s.script.truncate(1);
+    out.push(cfg(
+        s.build(),
+        "clearing the list on notification publishes an empty flash",
+        &[NoTornSnapshot],
+    ));
+
+    let mut s = Spec::new("first-page-only");
+    s.client = ClientStrategy::FirstPageOnly;
+    s.script.truncate(1);
+    out.push(cfg(
+        s.build(),
+        "a refresh that keeps only the first page publishes part of the list",
+        &[NoTornSnapshot, Converges],
+    ));
+
+    let mut s = Spec::new("request-id-guard");
+    s.client = ClientStrategy::RequestIdGuard;
+    s.transport = Transport::Http;
+    s.page_size = 0;
+    out.push(cfg(
+        s.build(),
+        "guarding by the client's request counter: a later request served earlier wins over a newer list",
+        &[NoStaleOverwrite, BoundedRefresh],
+    ));
+
+    let mut s = Spec::new("flag-cleared-after-await");
+    s.client = ClientStrategy::FlagClearedAfterAwait;
+    s.transport = Transport::Http;
+    s.page_size = 0;
+    s.script.truncate(1);
+    out.push(cfg(
+        s.build(),
+        "the dirty flag cleared after the refresh's await loses a notification that arrived during it",
+        &[Converges, NoLostWakeup],
+    ));
+
+    let mut s = Spec::new("listen-without-relist");
+    s.client = ClientStrategy::ListenWithoutRelist;
+    s.era = Era::V2026_07_28;
+    s.transport = Transport::Http;
+    s.page_size = 0;
+    s.script.truncate(1);
+    out.push(cfg(
+        s.build(),
+        "listing before the listen stream is acknowledged, and not after, misses a change in between",
+        &[Converges, NoLostWakeup, ListenThenList],
+    ));
+
+    // ---- known-bad server strategies -------------------------------------------------------
+    let mut s = Spec::new("notify-before-commit");
+    s.server = ServerStrategy::NotifyBeforeCommit;
+    s.page_size = 0;
+    s.script.truncate(1);
+    out.push(cfg(
+        s.build(),
+        "list_changed sent before the commit: the client re-lists, sees the old list, and is never told again",
+        &[Converges, NoLostWakeup, NotifyAfterCommit],
+    ));
+
+    let mut s = Spec::new("offset-cursor");
+    s.server = ServerStrategy::OffsetCursor;
+    s.transport = Transport::Http;
+    s.script = vec![vec![Op::remove(Kind::Tools, "a")]];
+    out.push(cfg(
+        s.build(),
+        "bare offset cursors and no version: a removal between two pages makes the walk skip an item",
+        &[NoTornSnapshot],
+    ));
+
+    let mut s = Spec::new("notify-per-mutation");
+    s.server = ServerStrategy::NotifyPerMutation;
+    s.page_size = 0;
+    s.script = vec![vec![
+        Op::add(Kind::Tools, "c", "c1"),
+        Op::remove(Kind::Tools, "a"),
+    ]];
+    out.push(cfg(
+        s.build(),
+        "one list_changed per mutation of a batch: a batch of two sends two",
+        &[BoundedRefresh],
+    ));
+
+    let mut s = Spec::new("stale-dispatch");
+    s.server = ServerStrategy::StaleDispatch;
+    s.page_size = 0;
+    s.script = vec![vec![Op::remove(Kind::Tools, "a")]];
+    let mut s = s.build();
+    s.calls = vec![(0, "a".into())];
+    out.push(cfg(
+        s,
+        "dispatch through the session's captured tool table runs a tool the registry no longer has",
+        &[NoCallToRemoved],
+    ));
+
+    out
+}
+
+/// Looks a configuration up by name.
+pub fn by_name(name: &str) -> Option<Config> {
+    all().into_iter().find(|c| c.name() == name)
+}
