@@ -1,0 +1,541 @@
+//! Loom model checks for listsync-store: the publish CAS loop (`no_stale_overwrite`), whole
+//! snapshots for readers (`no_torn_snapshot`), the single-flight gate (`bounded_refresh`,
+//! `no_lost_wakeup`), and proof that loom catches the known-bad variants in `racy`.
+//!
+//! Compiled only with `--cfg loom`; a normal `cargo test` builds this file empty and skips it:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test --release -p listsync-store --test loom_store -- --nocapture
+//! ```
+//!
+//! Each test prints its execution count and time with `--nocapture`. The small models (two
+//! threads, or a fixed schedule around the race) are explored exhaustively. Three models are too
+//! large for that within a CI budget (loom did not finish any of them in 100 s on 2 cores), so
+//! they run with a *preemption bound*: loom then explores every interleaving that needs at most
+//! that many preemptions (switches away from a thread that could have continued). The bound is
+//! stated on each test and can be raised with `LOOM_MAX_PREEMPTIONS` (bound 4 takes 25-50 s for
+//! each of the two 3-bound models). The bounded models were checked to catch seeded bugs:
+//! dropping `AcqRel` to `Relaxed` in the gate, or skipping the write for a coalesced
+//! notification, makes `single_flight_three_notifiers` fail with a lost wakeup.
+//!
+//! Under loom the cell is the mutex stand-in from `listsync_store::sync`, not arc-swap: these
+//! tests verify the arbitration above the cell; arc-swap's own correctness is taken from arc-swap.
+#![cfg(loom)]
+
+use listsync_store::{
+    FlightState, Published, RefreshGate, SnapshotCell, Versioned,
+    racy::{LossyRefreshGate, RacySnapshotCell},
+    sync::{Arc, AtomicU64, AtomicUsize, Ordering, thread},
+};
+use std::{
+    panic::{AssertUnwindSafe, catch_unwind},
+    time::Instant,
+};
+
+/// The test harness shares its fixtures between loom threads with a *std* `Arc`: its reference
+/// count is not code under test, and as a loom `Arc` every clone and drop would be one more point
+/// for loom to branch on. Snapshots inside the cell are loom `Arc`s (`sync::Arc`), as in the crate.
+type Shared<T> = std::sync::Arc<T>;
+
+/// Runs `model` under loom, exhaustively, or with `preemption_bound` unless
+/// `LOOM_MAX_PREEMPTIONS` overrides it. Prints and returns the number of executions explored.
+fn check(
+    name: &str,
+    preemption_bound: Option<usize>,
+    model: impl Fn() + Sync + Send + 'static,
+) -> usize {
+    // Counted with a std atomic: invisible to loom, it only tallies executions.
+    let iterations = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = iterations.clone();
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = preemption_bound;
+    }
+    let bound = builder.preemption_bound;
+    let started = Instant::now();
+    builder.check(move || {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        model();
+    });
+    let n = iterations.load(std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "loom {name}: {n} executions, preemption bound {bound:?}, {:.2?}",
+        started.elapsed()
+    );
+    n
+}
+
+/// Runs a model that must fail; returns loom's panic message and the executions it took.
+fn expect_violation(name: &str, model: impl Fn() + Sync + Send + 'static) -> (String, usize) {
+    let iterations = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = iterations.clone();
+    let started = Instant::now();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // Exhaustive unless LOOM_MAX_PREEMPTIONS is set: a pass would mean the bug does not exist.
+        loom::model::Builder::new().check(move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            model();
+        });
+    }));
+    let n = iterations.load(std::sync::atomic::Ordering::Relaxed);
+    let payload = outcome.expect_err("loom explored every interleaving and found no violation");
+    let message = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    println!(
+        "loom {name}: violation found at execution {n} after {:.2?}: {message}",
+        started.elapsed()
+    );
+    (message, n)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Snapshot cell
+// ---------------------------------------------------------------------------------------------
+
+/// A list whose contents are derived from its version, so a reader can detect a torn snapshot.
+/// `checksum` is written with a relaxed store *after* construction, before publishing: a reader
+/// sees the right value only if publishing gives it a happens-before edge, which loom checks.
+struct Catalog {
+    version: u64,
+    items: Vec<u64>,
+    checksum: AtomicU64,
+}
+
+impl Catalog {
+    fn items_for(version: u64) -> Vec<u64> {
+        // Never empty: an empty list would be a "flash" the property forbids.
+        (0..=version % 3).map(|i| version * 10 + i).collect()
+    }
+
+    fn checksum_for(version: u64) -> u64 {
+        Self::items_for(version).iter().sum::<u64>() + 1
+    }
+
+    fn build(version: u64) -> Arc<Catalog> {
+        let catalog = Catalog {
+            version,
+            items: Self::items_for(version),
+            checksum: AtomicU64::new(0),
+        };
+        catalog
+            .checksum
+            .store(Self::checksum_for(version), Ordering::Relaxed);
+        Arc::new(catalog)
+    }
+
+    fn assert_whole(&self) {
+        assert_eq!(
+            self.items,
+            Self::items_for(self.version),
+            "no_torn_snapshot: items"
+        );
+        assert_eq!(
+            self.checksum.load(Ordering::Relaxed),
+            Self::checksum_for(self.version),
+            "no_torn_snapshot: snapshot published before it was fully written"
+        );
+    }
+}
+
+impl Versioned for Catalog {
+    type Version = u64;
+    fn version(&self) -> u64 {
+        self.version
+    }
+}
+
+/// What a publisher may legitimately be told.
+fn assert_outcome(version: u64, outcome: Published<u64>) {
+    match outcome {
+        Published::Applied { previous } => {
+            assert!(
+                previous < version,
+                "no_stale_overwrite: {version} replaced {previous}"
+            )
+        }
+        Published::Superseded { current } => {
+            assert!(current > version, "{version} rejected for older {current}")
+        }
+        Published::Unchanged => panic!("versions are distinct, {version} cannot be Unchanged"),
+    }
+}
+
+/// (a) Versions 1, 2, 3 published concurrently in any order end at 3; every applied publish
+/// replaced an older version; a concurrent reader's versions never decrease.
+/// Threads: 3 publishers + 1 reader (4). Preemption bound 3.
+#[test]
+fn no_stale_overwrite_concurrent_publishes() {
+    check("no_stale_overwrite_concurrent_publishes", Some(3), || {
+        let cell = Shared::new(SnapshotCell::new(Catalog::build(0)));
+        let publishers: Vec<_> = [1, 2]
+            .into_iter()
+            .map(|v| {
+                let cell = cell.clone();
+                thread::spawn(move || assert_outcome(v, cell.publish(Catalog::build(v))))
+            })
+            .collect();
+        let reader = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                let mut seen = Vec::new();
+                for _ in 0..3 {
+                    seen.push(cell.version());
+                }
+                seen
+            })
+        };
+        let outcome = cell.publish(Catalog::build(3));
+        assert!(
+            outcome.is_applied(),
+            "the newest version always lands: {outcome:?}"
+        );
+        assert_outcome(3, outcome);
+        for publisher in publishers {
+            publisher.join().unwrap();
+        }
+        let seen = reader.join().unwrap();
+        assert!(
+            seen.windows(2).all(|w| w[0] <= w[1]),
+            "no_stale_overwrite: reader saw {seen:?}"
+        );
+        assert_eq!(
+            cell.version(),
+            3,
+            "no_stale_overwrite: ended at {}",
+            cell.version()
+        );
+    });
+}
+
+/// (b) A reader only ever sees whole snapshots (items and checksum derived from the version),
+/// including stale-marked copies, while a publisher publishes 1 then 2 and another thread marks
+/// the current snapshot stale. The mark never changes a version or a value.
+/// Threads: publisher + marker + reader (main). Preemption bound 4.
+#[test]
+fn no_torn_snapshot_reader_sees_whole_snapshots() {
+    check(
+        "no_torn_snapshot_reader_sees_whole_snapshots",
+        Some(4),
+        || {
+            let cell = Shared::new(SnapshotCell::new(Catalog::build(0)));
+            let publisher = {
+                let cell = cell.clone();
+                thread::spawn(move || {
+                    for v in [1, 2] {
+                        assert_eq!(
+                            cell.publish(Catalog::build(v)),
+                            Published::Applied { previous: v - 1 }
+                        );
+                    }
+                })
+            };
+            let marker = {
+                let cell = cell.clone();
+                thread::spawn(move || {
+                    let before = cell.version();
+                    assert!(cell.mark_stale(), "nobody else marks");
+                    assert!(cell.version() >= before);
+                })
+            };
+            let mut last = 0;
+            for _ in 0..2 {
+                let snapshot = cell.load();
+                assert_eq!(snapshot.version(), snapshot.value().version);
+                snapshot.assert_whole();
+                assert!(snapshot.version() >= last, "no_stale_overwrite");
+                last = snapshot.version();
+            }
+            publisher.join().unwrap();
+            marker.join().unwrap();
+            let end = cell.load();
+            assert_eq!(end.version(), 2);
+            end.assert_whole();
+        },
+    );
+}
+
+/// The cell operations the stale-overwrite model needs, so the same model runs on the correct
+/// cell and on the racy one.
+trait PublishCell: Send + Sync + 'static {
+    fn new(initial: Arc<Catalog>) -> Self;
+    fn publish(&self, value: Arc<Catalog>) -> Published<u64>;
+    fn version(&self) -> u64;
+}
+
+impl PublishCell for SnapshotCell<Catalog> {
+    fn new(initial: Arc<Catalog>) -> Self {
+        SnapshotCell::new(initial)
+    }
+    fn publish(&self, value: Arc<Catalog>) -> Published<u64> {
+        SnapshotCell::publish(self, value)
+    }
+    fn version(&self) -> u64 {
+        SnapshotCell::version(self)
+    }
+}
+
+impl PublishCell for RacySnapshotCell<Catalog> {
+    fn new(initial: Arc<Catalog>) -> Self {
+        RacySnapshotCell::new(initial)
+    }
+    fn publish(&self, value: Arc<Catalog>) -> Published<u64> {
+        RacySnapshotCell::publish(self, value)
+    }
+    fn version(&self) -> u64 {
+        self.load().version()
+    }
+}
+
+/// Two completions, versions 1 and 2, race; the cell must end at 2.
+fn two_publishers_model<C: PublishCell>() {
+    let cell = Shared::new(C::new(Catalog::build(0)));
+    let older = {
+        let cell = cell.clone();
+        thread::spawn(move || cell.publish(Catalog::build(1)))
+    };
+    let _ = cell.publish(Catalog::build(2));
+    let _ = older.join().unwrap();
+    let end = cell.version();
+    assert_eq!(
+        end, 2,
+        "no_stale_overwrite violated: version 1 overwrote 2, cell ends at {end}"
+    );
+}
+
+/// The two-publisher race on the real cell: exhaustive, passes.
+#[test]
+fn no_stale_overwrite_two_publishers() {
+    check(
+        "no_stale_overwrite_two_publishers",
+        None,
+        two_publishers_model::<SnapshotCell<Catalog>>,
+    );
+}
+
+/// (d) The same model on the check-then-store cell: loom must find the stale overwrite.
+#[test]
+fn racy_cell_is_caught_by_loom() {
+    let (message, _) = expect_violation(
+        "racy_cell_is_caught_by_loom",
+        two_publishers_model::<RacySnapshotCell<Catalog>>,
+    );
+    assert!(
+        message.contains("no_stale_overwrite violated"),
+        "loom failed for another reason: {message}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Single-flight gate
+// ---------------------------------------------------------------------------------------------
+
+/// The gate operations the lost-wakeup model needs (correct and lossy gates).
+trait Gate: Send + Sync + 'static {
+    fn new() -> Self;
+    fn notify(&self) -> bool;
+    fn finish(&self) -> bool;
+    fn state(&self) -> FlightState;
+}
+
+impl Gate for RefreshGate {
+    fn new() -> Self {
+        RefreshGate::new()
+    }
+    fn notify(&self) -> bool {
+        RefreshGate::notify(self)
+    }
+    fn finish(&self) -> bool {
+        RefreshGate::finish(self)
+    }
+    fn state(&self) -> FlightState {
+        RefreshGate::state(self)
+    }
+}
+
+impl Gate for LossyRefreshGate {
+    fn new() -> Self {
+        LossyRefreshGate::new()
+    }
+    fn notify(&self) -> bool {
+        LossyRefreshGate::notify(self)
+    }
+    fn finish(&self) -> bool {
+        LossyRefreshGate::finish(self)
+    }
+    fn state(&self) -> FlightState {
+        LossyRefreshGate::state(self)
+    }
+}
+
+/// Shared state of a single-flight scenario: the "server" (`committed` changes) and what the
+/// refreshes did.
+struct World<G> {
+    gate: G,
+    /// Changes committed by the server; a notifier commits, then notifies.
+    committed: AtomicU64,
+    /// Refreshes running right now (must never exceed 1).
+    running: AtomicUsize,
+    /// Refreshes completed.
+    refreshes: AtomicUsize,
+    /// `committed` as read by the most recent refresh.
+    last_seen: AtomicU64,
+}
+
+impl<G: Gate> World<G> {
+    fn new() -> Shared<Self> {
+        Shared::new(World {
+            gate: G::new(),
+            committed: AtomicU64::new(0),
+            running: AtomicUsize::new(0),
+            refreshes: AtomicUsize::new(0),
+            last_seen: AtomicU64::new(0),
+        })
+    }
+
+    /// One refresh: reads the server's state. Relaxed on purpose: only the gate orders it.
+    fn refresh(&self) {
+        assert_eq!(
+            self.running.fetch_add(1, Ordering::Relaxed),
+            0,
+            "single flight violated: two refreshes at once"
+        );
+        let seen = self.committed.load(Ordering::Relaxed);
+        self.last_seen.store(seen, Ordering::Relaxed);
+        self.refreshes.fetch_add(1, Ordering::Relaxed);
+        self.running.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The refresh loop run by whoever the gate tells to start.
+    fn refresh_loop(&self) {
+        loop {
+            self.refresh();
+            if !self.gate.finish() {
+                break;
+            }
+        }
+    }
+
+    /// Commit a change, then notify; run refreshes if told to.
+    fn commit_and_notify(&self) {
+        self.committed.fetch_add(1, Ordering::Relaxed);
+        if self.gate.notify() {
+            self.refresh_loop();
+        }
+    }
+
+    /// At quiescence: idle, the last refresh saw all `changes`, and there were no more refreshes
+    /// than `notifications`.
+    fn assert_quiescent(&self, changes: u64, notifications: u64) {
+        let seen = self.last_seen.load(Ordering::Relaxed);
+        assert_eq!(
+            seen, changes,
+            "no_lost_wakeup violated: last refresh saw {seen} of {changes} changes"
+        );
+        assert_eq!(
+            self.gate.state(),
+            FlightState::Idle,
+            "gate not idle at quiescence"
+        );
+        let refreshes = self.refreshes.load(Ordering::Relaxed) as u64;
+        assert!(
+            (1..=notifications).contains(&refreshes),
+            "bounded_refresh: {refreshes} refreshes for {notifications} notifications"
+        );
+    }
+}
+
+/// (c) Three notifiers (2 spawned + main), each commits a change, notifies, and runs the refresh
+/// loop if the gate says so. Checks: never two refreshes at once; at quiescence the gate is idle
+/// and the last refresh saw all three changes (no lost wakeup, and the gate's orderings make a
+/// coalesced notifier's write visible to the re-run); refreshes <= notifications.
+/// Threads: 3. Preemption bound 3.
+#[test]
+fn single_flight_three_notifiers() {
+    check("single_flight_three_notifiers", Some(3), || {
+        let world = World::<RefreshGate>::new();
+        let notifiers: Vec<_> = (0..2)
+            .map(|_| {
+                let world = world.clone();
+                thread::spawn(move || world.commit_and_notify())
+            })
+            .collect();
+        world.commit_and_notify();
+        for notifier in notifiers {
+            notifier.join().unwrap();
+        }
+        world.assert_quiescent(3, 3);
+    });
+}
+
+/// (c) A burst of notifications during one refresh causes exactly one more refresh. Main starts
+/// a refresh; two threads notify concurrently while it runs (their CASes race each other);
+/// then main finishes: exactly one "run again", then idle. Threads: 3. Exhaustive.
+#[test]
+fn burst_during_refresh_causes_exactly_one_more() {
+    check("burst_during_refresh_causes_exactly_one_more", None, || {
+        let gate = Shared::new(RefreshGate::new());
+        assert!(gate.notify(), "idle gate starts a refresh");
+        let burst: Vec<_> = (0..2)
+            .map(|_| {
+                let gate = gate.clone();
+                thread::spawn(move || gate.notify())
+            })
+            .collect();
+        for notifier in burst {
+            assert!(
+                !notifier.join().unwrap(),
+                "a notification during a refresh starts none"
+            );
+        }
+        assert_eq!(gate.state(), FlightState::RunningDirty);
+        assert!(
+            gate.finish(),
+            "bounded_refresh: the burst causes one more refresh"
+        );
+        assert!(!gate.finish(), "bounded_refresh: and only one");
+        assert_eq!(gate.state(), FlightState::Idle);
+    });
+}
+
+/// A refresh runs while one change is committed and notified; the change must be seen by a
+/// refresh that completes before quiescence.
+fn finish_races_notify_model<G: Gate>() {
+    let world = World::<G>::new();
+    assert!(world.gate.notify(), "idle gate starts a refresh");
+    let notifier = {
+        let world = world.clone();
+        thread::spawn(move || world.commit_and_notify())
+    };
+    world.refresh_loop();
+    notifier.join().unwrap();
+    // Two notifications: main's initial one and the notifier's.
+    world.assert_quiescent(1, 2);
+}
+
+/// The finish/notify race on the real gate: exhaustive, passes.
+#[test]
+fn no_lost_wakeup_finish_races_notify() {
+    check(
+        "no_lost_wakeup_finish_races_notify",
+        None,
+        finish_races_notify_model::<RefreshGate>,
+    );
+}
+
+/// (d) The same model on the gate whose finish is load-then-store: loom must find the lost
+/// wakeup.
+#[test]
+fn lossy_gate_is_caught_by_loom() {
+    let (message, _) = expect_violation(
+        "lossy_gate_is_caught_by_loom",
+        finish_races_notify_model::<LossyRefreshGate>,
+    );
+    assert!(
+        message.contains("no_lost_wakeup violated"),
+        "loom failed for another reason: {message}"
+    );
+}
