@@ -1,1 +1,71 @@
-fn main() {}
+//! `listsync`: the command-line front of every instrument — `check` (model checking), `explore`
+//! (stateright's Explorer), `trace show` (read and validate a trace), and the runtime, simulator,
+//! harness and report commands as they land.
+
+mod check;
+mod explore;
+mod trace_cmd;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Proves and tests that MCP clients keep a server's tools, prompts and resources lists
+/// consistent while the server changes them.
+#[derive(Parser)]
+#[command(name = "listsync", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Model-check the named configurations (all by default) and compare with their expected
+    /// verdicts; write counterexample traces and reports/model-check.md.
+    Check(check::Args),
+    /// Open stateright's Explorer on one configuration (127.0.0.1 only).
+    Explore {
+        /// Configuration name (see `listsync check --list`).
+        config: String,
+        /// Port on 127.0.0.1.
+        #[arg(long, default_value_t = 3000)]
+        port: u16,
+    },
+    /// Work with trace files.
+    Trace {
+        #[command(subcommand)]
+        cmd: TraceCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum TraceCmd {
+    /// Validate a trace by replaying it through the model's world and print it as a readable
+    /// step list.
+    Show {
+        /// Trace file (JSON).
+        file: PathBuf,
+        /// Only validate; print one line.
+        #[arg(long)]
+        quiet: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Check(args) => check::run(args),
+        Cmd::Explore { config, port } => explore::run(&config, port),
+        Cmd::Trace {
+            cmd: TraceCmd::Show { file, quiet },
+        } => trace_cmd::show(&file, quiet),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("listsync: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -323,6 +323,11 @@ impl CatalogClient {
         self.id
     }
 
+    /// The same client under another id (for symmetry reduction).
+    pub fn with_id(&self, id: ClientId) -> CatalogClient {
+        CatalogClient { id, ..self.clone() }
+    }
+
     /// Static settings.
     pub fn config(&self) -> &ClientConfig {
         &self.cfg

@@ -165,6 +165,57 @@ impl Monitor {
         Some((lo, hi))
     }
 
+    /// Renames clients: `map[old] = new` (for symmetry reduction over interchangeable clients).
+    pub fn relabel(&self, map: &[ClientId]) -> Monitor {
+        let m = |c: &ClientId| map.get(usize::from(*c)).copied().unwrap_or(*c);
+        Monitor {
+            commits: self.commits.clone(),
+            keys: self
+                .keys
+                .iter()
+                .map(|((c, k, a), v)| ((m(c), *k, *a), v.clone()))
+                .collect(),
+            announced: self
+                .announced
+                .iter()
+                .map(|((c, k), v)| ((m(c), *k), *v))
+                .collect(),
+            acked_unlisted: self
+                .acked_unlisted
+                .iter()
+                .map(|(c, v)| (m(c), *v))
+                .collect(),
+            windows: self
+                .windows
+                .iter()
+                .map(|((c, k, a), v)| ((m(c), *k, *a), v.clone()))
+                .collect(),
+            first: self.first.clone(),
+            observed: self.observed,
+            memo: self.memo.clone(),
+        }
+    }
+
+    /// Hashes what the monitor remembers about client `c`, independent of its id.
+    pub fn hash_client<H: Hasher>(&self, c: ClientId, h: &mut H) {
+        for ((cc, k, a), v) in &self.keys {
+            if *cc == c {
+                (k, a, v).hash(h);
+            }
+        }
+        for ((cc, k), v) in &self.announced {
+            if *cc == c {
+                (k, v).hash(h);
+            }
+        }
+        self.acked_unlisted.get(&c).hash(h);
+        for ((cc, k, a), v) in &self.windows {
+            if *cc == c {
+                (k, a, v).hash(h);
+            }
+        }
+    }
+
     /// Folds one event; returns the violations it shows.
     pub fn observe(&mut self, e: &Event) -> Vec<Violation> {
         let mut out = Vec::new();

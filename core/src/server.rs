@@ -168,6 +168,23 @@ impl Registry {
         true
     }
 
+    /// Renames clients: `map[old] = new` (for symmetry reduction over interchangeable clients).
+    pub fn relabel(&self, map: &[ClientId]) -> Registry {
+        let mut r = self.clone();
+        r.sessions = self
+            .sessions
+            .iter()
+            .map(|(c, s)| (map.get(usize::from(*c)).copied().unwrap_or(*c), s.clone()))
+            .collect();
+        r
+    }
+
+    /// Hashes the server's session of client `c`, independent of its id.
+    pub fn hash_session<H: std::hash::Hasher>(&self, c: ClientId, h: &mut H) {
+        use std::hash::Hash;
+        self.sessions.get(&c).hash(h);
+    }
+
     /// Steps the machine with one input, appending outputs to `out`.
     pub fn step(&mut self, input: ServerInput, out: &mut Vec<ServerOutput>) {
         match input {

@@ -86,8 +86,8 @@ pub enum TraceError {
 pub struct Replay {
     /// Final state.
     pub world: World,
-    /// What happened, step by step: (step index, line).
-    pub log: Vec<(usize, String)>,
+    /// What happened, step by step: (step index, or None before the first step; line).
+    pub log: Vec<(Option<usize>, String)>,
     /// Every history event, in order.
     pub events: Vec<crate::history::Event>,
     /// Verdicts at the end.
@@ -129,7 +129,14 @@ impl Trace {
                         .map(|(_, d)| d)
                 })
             });
-        t.log = r.log.iter().map(|(i, l)| format!("{i:>3} {l}")).collect();
+        t.log = r
+            .log
+            .iter()
+            .map(|(i, l)| match i {
+                Some(i) => format!("{i:>3} {l}"),
+                None => format!("  - {l}"),
+            })
+            .collect();
         Ok(t)
     }
 
@@ -171,7 +178,8 @@ impl Trace {
         self.scenario.validate().map_err(TraceError::Scenario)?;
         let mut log = Log::default();
         let mut world = World::new_recorded(&self.scenario, &mut log);
-        let mut lines: Vec<(usize, String)> = log.lines.drain(..).map(|l| (0, l)).collect();
+        let mut lines: Vec<(Option<usize>, String)> =
+            log.lines.drain(..).map(|l| (None, l)).collect();
         let mut events = std::mem::take(&mut log.events);
         let mut first_violation: Vec<(Property, usize)> = Vec::new();
         for (index, step) in self.steps.iter().enumerate() {
@@ -182,7 +190,7 @@ impl Trace {
                     step: step.to_string(),
                     reason,
                 })?;
-            lines.extend(log.lines.drain(..).map(|l| (index, l)));
+            lines.extend(log.lines.drain(..).map(|l| (Some(index), l)));
             events.append(&mut log.events);
             for p in Property::ALL {
                 if !world.holds(p) && !first_violation.iter().any(|(q, _)| *q == p) {

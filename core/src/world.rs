@@ -376,6 +376,57 @@ impl World {
         scn.mask(&v)
     }
 
+    /// The canonical member of this state's symmetry class when clients are interchangeable
+    /// (same configuration, no client-specific script): clients are renumbered in the order of
+    /// a hash of everything about them except their id. Sound for any order; the better the
+    /// order, the fewer states.
+    pub fn canonical(&self) -> World {
+        use std::hash::{Hash, Hasher};
+        let n = self.clients.len();
+        let mut keyed: Vec<(u64, usize)> = (0..n)
+            .map(|i| {
+                let c = i as ClientId;
+                let mut h = crate::vocab::Fnv::default();
+                self.clients[i].with_id(0).hash(&mut h);
+                self.links[i].hash(&mut h);
+                self.is_cut(c).hash(&mut h);
+                self.server.hash_session(c, &mut h);
+                self.monitor.hash_client(c, &mut h);
+                (h.finish(), i)
+            })
+            .collect();
+        keyed.sort();
+        // map[old] = new
+        let mut map = vec![0 as ClientId; n];
+        for (new, (_, old)) in keyed.iter().enumerate() {
+            map[*old] = new as ClientId;
+        }
+        if map.iter().enumerate().all(|(i, m)| usize::from(*m) == i) {
+            return self.clone();
+        }
+        let mut clients = self.clients.clone();
+        let mut links = self.links.clone();
+        let mut cut = 0u64;
+        for (old, new) in map.iter().enumerate() {
+            clients[usize::from(*new)] = self.clients[old].with_id(*new);
+            links[usize::from(*new)] = self.links[old].clone();
+            if self.is_cut(old as ClientId) && *new < 64 {
+                cut |= 1 << new;
+            }
+        }
+        World {
+            server: self.server.relabel(&map),
+            clients,
+            links,
+            next_batch: self.next_batch,
+            next_auth: self.next_auth,
+            calls_done: self.calls_done,
+            used: self.used,
+            cut,
+            monitor: self.monitor.relabel(&map),
+        }
+    }
+
     /// Every step enabled in this state, in a fixed order.
     pub fn enabled(&self, scn: &Scenario, steps: &mut Vec<Step>) {
         if usize::from(self.next_batch) < scn.script.len() && !self.server.has_staged() {

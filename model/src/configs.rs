@@ -84,6 +84,7 @@ impl Spec {
             script: vec![
                 vec![Op::add(Kind::Tools, "c", "c1")],
                 vec![Op::remove(Kind::Tools, "a")],
+                vec![Op::update(Kind::Tools, "b", "b2")],
             ],
         }
     }
@@ -160,11 +161,12 @@ pub fn all() -> Vec<Config> {
     ));
 
     let mut s = Spec::new("reference-multi-client");
-    s.clients = 2;
+    s.clients = 3;
     s.page_size = 0;
+    s.script.truncate(2);
     let mut c = cfg(
         s.build(),
-        "two interchangeable clients on stdio (symmetry-reduced DFS), two batches",
+        "three interchangeable clients on stdio (symmetry-reduced DFS), two batches",
         &[],
     );
     c.search = Search::DfsSymmetric;
@@ -215,8 +217,7 @@ pub fn all() -> Vec<Config> {
     ));
 
     let mut s = Spec::new("reference-faults");
-    s.page_size = 0;
-    s.script = vec![vec![Op::add(Kind::Tools, "c", "c1")]];
+    s.script.truncate(2);
     let mut s = s.build();
     s.faults = Faults {
         duplicate: 1,
@@ -225,7 +226,7 @@ pub fn all() -> Vec<Config> {
     };
     out.push(cfg(
         s,
-        "a duplicated notification and a cut connection (reconnect, re-initialize, re-list)",
+        "two pages, two batches, a duplicated notification and a cut connection (reconnect, re-initialize, re-list)",
         &[],
     ));
 

@@ -1,0 +1,114 @@
+//! `listsync trace show`: reads a trace, validates it by replaying it through the model's world
+//! (an unreachable step or a verdict that does not reproduce is a clear error), and prints it as
+//! a readable step list.
+
+use anyhow::{Context, Result};
+use listsync_core::property::{Property, Verdict};
+use listsync_core::trace::{MAX_TRACE_BYTES, Trace};
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Reads a trace file with a size bound.
+pub fn read(file: &Path) -> Result<Trace> {
+    let f = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+    let mut text = String::new();
+    f.take(MAX_TRACE_BYTES as u64 + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("cannot read {} as UTF-8 text", file.display()))?;
+    Trace::from_json(&text).with_context(|| format!("{}", file.display()))
+}
+
+/// Runs `listsync trace show FILE`.
+pub fn show(file: &Path, quiet: bool) -> Result<ExitCode> {
+    let t = read(file)?;
+    let replay = t.check().with_context(|| format!("{}", file.display()))?;
+    let s = &t.scenario;
+    if quiet {
+        println!(
+            "{}: valid, {} steps, reproduces {}",
+            file.display(),
+            t.steps.len(),
+            violated_list(&replay.verdicts)
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "trace {} (schema v{}, from {})",
+        file.display(),
+        t.version,
+        t.source
+    );
+    println!(
+        "scenario '{}': era {}, {:?}, server {} (page size {}), {} client(s) {}",
+        s.name,
+        s.era,
+        s.transport,
+        s.server.strategy,
+        s.server.page_size,
+        s.clients.len(),
+        s.client_strategy()
+    );
+    println!(
+        "initial catalog: {}",
+        s.initial
+            .iter()
+            .map(|o| o.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    for (i, b) in s.script.iter().enumerate() {
+        println!(
+            "batch {i}: {}",
+            b.iter()
+                .map(|o| o.to_string())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    println!();
+    let mut last: Option<Option<usize>> = None;
+    for (i, line) in &replay.log {
+        if last != Some(*i) {
+            match i {
+                None => println!("start:"),
+                Some(i) => println!("step {i:>3}: {}", t.steps[*i]),
+            }
+            last = Some(*i);
+        }
+        println!("          {line}");
+    }
+    println!();
+    for p in Property::ALL {
+        let v = replay
+            .verdicts
+            .get(&p)
+            .copied()
+            .unwrap_or(Verdict::NotApplicable);
+        let at = replay
+            .first_violation
+            .iter()
+            .find(|(q, _)| *q == p)
+            .map(|(_, i)| format!(" (after step {i})"))
+            .unwrap_or_default();
+        println!("{:22} {v}{at}", p.as_str());
+    }
+    if let Some(d) = &t.detail {
+        println!("\n{d}");
+    }
+    println!("\nvalid: every step replays and the verdicts match the trace's expected verdicts");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn violated_list(v: &listsync_core::property::Verdicts) -> String {
+    let list: Vec<_> = v
+        .iter()
+        .filter(|(_, v)| **v == Verdict::Violated)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    if list.is_empty() {
+        "no violation".into()
+    } else {
+        list.join(", ")
+    }
+}
