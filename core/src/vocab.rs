@@ -517,8 +517,14 @@ mod tests {
             Digest::of(&[a.clone(), b.clone()]),
             Digest::of(&[b.clone(), a.clone()])
         );
-        assert_ne!(Digest::of(&[a.clone()]), Digest::of(&[Item::new("a", "2")]));
-        assert_ne!(Digest::of(&[a.clone()]), Digest::of(&[a.clone(), a]));
+        assert_ne!(
+            Digest::of(std::slice::from_ref(&a)),
+            Digest::of(&[Item::new("a", "2")])
+        );
+        assert_ne!(
+            Digest::of(std::slice::from_ref(&a)),
+            Digest::of(&[a.clone(), a])
+        );
         assert_ne!(Digest::of(&[]), Digest::of(&[b]));
     }
 

@@ -139,7 +139,7 @@ pub fn all() -> Vec<Config> {
     s.faults.duplicate = 1;
     out.push(cfg(
         s,
-        "2025-11-25 over stdio: two pages, two batches (add, remove), a call to the tool being removed, one duplicated notification",
+        "2025-11-25 over stdio: two-page lists, three batches (add, remove, update), a call to the tool being removed, one duplicated notification",
         &[],
     ));
 
@@ -147,7 +147,7 @@ pub fn all() -> Vec<Config> {
     s.transport = Transport::Http;
     out.push(cfg(
         s.build(),
-        "2025-11-25 over Streamable HTTP: requests and responses overtake one another; notifications on their own stream",
+        "2025-11-25 over Streamable HTTP: requests and responses overtake one another, notifications on their own stream; two-page lists, three batches",
         &[],
     ));
 
@@ -156,7 +156,7 @@ pub fn all() -> Vec<Config> {
     s.transport = Transport::Http;
     out.push(cfg(
         s.build(),
-        "2026-07-28 stateless: listen, acknowledgement, list after it; two pages; two batches",
+        "2026-07-28 stateless over HTTP: listen, acknowledgement, list after it; two-page lists, three batches",
         &[],
     ));
 
@@ -278,7 +278,7 @@ pub fn all() -> Vec<Config> {
     out.push(cfg(
         s.build(),
         "the dirty flag cleared after the refresh's await loses a notification that arrived during it",
-        &[Converges, NoLostWakeup],
+        &[NoLostWakeup, Converges],
     ));
 
     let mut s = Spec::new("listen-without-relist");
@@ -290,7 +290,7 @@ pub fn all() -> Vec<Config> {
     out.push(cfg(
         s.build(),
         "listing before the listen stream is acknowledged, and not after, misses a change in between",
-        &[Converges, NoLostWakeup, ListenThenList],
+        &[ListenThenList, Converges, NoLostWakeup],
     ));
 
     // ---- known-bad server strategies -------------------------------------------------------
@@ -301,7 +301,7 @@ pub fn all() -> Vec<Config> {
     out.push(cfg(
         s.build(),
         "list_changed sent before the commit: the client re-lists, sees the old list, and is never told again",
-        &[Converges, NoLostWakeup, NotifyAfterCommit],
+        &[NotifyAfterCommit, Converges, NoLostWakeup],
     ));
 
     let mut s = Spec::new("offset-cursor");

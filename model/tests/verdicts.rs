@@ -1,0 +1,118 @@
+//! Every model configuration gives its expected verdicts, explored exhaustively; the reference
+//! configurations' state counts are pinned (a change to the machines that changes them must
+//! update them here, and in model/README.md, on purpose).
+
+use listsync_core::property::{Property, Verdict};
+use listsync_model::configs::{self, Config};
+use listsync_model::{CheckResult, Search, check};
+
+/// Unique states of each reference configuration (exhaustive exploration).
+const REFERENCE_STATES: &[(&str, usize)] = &[
+    ("reference", 14620),
+    ("reference-http", 97449),
+    ("reference-2026", 97429),
+    ("reference-multi-client", 64255),
+    ("reference-auth", 598),
+    ("reference-resources", 148),
+    ("reference-faults", 6488),
+];
+
+fn run(c: &Config) -> CheckResult {
+    check(&c.scenario, c.search, 1, &mut |_, _| {})
+}
+
+#[test]
+fn every_config_gives_its_expected_verdicts() {
+    let mut failures = Vec::new();
+    for c in configs::all() {
+        let r = run(&c);
+        assert!(r.exhaustive, "{} was cut short", c.name());
+        if r.verdicts != c.expected() {
+            failures.push(format!(
+                "{}: expected {:?}, got {:?}",
+                c.name(),
+                c.expected(),
+                r.verdicts
+            ));
+        }
+        // Every violated property comes with a counterexample that shows it.
+        for (p, v) in &r.verdicts {
+            if *v == Verdict::Violated {
+                let cx = r
+                    .counterexamples
+                    .iter()
+                    .find(|x| x.property == *p)
+                    .unwrap_or_else(|| {
+                        panic!("{}: {p} violated without a counterexample", c.name())
+                    });
+                assert_eq!(cx.trace.expected[p], Verdict::Violated, "{} {p}", c.name());
+                assert_eq!(cx.depth, cx.trace.steps.len());
+            }
+        }
+        if c.is_reference() {
+            let want = REFERENCE_STATES
+                .iter()
+                .find(|(n, _)| *n == c.name())
+                .unwrap_or_else(|| panic!("no pinned state count for {}", c.name()))
+                .1;
+            if r.unique_states != want {
+                failures.push(format!(
+                    "{}: {} unique states, pinned {want}",
+                    c.name(),
+                    r.unique_states
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn configurations_are_well_formed() {
+    let all = configs::all();
+    let mut names: Vec<_> = all.iter().map(|c| c.name().to_owned()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), all.len(), "duplicate configuration names");
+    for c in &all {
+        c.scenario.validate().unwrap();
+        if c.search == Search::DfsSymmetric {
+            let first = &c.scenario.clients[0];
+            assert!(
+                c.scenario.clients.iter().all(|x| x == first),
+                "{}: symmetry needs identical clients",
+                c.name()
+            );
+            assert!(
+                c.scenario.calls.is_empty() && c.scenario.auth_changes.is_empty(),
+                "{}: symmetry needs no client-specific script",
+                c.name()
+            );
+        }
+    }
+    // At least one reference configuration per era, and one configuration per known-bad
+    // strategy, named after it.
+    for era in listsync_core::vocab::Era::ALL {
+        assert!(
+            all.iter()
+                .any(|c| c.is_reference() && c.scenario.era == era)
+        );
+    }
+    for s in listsync_core::strategy::ClientStrategy::ALL.iter().skip(1) {
+        let c = configs::by_name(s.as_str()).unwrap_or_else(|| panic!("no config for {s}"));
+        assert_eq!(c.scenario.client_strategy(), *s);
+        assert!(!c.violates.is_empty());
+    }
+    for s in listsync_core::strategy::ServerStrategy::ALL.iter().skip(1) {
+        let c = configs::by_name(s.as_str()).unwrap_or_else(|| panic!("no config for {s}"));
+        assert_eq!(c.scenario.server_strategy(), *s);
+        assert!(!c.violates.is_empty());
+    }
+    // Expected verdicts use only applicable properties.
+    for c in &all {
+        for p in c.violates {
+            assert!(c.scenario.applicable(*p), "{}: {p} is n/a", c.name());
+        }
+        assert_eq!(c.expected().len(), Property::ALL.len());
+    }
+}
