@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Index of a client (and of its connection) within one run.
-pub type ClientId = u16;
+pub type ClientId = u32;
 
 /// Why a client woke up to refresh (or at least reconsider) a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

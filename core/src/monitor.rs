@@ -167,7 +167,7 @@ impl Monitor {
 
     /// Renames clients: `map[old] = new` (for symmetry reduction over interchangeable clients).
     pub fn relabel(&self, map: &[ClientId]) -> Monitor {
-        let m = |c: &ClientId| map.get(usize::from(*c)).copied().unwrap_or(*c);
+        let m = |c: &ClientId| map.get(*c as usize).copied().unwrap_or(*c);
         Monitor {
             commits: self.commits.clone(),
             keys: self

@@ -29,13 +29,13 @@ pub enum Transport {
 pub struct Faults {
     /// Notifications that may be delivered twice.
     #[serde(default)]
-    pub duplicate: u8,
+    pub duplicate: u32,
     /// Notifications that may be lost.
     #[serde(default)]
-    pub drop: u8,
+    pub drop: u32,
     /// Client connections that may be cut (the client reconnects).
     #[serde(default)]
-    pub disconnect: u8,
+    pub disconnect: u32,
 }
 
 /// One closed world.
@@ -126,7 +126,7 @@ impl Scenario {
         if self.clients.is_empty() {
             return Err("a scenario needs at least one client".into());
         }
-        if self.clients.len() > usize::from(u16::MAX) {
+        if self.clients.len() > 10_000_000 {
             return Err(format!("too many clients ({})", self.clients.len()));
         }
         for (i, c) in self.clients.iter().enumerate() {
@@ -147,18 +147,23 @@ impl Scenario {
             ));
         }
         let n = self.clients.len();
-        if let Some((c, _)) = self.auth_changes.iter().find(|(c, _)| usize::from(*c) >= n) {
+        if let Some((c, _)) = self.auth_changes.iter().find(|(c, _)| *c as usize >= n) {
             return Err(format!(
                 "auth change for client {c}, but there are only {n} clients"
             ));
         }
-        if let Some((c, _)) = self.calls.iter().find(|(c, _)| usize::from(*c) >= n) {
+        if let Some((c, _)) = self.calls.iter().find(|(c, _)| *c as usize >= n) {
             return Err(format!(
                 "tool call by client {c}, but there are only {n} clients"
             ));
         }
-        if self.calls.len() > 32 {
-            return Err("at most 32 scripted tool calls".into());
+        if self.calls.len() > usize::from(u8::MAX) + 1 {
+            return Err("at most 256 scripted tool calls".into());
+        }
+        if self.script.len() > usize::from(u8::MAX) + 1
+            || self.auth_changes.len() > usize::from(u8::MAX) + 1
+        {
+            return Err("at most 256 scripted batches and 256 auth changes".into());
         }
         Ok(())
     }

@@ -174,7 +174,7 @@ impl Registry {
         r.sessions = self
             .sessions
             .iter()
-            .map(|(c, s)| (map.get(usize::from(*c)).copied().unwrap_or(*c), s.clone()))
+            .map(|(c, s)| (map.get(*c as usize).copied().unwrap_or(*c), s.clone()))
             .collect();
         r
     }

@@ -16,6 +16,7 @@ use crate::server::{Registry, ServerInput, ServerOutput};
 use crate::vocab::{AuthCtx, Catalog, Kind};
 use crate::wire::{ClientMsg, Lane, Notification, ServerMsg};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -169,12 +170,12 @@ pub struct World {
     pub next_batch: u8,
     /// Next scripted auth change.
     pub next_auth: u8,
-    /// Scripted calls made (bit set).
-    pub calls_done: u32,
+    /// Scripted calls made.
+    pub calls_done: BTreeSet<u8>,
     /// Faults used: duplicates, drops, disconnects.
-    pub used: [u8; 3],
-    /// Clients whose connection is cut (bit set over the first 64 clients).
-    pub cut: u64,
+    pub used: [u32; 3],
+    /// Clients whose connection is cut.
+    pub cut: BTreeSet<ClientId>,
     /// The property checker.
     pub monitor: Monitor,
 }
@@ -185,6 +186,9 @@ pub trait Recorder {
     fn event(&mut self, e: &Event);
     /// A note (a message sent, a timer armed...).
     fn note(&mut self, text: String);
+    /// A message was put on `link` of `client`'s connection (schedulers use this to plan its
+    /// delivery).
+    fn sent(&mut self, _client: ClientId, _link: Link) {}
 }
 
 impl Recorder for () {
@@ -232,9 +236,9 @@ impl World {
             links: vec![Links::default(); scn.clients.len()],
             next_batch: 0,
             next_auth: 0,
-            calls_done: 0,
+            calls_done: BTreeSet::new(),
             used: [0; 3],
-            cut: 0,
+            cut: BTreeSet::new(),
             monitor: Monitor::new(),
             server,
         };
@@ -261,7 +265,7 @@ impl World {
     }
 
     fn is_cut(&self, c: ClientId) -> bool {
-        c < 64 && self.cut & (1 << c) != 0
+        self.cut.contains(&c)
     }
 
     fn route_server(&mut self, scn: &Scenario, out: Vec<ServerOutput>, rec: &mut dyn Recorder) {
@@ -273,12 +277,22 @@ impl World {
                         continue;
                     }
                     rec.note(format!("server -> c{to}: {}", msg.describe()));
-                    let l = &mut self.links[usize::from(to)];
-                    match (scn.transport, lane) {
-                        (Transport::Http, Lane::Stream) => l.stream.push(msg),
-                        (Transport::Http, Lane::Rpc) => insert_sorted(&mut l.down, msg),
-                        (Transport::Stdio, _) => l.down.push(msg),
-                    }
+                    let l = &mut self.links[to as usize];
+                    let link = match (scn.transport, lane) {
+                        (Transport::Http, Lane::Stream) => {
+                            l.stream.push(msg);
+                            Link::Stream
+                        }
+                        (Transport::Http, Lane::Rpc) => {
+                            insert_sorted(&mut l.down, msg);
+                            Link::Down
+                        }
+                        (Transport::Stdio, _) => {
+                            l.down.push(msg);
+                            Link::Down
+                        }
+                    };
+                    rec.sent(to, link);
                 }
             }
         }
@@ -292,17 +306,18 @@ impl World {
         rec: &mut dyn Recorder,
     ) {
         let mut out = Vec::new();
-        self.clients[usize::from(c)].step(input, &mut out);
+        self.clients[c as usize].step(input, &mut out);
         for o in out {
             match o {
                 ClientOutput::Event(e) => self.observe(&e, rec),
                 ClientOutput::Send(msg) => {
                     rec.note(format!("c{c} -> server: {}", msg.describe()));
-                    let up = &mut self.links[usize::from(c)].up;
+                    let up = &mut self.links[c as usize].up;
                     match scn.transport {
                         Transport::Stdio => up.push(msg),
                         Transport::Http => insert_sorted(up, msg),
                     }
+                    rec.sent(c, Link::Up);
                 }
                 ClientOutput::ScheduleRetry {
                     kind,
@@ -328,7 +343,7 @@ impl World {
     /// Whether nothing is pending: no message in flight, no staged batch, every client connected
     /// and idle (no refresh running, no retry armed).
     pub fn quiescent(&self) -> bool {
-        self.cut == 0
+        self.cut.is_empty()
             && !self.server.has_staged()
             && self.links.iter().all(Links::is_empty)
             && self.clients.iter().all(|c| c.is_idle() && c.is_ready())
@@ -397,21 +412,21 @@ impl World {
             .collect();
         keyed.sort();
         // map[old] = new
-        let mut map = vec![0 as ClientId; n];
+        let mut map: Vec<ClientId> = vec![0; n];
         for (new, (_, old)) in keyed.iter().enumerate() {
             map[*old] = new as ClientId;
         }
-        if map.iter().enumerate().all(|(i, m)| usize::from(*m) == i) {
+        if map.iter().enumerate().all(|(i, m)| *m as usize == i) {
             return self.clone();
         }
         let mut clients = self.clients.clone();
         let mut links = self.links.clone();
-        let mut cut = 0u64;
+        let mut cut = BTreeSet::new();
         for (old, new) in map.iter().enumerate() {
-            clients[usize::from(*new)] = self.clients[old].with_id(*new);
-            links[usize::from(*new)] = self.links[old].clone();
-            if self.is_cut(old as ClientId) && *new < 64 {
-                cut |= 1 << new;
+            clients[*new as usize] = self.clients[old].with_id(*new);
+            links[*new as usize] = self.links[old].clone();
+            if self.is_cut(old as ClientId) {
+                cut.insert(*new);
             }
         }
         World {
@@ -420,7 +435,7 @@ impl World {
             links,
             next_batch: self.next_batch,
             next_auth: self.next_auth,
-            calls_done: self.calls_done,
+            calls_done: self.calls_done.clone(),
             used: self.used,
             cut,
             monitor: self.monitor.relabel(&map),
@@ -468,8 +483,8 @@ impl World {
                 change: self.next_auth,
             });
         }
-        for i in 0..scn.calls.len() as u8 {
-            if self.calls_done & (1 << i) == 0 {
+        for i in (0..scn.calls.len()).map(|i| i as u8) {
+            if !self.calls_done.contains(&i) {
                 steps.push(Step::Call { call: i });
             }
         }
@@ -480,7 +495,7 @@ impl World {
             }
             if self.is_cut(client) {
                 steps.push(Step::Reconnect { client });
-            } else if self.used[2] < scn.faults.disconnect && client < 64 {
+            } else if self.used[2] < scn.faults.disconnect {
                 steps.push(Step::Disconnect { client });
             }
         }
@@ -494,7 +509,7 @@ impl World {
         rec: &mut dyn Recorder,
     ) -> Result<(), String> {
         let client_ok = |c: ClientId| {
-            if usize::from(c) < self.clients.len() {
+            if (c as usize) < self.clients.len() {
                 Ok(())
             } else {
                 Err(format!("there is no client c{c}"))
@@ -548,7 +563,7 @@ impl World {
                         "{link:?} of c{client} is ordered: only its head can be delivered"
                     ));
                 }
-                let l = &mut self.links[usize::from(client)];
+                let l = &mut self.links[client as usize];
                 let i = usize::from(index);
                 if link == Link::Up {
                     if i >= l.up.len() {
@@ -590,7 +605,7 @@ impl World {
                 if self.used[slot] >= budget {
                     return Err(format!("the scenario allows {budget} such faults"));
                 }
-                let q = self.links[usize::from(client)].down_link_mut(link);
+                let q = self.links[client as usize].down_link_mut(link);
                 if !is_list_changed(q.first()) {
                     return Err(format!(
                         "the head of {link:?} of c{client} is not a list_changed notification"
@@ -626,28 +641,27 @@ impl World {
                     .cloned()
                     .ok_or_else(|| format!("the scenario has no call {call}"))?;
                 client_ok(c)?;
-                if self.calls_done & (1 << call) != 0 {
+                if !self.calls_done.insert(call) {
                     return Err(format!("call {call} was already made"));
                 }
-                self.calls_done |= 1 << call;
                 rec.note(format!("c{c} application calls {name}"));
                 self.client_step(scn, c, ClientInput::CallTool(name), rec);
             }
             Step::Retry { client, kind, auth } => {
                 client_ok(client)?;
-                if !self.clients[usize::from(client)].retry_armed(kind, auth) {
+                if !self.clients[client as usize].retry_armed(kind, auth) {
                     return Err(format!("c{client} has no retry armed for {kind}"));
                 }
                 self.client_step(scn, client, ClientInput::RetryDue(kind, auth), rec);
             }
             Step::Disconnect { client } => {
                 client_ok(client)?;
-                if self.is_cut(client) || client >= 64 || self.used[2] >= scn.faults.disconnect {
+                if self.is_cut(client) || self.used[2] >= scn.faults.disconnect {
                     return Err(format!("c{client} cannot be cut now"));
                 }
                 self.used[2] += 1;
-                self.cut |= 1 << client;
-                self.links[usize::from(client)] = Links::default();
+                self.cut.insert(client);
+                self.links[client as usize] = Links::default();
                 rec.note(format!("c{client} connection cut"));
                 let mut out = Vec::new();
                 self.server.step(ServerInput::Disconnect(client), &mut out);
@@ -659,7 +673,7 @@ impl World {
                 if !self.is_cut(client) {
                     return Err(format!("c{client} is connected"));
                 }
-                self.cut &= !(1 << client);
+                self.cut.remove(&client);
                 rec.note(format!("c{client} reconnects"));
                 self.connect(scn, client, rec);
             }
