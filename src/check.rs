@@ -140,6 +140,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
     bar.finish_and_clear();
     let total_seconds = started.elapsed().as_secs_f64();
 
+    // Traces of a previous run of these configurations may no longer hold: remove them.
+    for c in &selected {
+        let prefix = format!("{}.", c.name());
+        for entry in std::fs::read_dir(&trace_dir)?.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&prefix) && name.ends_with(".json") {
+                std::fs::remove_file(entry.path())?;
+            }
+        }
+    }
     let mut out_configs = Vec::new();
     for (c, r) in selected.iter().zip(&results) {
         let mut properties = BTreeMap::new();

@@ -107,6 +107,8 @@ pub enum ClientError {
     UnexpectedResponse(&'static str),
     /// The request failed in transport (timeout, connection lost).
     Transport(Arc<str>),
+    /// The response could not be read as what was asked for (malformed item, invalid schema).
+    InvalidResponse(Arc<str>),
 }
 
 impl fmt::Display for ClientError {
@@ -122,6 +124,7 @@ impl fmt::Display for ClientError {
             ClientError::TooManyRestarts(n) => write!(f, "list changed under {n} walks in a row"),
             ClientError::UnexpectedResponse(w) => write!(f, "unexpected response: {w}"),
             ClientError::Transport(m) => write!(f, "transport: {m}"),
+            ClientError::InvalidResponse(m) => write!(f, "invalid response: {m}"),
         }
     }
 }
@@ -133,6 +136,8 @@ pub struct Snapshot {
     pub items: ItemList,
     /// Server catalog version behind it, if the server said.
     pub version: Option<u64>,
+    /// Version space of `version` (see [`Page::catalog`]).
+    pub catalog: Option<u64>,
     /// Connection epoch it was fetched in (versions are compared within one epoch only).
     pub epoch: u32,
     /// Known to be out of date (a refresh failed or the connection was lost).
@@ -149,6 +154,7 @@ struct Walk {
     items: Vec<Item>,
     names: BTreeSet<Name>,
     version: Option<u64>,
+    catalog: Option<u64>,
     pages: u32,
     cursors: BTreeSet<Cursor>,
     restarts: u8,
@@ -163,6 +169,7 @@ impl Walk {
             items: Vec::new(),
             names: BTreeSet::new(),
             version: None,
+            catalog: None,
             pages: 0,
             cursors: BTreeSet::new(),
             restarts,
@@ -217,6 +224,9 @@ pub enum ClientInput {
     StreamLost,
     /// A request failed in transport (timeout, send error).
     RequestFailed(ReqId, Arc<str>),
+    /// The response to a request could not be read as what was asked for (a malformed item,
+    /// an invalid schema, a result of the wrong shape). Treated like a failed request.
+    InvalidResponse(ReqId, Arc<str>),
     /// A retry timer armed by [`ClientOutput::ScheduleRetry`] fired.
     RetryDue(Kind, AuthCtx),
     /// A cached list's `ttlMs` ran out.
@@ -429,6 +439,11 @@ impl CatalogClient {
             ClientInput::RequestFailed(id, why) => {
                 if let Some(p) = self.pending.remove(&id) {
                     self.request_failed(p, ClientError::Transport(why), out);
+                }
+            }
+            ClientInput::InvalidResponse(id, why) => {
+                if let Some(p) = self.pending.remove(&id) {
+                    self.request_failed(p, ClientError::InvalidResponse(why), out);
                 }
             }
             ClientInput::RetryDue(kind, auth) => self.retry_due(kind, auth, out),
@@ -742,6 +757,7 @@ impl CatalogClient {
             l.snapshot = Some(Snapshot {
                 items: Arc::from([]),
                 version: None,
+                catalog: None,
                 epoch,
                 stale: false,
             });
@@ -885,7 +901,7 @@ impl CatalogClient {
         if strategy.single_flight()
             && w.pages > 0
             && page.version.is_some()
-            && page.version != w.version
+            && (page.version != w.version || page.catalog != w.catalog)
         {
             self.restart_walk(kind, auth, Restart::VersionChanged, out);
             return;
@@ -931,17 +947,25 @@ impl CatalogClient {
             (None, _) => true,
             (Some(_), ClientStrategy::RequestIdGuard) => l.guard.is_none_or(|g| w.first_req > g),
             (Some(_), s) if !s.single_flight() => true,
-            (Some(cur), _) => match (cur.version, w.version) {
-                _ if cur.epoch != epoch => true,
-                (Some(have), Some(new)) => new > have || (new == have && cur.items != items),
-                _ => true,
-            },
+            (Some(cur), _) => {
+                // Versions order snapshots within one version space, across reconnections too
+                // (a lagging node of a cluster must not roll a client back). Without a known
+                // version space, a new connection may be a restarted server whose versions
+                // began again: its list wins.
+                let same_space = cur.catalog.is_some() && cur.catalog == w.catalog;
+                match (cur.version, w.version) {
+                    _ if !same_space && cur.epoch != epoch => true,
+                    (Some(have), Some(new)) => new > have || (new == have && cur.items != items),
+                    _ => true,
+                }
+            }
         };
         let outcome = if publish {
             l.guard = Some(w.first_req);
             l.snapshot = Some(Snapshot {
                 items: items.clone(),
                 version: w.version,
+                catalog: w.catalog,
                 epoch,
                 stale: false,
             });
@@ -1083,8 +1107,9 @@ fn absorb(w: &mut Walk, page: &Page, limits: &Limits) -> Option<ClientError> {
     {
         return Some(ClientError::CursorCycle(c.clone()));
     }
-    if w.version.is_none() {
+    if w.pages == 1 {
         w.version = page.version;
+        w.catalog = page.catalog;
     }
     for item in page.items.iter() {
         if !w.names.insert(item.name.clone()) {

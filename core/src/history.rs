@@ -59,6 +59,11 @@ pub enum Restart {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
+    /// A client opened a session (or a stateless connection) with the server.
+    Connected {
+        /// Client.
+        client: ClientId,
+    },
     /// The server made catalog `version` visible to list requests (also the initial catalog).
     Committed {
         /// Catalog version.
@@ -199,6 +204,7 @@ impl fmt::Display for Event {
                     catalog.items.len()
                 )
             }
+            Event::Connected { client } => write!(f, "c{client} connects"),
             Event::Notified {
                 client,
                 kind,

@@ -8,7 +8,7 @@
 
 use crate::history::{Cause, ClientId, Event, Outcome};
 use crate::property::{Property, Verdict, Verdicts};
-use crate::vocab::{AuthCtx, Catalog, Digest, Kind, KindSet, Scope};
+use crate::vocab::{AuthCtx, Catalog, Digest, Kind, KindSet, Name, Scope};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -55,9 +55,42 @@ pub struct Monitor {
     windows: BTreeMap<(ClientId, Kind, AuthCtx), Vec<Window>>,
     first: [Option<Arc<str>>; 9],
     observed: usize,
-    /// Digest of each committed version's visible list, per (kind, auth); derived, so left out
-    /// of equality and hashing.
-    memo: HashMap<(Kind, AuthCtx), Vec<Digest>>,
+    /// Per (kind, auth): the range of committed versions whose visible list has each digest;
+    /// derived from `commits`, so left out of equality and hashing.
+    memo: HashMap<(Kind, AuthCtx), Matches>,
+    /// Per (kind, name): which authorization contexts any committed version shows the item to;
+    /// derived from `commits` (folded up to `scopes_folded`), left out of equality and hashing.
+    scopes: HashMap<(Kind, Name), Seen>,
+    scopes_folded: usize,
+}
+
+/// Digests of the committed versions' visible lists of one (kind, auth), folded so far.
+#[derive(Clone, Debug, Default)]
+struct Matches {
+    /// Commits folded.
+    folded: usize,
+    /// Digest → (first, last) committed version with that visible list.
+    ranges: HashMap<Digest, (u64, u64)>,
+}
+
+/// The authorization contexts committed versions have shown one item to.
+#[derive(Clone, Copy, Debug, Default)]
+struct Seen {
+    public: bool,
+    only: [u64; 4],
+}
+
+impl Seen {
+    fn add(&mut self, scope: Scope) {
+        match scope {
+            Scope::Public => self.public = true,
+            Scope::Only(a) => self.only[usize::from(a.0 / 64)] |= 1 << (a.0 % 64),
+        }
+    }
+
+    fn visible_to(&self, auth: AuthCtx) -> bool {
+        self.public || self.only[usize::from(auth.0 / 64)] & (1 << (auth.0 % 64)) != 0
+    }
 }
 
 impl PartialEq for Monitor {
@@ -142,27 +175,33 @@ impl Monitor {
         });
     }
 
-    fn digests(&mut self, kind: Kind, auth: AuthCtx) -> &[Digest] {
-        let d = self.memo.entry((kind, auth)).or_default();
-        while d.len() < self.commits.len() {
-            d.push(Digest::of(&self.commits[d.len()].1.visible(kind, auth)));
-        }
-        d
-    }
-
     /// The range of committed versions whose visible list (for `kind` under `auth`) has digest
     /// `digest`.
     fn matching(&mut self, kind: Kind, auth: AuthCtx, digest: Digest) -> Option<(u64, u64)> {
-        let idx: Vec<usize> = self
-            .digests(kind, auth)
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| **d == digest)
-            .map(|(i, _)| i)
-            .collect();
-        let lo = self.commits[*idx.first()?].0;
-        let hi = self.commits[*idx.last()?].0;
-        Some((lo, hi))
+        let m = self.memo.entry((kind, auth)).or_default();
+        while m.folded < self.commits.len() {
+            let (v, c) = &self.commits[m.folded];
+            let d = Digest::of(&c.visible(kind, auth));
+            m.ranges.entry(d).or_insert((*v, *v)).1 = *v;
+            m.folded += 1;
+        }
+        m.ranges.get(&digest).copied()
+    }
+
+    /// Whether any committed version holds `kind` item `name`, and whether any shows it to
+    /// `auth`.
+    fn seen(&mut self, kind: Kind, name: &Name, auth: AuthCtx) -> (bool, bool) {
+        while self.scopes_folded < self.commits.len() {
+            let c = &self.commits[self.scopes_folded].1;
+            for ((k, n), e) in &c.items {
+                self.scopes.entry((*k, n.clone())).or_default().add(e.scope);
+            }
+            self.scopes_folded += 1;
+        }
+        match self.scopes.get(&(kind, name.clone())) {
+            Some(s) => (true, s.visible_to(auth)),
+            None => (false, false),
+        }
     }
 
     /// Renames clients: `map[old] = new` (for symmetry reduction over interchangeable clients).
@@ -193,6 +232,8 @@ impl Monitor {
             first: self.first.clone(),
             observed: self.observed,
             memo: self.memo.clone(),
+            scopes: self.scopes.clone(),
+            scopes_folded: self.scopes_folded,
         }
     }
 
@@ -262,6 +303,10 @@ impl Monitor {
                 }
             }
             Event::Served { .. } | Event::CallRejected { .. } | Event::MarkedStale { .. } => {}
+            Event::Connected { client } => {
+                // A new session: its notifications are counted afresh.
+                self.announced.retain(|(c, _), _| c != client);
+            }
             Event::Dispatched {
                 client,
                 tool,
@@ -278,8 +323,12 @@ impl Monitor {
                 }
             }
             Event::Woken { client, kinds, .. } => {
-                for ((c, k, _), ws) in self.windows.iter_mut() {
-                    if c == client && kinds.contains(*k) {
+                for ((_, k, _), ws) in self
+                    .windows
+                    .range_mut((*client, Kind::ALL[0], AuthCtx(0))..)
+                    .take_while(|((c, _, _), _)| c == client)
+                {
+                    if kinds.contains(*k) {
                         ws.retain(|w| !w.ended);
                     }
                 }
@@ -360,14 +409,7 @@ impl Monitor {
                 }
                 // auth_isolation: an item that every committed version scopes to another context.
                 for item in items.iter() {
-                    let mut seen = false;
-                    let mut visible = false;
-                    for (_, c) in &self.commits {
-                        if let Some(entry) = c.get(*kind, &item.name) {
-                            seen = true;
-                            visible |= entry.scope.visible_to(*auth);
-                        }
-                    }
+                    let (seen, visible) = self.seen(*kind, &item.name, *auth);
                     if seen && !visible {
                         self.flag(
                             &mut out,

@@ -65,6 +65,53 @@ pub struct Scenario {
     /// Fault budgets.
     #[serde(default)]
     pub faults: Faults,
+    /// Several server nodes behind one logical server, sharing a versioned catalog store and a
+    /// change bus (absent: one server that commits by itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<Cluster>,
+}
+
+/// A multi-node deployment: every node keeps a local copy of the shared catalog, learns of new
+/// versions from a bus that may duplicate, reorder and lose events, catches up by reading the
+/// store when it missed one, and notifies its own clients after the new version is visible
+/// locally.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Cluster {
+    /// Number of nodes (1-16).
+    pub nodes: u8,
+    /// Node each client connects to first (default: round robin).
+    #[serde(default)]
+    pub client_nodes: Vec<u8>,
+    /// Node each scripted batch is applied through (default: round robin).
+    #[serde(default)]
+    pub batch_nodes: Vec<u8>,
+    /// Bus events that may be delivered twice.
+    #[serde(default)]
+    pub bus_duplicate: u32,
+    /// Bus events that may be lost (the node catches up by reading the store).
+    #[serde(default)]
+    pub bus_drop: u32,
+    /// Client connections that may move to another node (load balancer).
+    #[serde(default)]
+    pub migrate: u32,
+}
+
+impl Cluster {
+    /// The node client `c` connects to first.
+    pub fn node_of_client(&self, c: usize) -> u8 {
+        self.client_nodes
+            .get(c)
+            .copied()
+            .unwrap_or((c % usize::from(self.nodes.max(1))) as u8)
+    }
+
+    /// The node scripted batch `b` is applied through.
+    pub fn node_of_batch(&self, b: usize) -> u8 {
+        self.batch_nodes
+            .get(b)
+            .copied()
+            .unwrap_or((b % usize::from(self.nodes.max(1))) as u8)
+    }
 }
 
 impl Scenario {
@@ -156,6 +203,22 @@ impl Scenario {
             return Err(format!(
                 "tool call by client {c}, but there are only {n} clients"
             ));
+        }
+        if let Some(cl) = &self.cluster {
+            if cl.nodes == 0 || cl.nodes > 16 {
+                return Err(format!("a cluster has 1 to 16 nodes, not {}", cl.nodes));
+            }
+            if let Some(n) = cl
+                .client_nodes
+                .iter()
+                .chain(&cl.batch_nodes)
+                .find(|n| **n >= cl.nodes)
+            {
+                return Err(format!(
+                    "node {n} does not exist (the cluster has {} nodes)",
+                    cl.nodes
+                ));
+            }
         }
         if self.calls.len() > usize::from(u8::MAX) + 1 {
             return Err("at most 256 scripted tool calls".into());

@@ -29,6 +29,14 @@ pub struct ServerConfig {
     pub page_size: u16,
     /// `ttlMs` put on 2026-07-28 list results.
     pub ttl_ms: Option<u32>,
+    /// Identity of this server's version space (shared by every node of a cluster; a server
+    /// whose catalog does not survive a restart takes a new one at each start).
+    #[serde(default = "default_catalog_id")]
+    pub catalog_id: u64,
+}
+
+fn default_catalog_id() -> u64 {
+    1
 }
 
 impl Default for ServerConfig {
@@ -38,6 +46,7 @@ impl Default for ServerConfig {
             era: Era::V2025_11_25,
             page_size: 0,
             ttl_ms: None,
+            catalog_id: default_catalog_id(),
         }
     }
 }
@@ -93,6 +102,8 @@ pub struct Registry {
     catalog: Arc<Catalog>,
     /// (`notify-before-commit`) a batch that was announced but is not yet visible.
     staged: Option<Arc<Catalog>>,
+    /// (`cluster-notify-before-visible`) a store version announced but not yet loaded.
+    staged_install: Option<(u64, Arc<Catalog>)>,
     sessions: BTreeMap<ClientId, Session>,
     next_sub: SubId,
 }
@@ -106,6 +117,7 @@ impl Registry {
             version: 1,
             catalog: Arc::new(initial),
             staged: None,
+            staged_install: None,
             sessions: BTreeMap::new(),
             next_sub: 1,
         }
@@ -136,7 +148,7 @@ impl Registry {
 
     /// Whether a batch is announced but not yet committed (`notify-before-commit`).
     pub fn has_staged(&self) -> bool {
-        self.staged.is_some()
+        self.staged.is_some() || self.staged_install.is_some()
     }
 
     /// Whether `client` has a session (connected).
@@ -144,26 +156,34 @@ impl Registry {
         self.sessions.contains_key(&client)
     }
 
-    /// Replaces the visible catalog with one committed elsewhere (a shared store in a
-    /// multi-node deployment) at `version`, if newer; then notifies like a local commit.
-    /// Returns whether it was applied. Duplicate and out-of-order versions are ignored.
+    /// Makes a catalog committed elsewhere (the shared store of a multi-node deployment)
+    /// visible at `version`, if newer than what this node serves, then notifies this node's
+    /// clients. Duplicate and out-of-order versions are ignored. Returns whether it was taken.
+    /// (The store's commit is the history's `Committed` event; a node's install is not.)
     pub fn install(
         &mut self,
         version: u64,
         catalog: Arc<Catalog>,
         out: &mut Vec<ServerOutput>,
     ) -> bool {
-        if version <= self.version {
+        let pending = self
+            .staged_install
+            .as_ref()
+            .map_or(self.version, |(v, _)| *v);
+        if version <= self.version || version <= pending {
             return false;
         }
         let changed = changed_kinds(&self.catalog, &catalog);
         let contents = changed_contents(&self.catalog, &catalog);
+        if self.cfg.strategy == ServerStrategy::ClusterNotifyBeforeVisible {
+            // The bug: announce first, load later.
+            let visible = self.version;
+            self.staged_install = Some((version, catalog));
+            self.notify(changed, &contents, version, visible, 1, out);
+            return true;
+        }
         self.version = version;
         self.catalog = catalog;
-        out.push(ServerOutput::Event(Event::Committed {
-            version,
-            catalog: self.catalog.clone(),
-        }));
         self.notify(changed, &contents, version, version, 1, out);
         true
     }
@@ -198,13 +218,17 @@ impl Registry {
                         ..Session::default()
                     },
                 );
+                out.push(ServerOutput::Event(Event::Connected { client: c }));
             }
             ServerInput::Disconnect(c) => {
                 self.sessions.remove(&c);
             }
             ServerInput::Apply(batch) => self.apply(&batch, out),
             ServerInput::CommitStaged => {
-                if let Some(next) = self.staged.take() {
+                if let Some((v, cat)) = self.staged_install.take() {
+                    self.version = v;
+                    self.catalog = cat;
+                } else if let Some(next) = self.staged.take() {
                     self.version += 1;
                     self.catalog = next;
                     out.push(ServerOutput::Event(Event::Committed {
@@ -357,6 +381,16 @@ impl Registry {
                 Err(e) => Response::Error(e),
             },
             Request::CallTool { name } => self.call(c, auth, name, out),
+            Request::GetPrompt { name } => match self.catalog.get(Kind::Prompts, &name) {
+                Some(e) if e.scope.visible_to(auth) => Response::Prompt {
+                    def: e.def.clone(),
+                    name,
+                },
+                _ => Response::Error(RpcError {
+                    code: INVALID_PARAMS,
+                    reason: ErrorReason::UnknownPrompt,
+                }),
+            },
             Request::Subscribe { uri } => {
                 if self.catalog.get(Kind::Resources, &uri).is_none() {
                     Response::Error(self.not_found())
@@ -462,6 +496,7 @@ impl Registry {
             items: list[offset..end].iter().cloned().collect(),
             next,
             version: bound.then_some(self.version),
+            catalog: bound.then_some(self.cfg.catalog_id),
             ttl_ms: if era26 { self.cfg.ttl_ms } else { None },
             cache_scope: era26.then(|| {
                 if self.catalog.varies_by_auth(kind) {

@@ -58,6 +58,10 @@ pub enum ServerStrategy {
     /// so a removed tool still runs.
     #[serde(rename = "stale-dispatch")]
     StaleDispatch,
+    /// (cluster node) On a change event from the bus, notifies its clients first and makes the
+    /// new version visible locally later.
+    #[serde(rename = "cluster-notify-before-visible")]
+    ClusterNotifyBeforeVisible,
 }
 
 macro_rules! names {
@@ -105,6 +109,7 @@ names!(
     OffsetCursor = "offset-cursor",
     NotifyPerMutation = "notify-per-mutation",
     StaleDispatch = "stale-dispatch",
+    ClusterNotifyBeforeVisible = "cluster-notify-before-visible",
 );
 
 impl ClientStrategy {

@@ -124,6 +124,11 @@ pub enum Request {
         /// Tool name.
         name: Name,
     },
+    /// `prompts/get`.
+    GetPrompt {
+        /// Prompt name.
+        name: Name,
+    },
     /// `resources/subscribe` (content updates of one URI).
     Subscribe {
         /// Resource URI.
@@ -150,6 +155,7 @@ impl Request {
             Request::Initialize => "initialize",
             Request::List { kind, .. } => kind.list_method(),
             Request::CallTool { .. } => "tools/call",
+            Request::GetPrompt { .. } => "prompts/get",
             Request::Subscribe { .. } => "resources/subscribe",
             Request::ReadResource { .. } => "resources/read",
             Request::Listen { .. } => "subscriptions/listen",
@@ -177,6 +183,9 @@ pub struct Page {
     /// Catalog version the page was served at (the reference server's `_meta`), if the server
     /// says.
     pub version: Option<u64>,
+    /// Identity of the version space `version` belongs to (a server instance, or a cluster's
+    /// shared store): versions are comparable only within one.
+    pub catalog: Option<u64>,
     /// `ttlMs` (2026-07-28).
     pub ttl_ms: Option<u32>,
     /// `cacheScope` (2026-07-28).
@@ -214,6 +223,13 @@ pub enum Response {
         /// Definition of the tool that ran.
         def: Arc<str>,
     },
+    /// `prompts/get` result; `def` is the definition of the prompt that was served.
+    Prompt {
+        /// Prompt name.
+        name: Name,
+        /// Definition of the prompt.
+        def: Arc<str>,
+    },
     /// `resources/subscribe` acknowledged.
     Subscribed,
     /// `resources/read` result.
@@ -244,6 +260,8 @@ pub enum ErrorReason {
     InvalidCursor,
     /// No such tool (or it was removed).
     UnknownTool,
+    /// No such prompt (or it was removed).
+    UnknownPrompt,
     /// No such resource.
     ResourceNotFound,
     /// The request needs an initialized session.
@@ -267,6 +285,7 @@ impl fmt::Display for RpcError {
         let what = match &self.reason {
             ErrorReason::InvalidCursor => "invalid cursor",
             ErrorReason::UnknownTool => "unknown tool",
+            ErrorReason::UnknownPrompt => "unknown prompt",
             ErrorReason::ResourceNotFound => "resource not found",
             ErrorReason::NotInitialized => "not initialized",
             ErrorReason::Other(m) => m,
@@ -355,6 +374,7 @@ impl ServerMsg {
                 ),
                 Response::Initialized { era, .. } => format!("#{id} initialized {era}"),
                 Response::ToolResult { name, def } => format!("#{id} ran {name}={def}"),
+                Response::Prompt { name, def } => format!("#{id} prompt {name}={def}"),
                 Response::Subscribed => format!("#{id} subscribed"),
                 Response::Content { uri, text } => format!("#{id} content {uri}={text}"),
                 Response::Error(e) => format!("#{id} error {e}"),
@@ -382,7 +402,7 @@ impl ClientMsg {
             Request::List {
                 cursor: Some(c), ..
             } => format!(" cursor={c}"),
-            Request::CallTool { name } => format!(" {name}"),
+            Request::CallTool { name } | Request::GetPrompt { name } => format!(" {name}"),
             Request::Subscribe { uri } | Request::ReadResource { uri } => format!(" {uri}"),
             _ => String::new(),
         };

@@ -128,6 +128,44 @@ pub enum Step {
         /// Client.
         client: ClientId,
     },
+    /// (cluster) A change event on the bus reaches a node, which loads the store's latest
+    /// version and makes it visible.
+    BusDeliver {
+        /// Node.
+        node: u8,
+        /// Position in the node's (unordered) bus queue.
+        index: u8,
+    },
+    /// (cluster) The bus will deliver an event twice.
+    BusDuplicate {
+        /// Node.
+        node: u8,
+        /// Position in the node's bus queue.
+        index: u8,
+    },
+    /// (cluster) The bus loses an event.
+    BusDrop {
+        /// Node.
+        node: u8,
+        /// Position in the node's bus queue.
+        index: u8,
+    },
+    /// (cluster) A node that is behind and has no event pending reads the store and catches up.
+    Poll {
+        /// Node.
+        node: u8,
+    },
+    /// (cluster, `cluster-notify-before-visible`) a node loads the version it already announced.
+    Load {
+        /// Node.
+        node: u8,
+    },
+    /// (cluster) A client's connection moves to the next node: in-flight messages are lost, the
+    /// client reconnects there.
+    Migrate {
+        /// Client.
+        client: ClientId,
+    },
 }
 
 impl fmt::Display for Step {
@@ -153,6 +191,16 @@ impl fmt::Display for Step {
             }
             Step::Disconnect { client } => write!(f, "c{client} connection cut"),
             Step::Reconnect { client } => write!(f, "c{client} reconnects"),
+            Step::BusDeliver { node, index } => {
+                write!(f, "bus delivers event [{index}] to node {node}")
+            }
+            Step::BusDuplicate { node, index } => {
+                write!(f, "bus duplicates event [{index}] to node {node}")
+            }
+            Step::BusDrop { node, index } => write!(f, "bus loses event [{index}] to node {node}"),
+            Step::Poll { node } => write!(f, "node {node} reads the store"),
+            Step::Load { node } => write!(f, "node {node} loads its announced version"),
+            Step::Migrate { client } => write!(f, "c{client} moves to another node"),
         }
     }
 }
@@ -160,8 +208,16 @@ impl fmt::Display for Step {
 /// The closed world's state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct World {
-    /// The server.
-    pub server: Registry,
+    /// The server nodes (one unless the scenario is a cluster).
+    pub nodes: Vec<Registry>,
+    /// Node each client is connected to.
+    pub node_of: Vec<u8>,
+    /// (cluster) The shared store: latest committed version and catalog.
+    pub store: Option<(u64, Arc<Catalog>)>,
+    /// (cluster) Change events (versions) in flight to each node; unordered.
+    pub bus: Vec<Vec<u64>>,
+    /// (cluster) Faults used: bus duplicates, bus drops, migrations.
+    pub bus_used: [u32; 3],
     /// The clients, indexed by `ClientId`.
     pub clients: Vec<CatalogClient>,
     /// Messages in flight, per client.
@@ -224,7 +280,21 @@ impl World {
 
     /// [`World::new`], recording what happens.
     pub fn new_recorded(scn: &Scenario, rec: &mut dyn Recorder) -> World {
-        let server = Registry::new(scn.server, Catalog::from_ops(&scn.initial));
+        let initial = Catalog::from_ops(&scn.initial);
+        let n_nodes = scn
+            .cluster
+            .as_ref()
+            .map_or(1, |c| usize::from(c.nodes.max(1)));
+        let nodes = vec![Registry::new(scn.server, initial.clone()); n_nodes];
+        let node_of = (0..scn.clients.len())
+            .map(|c| scn.cluster.as_ref().map_or(0, |cl| cl.node_of_client(c)))
+            .collect();
+        let store = scn.cluster.as_ref().map(|_| (1, Arc::new(initial)));
+        let bus = if scn.cluster.is_some() {
+            vec![Vec::new(); n_nodes]
+        } else {
+            Vec::new()
+        };
         let clients = scn
             .clients
             .iter()
@@ -240,9 +310,13 @@ impl World {
             used: [0; 3],
             cut: BTreeSet::new(),
             monitor: Monitor::new(),
-            server,
+            nodes,
+            node_of,
+            store,
+            bus,
+            bus_used: [0; 3],
         };
-        let first = w.server.initial_event();
+        let first = w.nodes[0].initial_event();
         w.observe(&first, rec);
         for c in 0..scn.clients.len() as ClientId {
             w.connect(scn, c, rec);
@@ -257,9 +331,19 @@ impl World {
         }
     }
 
+    /// The server (node 0 of a cluster).
+    pub fn server(&self) -> &Registry {
+        &self.nodes[0]
+    }
+
+    fn node(&mut self, c: ClientId) -> &mut Registry {
+        let n = usize::from(self.node_of[c as usize]);
+        &mut self.nodes[n]
+    }
+
     fn connect(&mut self, scn: &Scenario, c: ClientId, rec: &mut dyn Recorder) {
         let mut out = Vec::new();
-        self.server.step(ServerInput::Connect(c), &mut out);
+        self.node(c).step(ServerInput::Connect(c), &mut out);
         self.route_server(scn, out, rec);
         self.client_step(scn, c, ClientInput::Start, rec);
     }
@@ -340,11 +424,28 @@ impl World {
         }
     }
 
+    /// (cluster) Node `node` makes the store's latest version visible (if newer) and notifies.
+    fn load_latest(&mut self, scn: &Scenario, node: u8, rec: &mut dyn Recorder) {
+        let Some((v, cat)) = self.store.clone() else {
+            return;
+        };
+        let mut out = Vec::new();
+        if self.nodes[usize::from(node)].install(v, cat, &mut out) {
+            rec.note(format!("node {node} takes v{v}"));
+        }
+        self.route_server(scn, out, rec);
+    }
+
     /// Whether nothing is pending: no message in flight, no staged batch, every client connected
     /// and idle (no refresh running, no retry armed).
     pub fn quiescent(&self) -> bool {
         self.cut.is_empty()
-            && !self.server.has_staged()
+            && self.nodes.iter().all(|n| !n.has_staged())
+            && self.bus.iter().all(Vec::is_empty)
+            && self
+                .store
+                .as_ref()
+                .is_none_or(|(v, _)| self.nodes.iter().all(|n| n.version() == *v))
             && self.links.iter().all(Links::is_empty)
             && self.clients.iter().all(|c| c.is_idle() && c.is_ready())
     }
@@ -405,7 +506,8 @@ impl World {
                 self.clients[i].with_id(0).hash(&mut h);
                 self.links[i].hash(&mut h);
                 self.is_cut(c).hash(&mut h);
-                self.server.hash_session(c, &mut h);
+                self.node_of[i].hash(&mut h);
+                self.nodes[usize::from(self.node_of[i])].hash_session(c, &mut h);
                 self.monitor.hash_client(c, &mut h);
                 (h.finish(), i)
             })
@@ -422,7 +524,9 @@ impl World {
         let mut clients = self.clients.clone();
         let mut links = self.links.clone();
         let mut cut = BTreeSet::new();
+        let mut node_of = self.node_of.clone();
         for (old, new) in map.iter().enumerate() {
+            node_of[*new as usize] = self.node_of[old];
             clients[*new as usize] = self.clients[old].with_id(*new);
             links[*new as usize] = self.links[old].clone();
             if self.is_cut(old as ClientId) {
@@ -430,7 +534,11 @@ impl World {
             }
         }
         World {
-            server: self.server.relabel(&map),
+            nodes: self.nodes.iter().map(|n| n.relabel(&map)).collect(),
+            node_of,
+            store: self.store.clone(),
+            bus: self.bus.clone(),
+            bus_used: self.bus_used,
             clients,
             links,
             next_batch: self.next_batch,
@@ -444,13 +552,41 @@ impl World {
 
     /// Every step enabled in this state, in a fixed order.
     pub fn enabled(&self, scn: &Scenario, steps: &mut Vec<Step>) {
-        if usize::from(self.next_batch) < scn.script.len() && !self.server.has_staged() {
+        let single = self.store.is_none();
+        if usize::from(self.next_batch) < scn.script.len()
+            && !(single && self.nodes[0].has_staged())
+        {
             steps.push(Step::Mutate {
                 batch: self.next_batch,
             });
         }
-        if self.server.has_staged() {
+        if single && self.nodes[0].has_staged() {
             steps.push(Step::Commit);
+        }
+        if let (Some((latest, _)), Some(cl)) = (&self.store, &scn.cluster) {
+            for (ni, q) in self.bus.iter().enumerate() {
+                let node = ni as u8;
+                for (i, v) in q.iter().enumerate().take(usize::from(u8::MAX)) {
+                    if q[..i].contains(v) {
+                        continue;
+                    }
+                    let index = i as u8;
+                    steps.push(Step::BusDeliver { node, index });
+                    if self.bus_used[0] < cl.bus_duplicate {
+                        steps.push(Step::BusDuplicate { node, index });
+                    }
+                    if self.bus_used[1] < cl.bus_drop {
+                        steps.push(Step::BusDrop { node, index });
+                    }
+                }
+                let n = &self.nodes[ni];
+                if q.is_empty() && n.version() < *latest && !n.has_staged() {
+                    steps.push(Step::Poll { node });
+                }
+                if n.has_staged() {
+                    steps.push(Step::Load { node });
+                }
+            }
         }
         let ordered_up = scn.transport == Transport::Stdio;
         for (ci, l) in self.links.iter().enumerate() {
@@ -495,8 +631,17 @@ impl World {
             }
             if self.is_cut(client) {
                 steps.push(Step::Reconnect { client });
-            } else if self.used[2] < scn.faults.disconnect {
-                steps.push(Step::Disconnect { client });
+            } else {
+                if self.used[2] < scn.faults.disconnect {
+                    steps.push(Step::Disconnect { client });
+                }
+                if scn
+                    .cluster
+                    .as_ref()
+                    .is_some_and(|cl| cl.nodes > 1 && self.bus_used[2] < cl.migrate)
+                {
+                    steps.push(Step::Migrate { client });
+                }
             }
         }
     }
@@ -527,7 +672,7 @@ impl World {
                     .script
                     .get(usize::from(batch))
                     .ok_or_else(|| format!("the script has no batch {batch}"))?;
-                if self.server.has_staged() {
+                if self.store.is_none() && self.nodes[0].has_staged() {
                     return Err("a staged batch must be committed first".into());
                 }
                 self.next_batch += 1;
@@ -538,18 +683,139 @@ impl World {
                         .collect::<Vec<_>>()
                         .join("; ")
                 ));
-                let mut out = Vec::new();
-                self.server
-                    .step(ServerInput::Apply(ops.clone().into()), &mut out);
-                self.route_server(scn, out, rec);
+                match &mut self.store {
+                    None => {
+                        let mut out = Vec::new();
+                        self.nodes[0].step(ServerInput::Apply(ops.clone().into()), &mut out);
+                        self.route_server(scn, out, rec);
+                    }
+                    Some((version, catalog)) => {
+                        // One atomic commit to the shared store, then a change event to every node.
+                        let mut next = (**catalog).clone();
+                        for op in ops {
+                            next.apply(op);
+                        }
+                        if next != **catalog {
+                            *version += 1;
+                            *catalog = Arc::new(next);
+                            let (v, c) = (*version, catalog.clone());
+                            self.observe(
+                                &Event::Committed {
+                                    version: v,
+                                    catalog: c,
+                                },
+                                rec,
+                            );
+                            for q in self.bus.iter_mut() {
+                                insert_sorted(q, v);
+                            }
+                            rec.note(format!("store commits v{v}; bus event to every node"));
+                        }
+                    }
+                }
             }
             Step::Commit => {
-                if !self.server.has_staged() {
+                if self.store.is_some() || !self.nodes[0].has_staged() {
                     return Err("nothing is staged".into());
                 }
                 let mut out = Vec::new();
-                self.server.step(ServerInput::CommitStaged, &mut out);
+                self.nodes[0].step(ServerInput::CommitStaged, &mut out);
                 self.route_server(scn, out, rec);
+            }
+            Step::BusDeliver { node, index }
+            | Step::BusDuplicate { node, index }
+            | Step::BusDrop { node, index } => {
+                let cl = scn
+                    .cluster
+                    .as_ref()
+                    .ok_or("the scenario is not a cluster")?;
+                let q = self
+                    .bus
+                    .get_mut(usize::from(node))
+                    .ok_or_else(|| format!("there is no node {node}"))?;
+                let i = usize::from(index);
+                if i >= q.len() {
+                    return Err(format!(
+                        "no bus event at [{i}] for node {node} (in flight: {})",
+                        q.len()
+                    ));
+                }
+                match step {
+                    Step::BusDuplicate { .. } => {
+                        if self.bus_used[0] >= cl.bus_duplicate {
+                            return Err(format!(
+                                "the scenario allows {} bus duplicates",
+                                cl.bus_duplicate
+                            ));
+                        }
+                        self.bus_used[0] += 1;
+                        let v = q[i];
+                        insert_sorted(q, v);
+                        rec.note(format!("bus duplicates event v{v} to node {node}"));
+                    }
+                    Step::BusDrop { .. } => {
+                        if self.bus_used[1] >= cl.bus_drop {
+                            return Err(format!("the scenario allows {} bus drops", cl.bus_drop));
+                        }
+                        self.bus_used[1] += 1;
+                        let v = q.remove(i);
+                        rec.note(format!("bus loses event v{v} to node {node}"));
+                    }
+                    _ => {
+                        let v = q.remove(i);
+                        rec.note(format!("node {node} receives bus event v{v}"));
+                        self.load_latest(scn, node, rec);
+                    }
+                }
+            }
+            Step::Poll { node } => {
+                let behind = match (&self.store, self.nodes.get(usize::from(node))) {
+                    (Some((v, _)), Some(n)) => n.version() < *v && !n.has_staged(),
+                    _ => false,
+                };
+                if !behind || !self.bus[usize::from(node)].is_empty() {
+                    return Err(format!("node {node} has nothing to catch up on by polling"));
+                }
+                rec.note(format!("node {node} polls the store"));
+                self.load_latest(scn, node, rec);
+            }
+            Step::Load { node } => {
+                if self.store.is_none()
+                    || !self
+                        .nodes
+                        .get(usize::from(node))
+                        .is_some_and(Registry::has_staged)
+                {
+                    return Err(format!("node {node} has nothing staged"));
+                }
+                let mut out = Vec::new();
+                self.nodes[usize::from(node)].step(ServerInput::CommitStaged, &mut out);
+                rec.note(format!(
+                    "node {node} loads v{}",
+                    self.nodes[usize::from(node)].version()
+                ));
+                self.route_server(scn, out, rec);
+            }
+            Step::Migrate { client } => {
+                client_ok(client)?;
+                let cl = scn
+                    .cluster
+                    .as_ref()
+                    .ok_or("the scenario is not a cluster")?;
+                if self.is_cut(client) || cl.nodes < 2 || self.bus_used[2] >= cl.migrate {
+                    return Err(format!("c{client} cannot move now"));
+                }
+                self.bus_used[2] += 1;
+                self.links[client as usize] = Links::default();
+                let mut out = Vec::new();
+                self.node(client)
+                    .step(ServerInput::Disconnect(client), &mut out);
+                self.route_server(scn, out, rec);
+                self.client_step(scn, client, ClientInput::Disconnected, rec);
+                let to = (self.node_of[client as usize] + 1) % cl.nodes;
+                self.node_of[client as usize] = to;
+                rec.note(format!("c{client} reconnects to node {to}"));
+                self.connect(scn, client, rec);
             }
             Step::Deliver {
                 client,
@@ -578,7 +844,7 @@ impl World {
                         msg.describe()
                     ));
                     let mut out = Vec::new();
-                    self.server
+                    self.node(client)
                         .step(ServerInput::Request(client, msg), &mut out);
                     self.route_server(scn, out, rec);
                 } else {
@@ -664,7 +930,8 @@ impl World {
                 self.links[client as usize] = Links::default();
                 rec.note(format!("c{client} connection cut"));
                 let mut out = Vec::new();
-                self.server.step(ServerInput::Disconnect(client), &mut out);
+                self.node(client)
+                    .step(ServerInput::Disconnect(client), &mut out);
                 self.route_server(scn, out, rec);
                 self.client_step(scn, client, ClientInput::Disconnected, rec);
             }

@@ -6,7 +6,7 @@
 use crate::Search;
 use listsync_core::client::{ClientConfig, Limits};
 use listsync_core::property::{Property, Verdict, Verdicts};
-use listsync_core::scenario::{Faults, Scenario, Transport};
+use listsync_core::scenario::{Cluster, Faults, Scenario, Transport};
 use listsync_core::server::ServerConfig;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Op, Scope};
@@ -107,6 +107,7 @@ impl Spec {
                 era: self.era,
                 page_size: self.page_size,
                 ttl_ms: (self.era == Era::V2026_07_28).then_some(60_000),
+                catalog_id: 1,
             },
             initial: self.initial,
             clients: vec![client; self.clients],
@@ -114,6 +115,7 @@ impl Spec {
             auth_changes: Vec::new(),
             calls: Vec::new(),
             faults: Faults::default(),
+            cluster: None,
         }
     }
 }
@@ -230,6 +232,43 @@ pub fn all() -> Vec<Config> {
         &[],
     ));
 
+    let mut s = Spec::new("reference-cluster");
+    s.clients = 2;
+    s.page_size = 0;
+    s.script.truncate(2);
+    let mut s = s.build();
+    s.cluster = Some(Cluster {
+        nodes: 2,
+        client_nodes: vec![0, 1],
+        batch_nodes: vec![0, 1],
+        bus_duplicate: 1,
+        bus_drop: 1,
+        migrate: 0,
+    });
+    out.push(cfg(
+        s,
+        "two nodes sharing a versioned store; a bus that duplicates, reorders and loses events (nodes catch up by reading the store); one client per node; two batches through different nodes",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-cluster-migrate");
+    s.clients = 2;
+    s.page_size = 1;
+    s.script.truncate(1);
+    let mut s = s.build();
+    s.cluster = Some(Cluster {
+        nodes: 2,
+        client_nodes: vec![0, 1],
+        batch_nodes: vec![0],
+        migrate: 1,
+        ..Cluster::default()
+    });
+    out.push(cfg(
+        s,
+        "two nodes; a client moved to the other node (which may lag behind) mid-walk: its cursor is refused there, and an older list never replaces a newer one",
+        &[],
+    ));
+
     // ---- known-bad client strategies -------------------------------------------------------
     let mut s = Spec::new("naive");
     s.client = ClientStrategy::Naive;
@@ -337,6 +376,24 @@ pub fn all() -> Vec<Config> {
         s,
         "dispatch through the session's captured tool table runs a tool the registry no longer has",
         &[NoCallToRemoved],
+    ));
+
+    let mut s = Spec::new("cluster-notify-before-visible");
+    s.server = ServerStrategy::ClusterNotifyBeforeVisible;
+    s.clients = 2;
+    s.page_size = 0;
+    s.script.truncate(1);
+    let mut s = s.build();
+    s.cluster = Some(Cluster {
+        nodes: 2,
+        client_nodes: vec![0, 1],
+        batch_nodes: vec![0],
+        ..Cluster::default()
+    });
+    out.push(cfg(
+        s,
+        "a node that notifies its clients on the bus event before loading the new version: they re-list, see the old one, and are not told again",
+        &[NotifyAfterCommit, Converges],
     ));
 
     out

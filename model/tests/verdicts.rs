@@ -14,7 +14,9 @@ const REFERENCE_STATES: &[(&str, usize)] = &[
     ("reference-multi-client", 64255),
     ("reference-auth", 598),
     ("reference-resources", 148),
-    ("reference-faults", 6488),
+    ("reference-faults", 6416),
+    ("reference-cluster", 483881),
+    ("reference-cluster-migrate", 169885),
 ];
 
 fn run(c: &Config) -> CheckResult {
