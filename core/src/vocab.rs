@@ -428,8 +428,10 @@ pub struct Entry {
 }
 
 /// A server's whole catalog at one version: every kind, every scope, plus resource contents.
-/// Ordered maps give every list a deterministic order (by name).
+/// Ordered maps give every list a deterministic order (by name). In JSON it is the list of
+/// `add` (and `set_content`) ops that builds it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "Vec<Op>", from = "Vec<Op>")]
 pub struct Catalog {
     /// Items by (kind, name).
     pub items: BTreeMap<(Kind, Name), Entry>,
@@ -437,7 +439,34 @@ pub struct Catalog {
     pub contents: BTreeMap<Name, Arc<str>>,
 }
 
+impl From<Catalog> for Vec<Op> {
+    fn from(c: Catalog) -> Vec<Op> {
+        c.to_ops()
+    }
+}
+
+impl From<Vec<Op>> for Catalog {
+    fn from(ops: Vec<Op>) -> Catalog {
+        Catalog::from_ops(&ops)
+    }
+}
+
 impl Catalog {
+    /// The ops that build this catalog from an empty one.
+    pub fn to_ops(&self) -> Vec<Op> {
+        let items = self.items.iter().map(|((kind, name), e)| Op::Add {
+            kind: *kind,
+            name: name.clone(),
+            def: e.def.clone(),
+            scope: e.scope,
+        });
+        let contents = self.contents.iter().map(|(uri, text)| Op::SetContent {
+            uri: uri.clone(),
+            text: text.clone(),
+        });
+        items.chain(contents).collect()
+    }
+
     /// A catalog holding the result of applying `ops` to an empty one.
     pub fn from_ops(ops: &[Op]) -> Self {
         let mut c = Catalog::default();
@@ -566,6 +595,25 @@ mod tests {
         }));
         assert!(c.apply(&Op::remove(Kind::Tools, "a")));
         assert!(!c.apply(&Op::remove(Kind::Tools, "a")));
+    }
+
+    #[test]
+    fn catalogs_round_trip_through_json() {
+        let c = Catalog::from_ops(&[
+            Op::add(Kind::Tools, "a", "a1"),
+            Op::Add {
+                kind: Kind::Prompts,
+                name: "p".into(),
+                def: "p1".into(),
+                scope: Scope::Only(AuthCtx(2)),
+            },
+            Op::SetContent {
+                uri: "file:///r".into(),
+                text: "hello".into(),
+            },
+        ]);
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<Catalog>(&json).unwrap(), c);
     }
 
     #[test]
