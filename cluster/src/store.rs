@@ -1,0 +1,219 @@
+//! The shared catalog store on Redis: the cluster-wide catalog and its version live in two keys;
+//! a batch commits atomically and bumps the version exactly once (a Lua script that checks the
+//! version it was computed from, so two admins on two nodes never lose a batch); every commit
+//! appends to a change stream (catch-up after a missed event) and publishes the version on a
+//! channel (fast broadcast).
+
+use listsync_core::vocab::{Catalog, Op};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, Script};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Redis could not be reached or answered with an error.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// The stored catalog is not readable.
+    #[error("the catalog stored in redis is not valid: {0}")]
+    Corrupt(String),
+    /// Too many concurrent commits in a row got in the way.
+    #[error("gave up after {0} attempts: other commits kept landing first")]
+    Contended(u32),
+}
+
+/// Names of the keys and channel of one logical server.
+#[derive(Clone, Debug)]
+pub struct Keys {
+    /// Cluster-wide catalog version.
+    pub version: String,
+    /// Catalog at that version (JSON: the ops that build it).
+    pub catalog: String,
+    /// Change stream (one entry per commit).
+    pub changes: String,
+    /// Pub/sub channel carrying each new version.
+    pub channel: String,
+}
+
+impl Keys {
+    /// Keys under `prefix` (one logical server per prefix).
+    pub fn new(prefix: &str) -> Keys {
+        Keys {
+            version: format!("{prefix}:version"),
+            catalog: format!("{prefix}:catalog"),
+            changes: format!("{prefix}:changes"),
+            channel: format!("{prefix}:events"),
+        }
+    }
+}
+
+const COMMIT: &str = r#"
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if current ~= tonumber(ARGV[1]) then
+  return {0, current}
+end
+local v = current + 1
+redis.call('SET', KEYS[1], v)
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', 1000, '*', 'version', v)
+redis.call('PUBLISH', ARGV[3], v)
+return {1, v}
+"#;
+
+const LOAD: &str = r#"
+return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('GET', KEYS[2]) or ''}
+"#;
+
+/// Counts of Redis round trips, for the "Redis operations per change" figure.
+#[derive(Debug, Default)]
+pub struct OpCounts {
+    /// Round trips made by commits (loads and compare-and-set scripts).
+    pub commit_round_trips: AtomicU64,
+    /// Commits that landed.
+    pub commits: AtomicU64,
+    /// Round trips made by loads outside commits (node catch-up).
+    pub load_round_trips: AtomicU64,
+}
+
+/// The shared catalog store of one logical server.
+#[derive(Clone)]
+pub struct RedisStore {
+    client: Client,
+    conn: ConnectionManager,
+    keys: Arc<Keys>,
+    commit: Arc<Script>,
+    load: Arc<Script>,
+    counts: Arc<OpCounts>,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// Connects to `url` (e.g. `redis://127.0.0.1:6379/`) for the logical server `prefix`.
+    pub async fn connect(url: &str, prefix: &str) -> Result<RedisStore, StoreError> {
+        let client = Client::open(url)?;
+        let cfg = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(Duration::from_secs(2)))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let conn = ConnectionManager::new_with_config(client.clone(), cfg).await?;
+        Ok(RedisStore {
+            client,
+            conn,
+            keys: Arc::new(Keys::new(prefix)),
+            commit: Arc::new(Script::new(COMMIT)),
+            load: Arc::new(Script::new(LOAD)),
+            counts: Arc::new(OpCounts::default()),
+        })
+    }
+
+    /// The Redis client (for pub/sub connections).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Key names.
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// Round-trip counters.
+    pub fn counts(&self) -> &OpCounts {
+        &self.counts
+    }
+
+    /// Reads the version and the catalog at that version, atomically. An empty store is
+    /// version 0 with an empty catalog.
+    pub async fn load(&self) -> Result<(u64, Catalog), StoreError> {
+        self.counts.load_round_trips.fetch_add(1, Ordering::Relaxed);
+        self.load_inner().await
+    }
+
+    async fn load_inner(&self) -> Result<(u64, Catalog), StoreError> {
+        let mut conn = self.conn.clone();
+        let (version, json): (u64, String) = self
+            .load
+            .key(&self.keys.version)
+            .key(&self.keys.catalog)
+            .invoke_async(&mut conn)
+            .await?;
+        if json.is_empty() {
+            return Ok((version, Catalog::default()));
+        }
+        let catalog: Catalog =
+            serde_json::from_str(&json).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        Ok((version, catalog))
+    }
+
+    /// Sets the catalog if the store is empty (first node up seeds it). Returns the version.
+    pub async fn seed(&self, initial: &Catalog) -> Result<u64, StoreError> {
+        let (v, _) = self.load_inner().await?;
+        if v > 0 {
+            return Ok(v);
+        }
+        match self.compare_and_set(0, initial).await? {
+            Some(v) => Ok(v),
+            None => Ok(self.load_inner().await?.0),
+        }
+    }
+
+    /// Applies a batch atomically: exactly one new version if it changes anything, none if it
+    /// changes nothing. Concurrent batches from other nodes are retried on top of each other,
+    /// so every batch lands and versions strictly increase. Returns the version that holds the
+    /// batch.
+    pub async fn commit(&self, ops: &[Op]) -> Result<u64, StoreError> {
+        const ATTEMPTS: u32 = 64;
+        for _ in 0..ATTEMPTS {
+            self.counts
+                .commit_round_trips
+                .fetch_add(1, Ordering::Relaxed);
+            let (version, catalog) = self.load_inner().await?;
+            let mut next = catalog.clone();
+            for op in ops {
+                next.apply(op);
+            }
+            if next == catalog {
+                return Ok(version);
+            }
+            self.counts
+                .commit_round_trips
+                .fetch_add(1, Ordering::Relaxed);
+            if let Some(v) = self.compare_and_set(version, &next).await? {
+                self.counts.commits.fetch_add(1, Ordering::Relaxed);
+                return Ok(v);
+            }
+        }
+        Err(StoreError::Contended(ATTEMPTS))
+    }
+
+    /// Writes `next` as version `expected + 1` if the store is still at `expected`.
+    async fn compare_and_set(
+        &self,
+        expected: u64,
+        next: &Catalog,
+    ) -> Result<Option<u64>, StoreError> {
+        let json = serde_json::to_string(next).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut conn = self.conn.clone();
+        let (ok, v): (u8, u64) = self
+            .commit
+            .key(&self.keys.version)
+            .key(&self.keys.catalog)
+            .key(&self.keys.changes)
+            .arg(expected)
+            .arg(json)
+            .arg(&self.keys.channel)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok((ok == 1).then_some(v))
+    }
+}
