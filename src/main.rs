@@ -4,7 +4,9 @@
 
 mod check;
 mod explore;
+mod serve;
 mod trace_cmd;
+mod watch;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -32,6 +34,10 @@ enum Cmd {
         #[arg(long, default_value_t = 3000)]
         port: u16,
     },
+    /// Run the reference MCP server (stdio or Streamable HTTP on 127.0.0.1).
+    Serve(serve::Args),
+    /// Run the reference MCP client and print each snapshot change with its version.
+    Watch(watch::Args),
     /// Work with trace files.
     Trace {
         #[command(subcommand)]
@@ -57,6 +63,8 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Check(args) => check::run(args),
         Cmd::Explore { config, port } => explore::run(&config, port),
+        Cmd::Serve(args) => serve::run(args),
+        Cmd::Watch(args) => watch::run(args),
         Cmd::Trace {
             cmd: TraceCmd::Show { file, quiet },
         } => trace_cmd::show(&file, quiet),

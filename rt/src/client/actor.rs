@@ -1,0 +1,933 @@
+//! The client's one actor task: it owns core's [`CatalogClient`] and steps it with everything
+//! that happens — notifications (forwarded by the rmcp handler), request completions, listen
+//! streams, retry and ttl timers, connection changes, application commands — and carries out
+//! what the machine asks: requests (each a spawned task that posts its outcome back, page by
+//! page), timers with jitter, publications into the snapshot cells, history events.
+//!
+//! Everything is tagged with the connection epoch; inputs from an older connection are dropped.
+
+use super::connect::{self, Endpoint};
+use super::handler::Notifier;
+use super::request::{self, CallMeta, Outcome};
+use super::views::{Listing, View, Views};
+use super::{CallResult, CatalogSettings, ClientNotice, RefreshDone, Status};
+use listsync_core::client::{CallError, CatalogClient, ClientInput, ClientOutput};
+use listsync_core::history::Event;
+use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Name};
+use listsync_core::wire::{
+    Caps, ClientMsg, Notification, ReqId, Request, Response, ServerMsg, SubId,
+};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, ServerNotification,
+    ServerPeerInfo, SubscriptionFilter,
+};
+use rmcp::service::{Peer, RoleClient};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+/// One open connection.
+pub(crate) struct Live {
+    peer: Peer<RoleClient>,
+    kill: CancellationToken,
+    info: Option<Arc<ServerPeerInfo>>,
+}
+
+/// An application command.
+pub(crate) enum Command {
+    Refresh {
+        kind: Kind,
+        done: oneshot::Sender<RefreshDone>,
+    },
+    SetAuth(AuthCtx),
+    Call {
+        name: Name,
+        done: oneshot::Sender<Result<CallResult, CallError>>,
+    },
+    Listen {
+        kinds: KindSet,
+        uris: Vec<String>,
+        done: oneshot::Sender<Result<KindSet, String>>,
+    },
+    Shutdown,
+}
+
+/// Everything the actor reacts to.
+pub(crate) enum Input {
+    Connected {
+        epoch: u32,
+        live: Live,
+    },
+    ConnectFailed {
+        epoch: u32,
+        why: String,
+    },
+    Lost {
+        epoch: u32,
+        why: String,
+    },
+    Notified {
+        epoch: u32,
+        msg: ServerMsg,
+        method: &'static str,
+        uri: Option<String>,
+    },
+    Acked {
+        epoch: u32,
+        listen: SubId,
+        kinds: KindSet,
+    },
+    StreamLost {
+        epoch: u32,
+        listen: SubId,
+    },
+    Reply {
+        epoch: u32,
+        id: ReqId,
+        outcome: Outcome,
+        call: Option<CallMeta>,
+    },
+    RetryDue {
+        epoch: u32,
+        kind: Kind,
+        auth: AuthCtx,
+    },
+    TtlDue {
+        epoch: u32,
+        kind: Kind,
+        generation: u64,
+    },
+    Reconnect {
+        epoch: u32,
+    },
+    Cmd(Command),
+}
+
+struct RefreshWaiter {
+    kind: Kind,
+    pages_before: u64,
+    done: oneshot::Sender<RefreshDone>,
+}
+
+pub(crate) struct Actor {
+    machine: CatalogClient,
+    settings: Arc<CatalogSettings>,
+    endpoint: Endpoint,
+    tx: mpsc::UnboundedSender<Input>,
+    views: Arc<Views>,
+    status: watch::Sender<Status>,
+    /// The status being built; published (all fields at once) after each input.
+    now: Status,
+    epoch: u32,
+    live: Option<Live>,
+    /// Local id of the listen stream core currently relies on (2026-07-28).
+    listen: Option<SubId>,
+    next_listen: SubId,
+    queue: VecDeque<ClientInput>,
+    seq: u64,
+    pages: BTreeMap<Kind, u64>,
+    ttl_gen: BTreeMap<Kind, u64>,
+    refresh_waiters: Vec<RefreshWaiter>,
+    call_waiters: HashMap<Name, VecDeque<oneshot::Sender<Result<CallResult, CallError>>>>,
+    call_meta: HashMap<Name, VecDeque<CallMeta>>,
+    reconnects: u32,
+    identity: Option<String>,
+    rng: u64,
+}
+
+fn client_info(era: Era, name: &str) -> ClientConfig {
+    let info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(name.to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
+    );
+    match era {
+        Era::V2025_11_25 => info.with_protocol_version(ProtocolVersion::V_2025_11_25),
+        Era::V2026_07_28 => info.with_protocol_version(ProtocolVersion::V_2026_07_28),
+    }
+}
+
+fn caps_of(info: Option<&ServerPeerInfo>) -> Caps {
+    let Some(info) = info else {
+        return Caps::default();
+    };
+    let c = &info.capabilities;
+    let mut kinds = KindSet::EMPTY;
+    if c.tools
+        .as_ref()
+        .is_some_and(|t| t.list_changed == Some(true))
+    {
+        kinds = kinds.with(Kind::Tools);
+    }
+    if c.prompts
+        .as_ref()
+        .is_some_and(|p| p.list_changed == Some(true))
+    {
+        kinds = kinds.with(Kind::Prompts);
+    }
+    if c.resources
+        .as_ref()
+        .is_some_and(|r| r.list_changed == Some(true))
+    {
+        kinds = kinds.with(Kind::Resources).with(Kind::ResourceTemplates);
+    }
+    Caps {
+        list_changed: kinds,
+        subscribe: c
+            .resources
+            .as_ref()
+            .is_some_and(|r| r.subscribe == Some(true)),
+    }
+}
+
+fn filter_of(kinds: KindSet, uris: &[String]) -> SubscriptionFilter {
+    let mut f = SubscriptionFilter::new();
+    let on = |k| kinds.contains(k).then_some(true);
+    f.tools_list_changed = on(Kind::Tools);
+    f.prompts_list_changed = on(Kind::Prompts);
+    f.resources_list_changed = on(Kind::Resources);
+    if !uris.is_empty() {
+        f.resource_subscriptions = Some(uris.to_vec());
+    }
+    f
+}
+
+fn kinds_of(f: &SubscriptionFilter) -> KindSet {
+    let mut k = KindSet::EMPTY;
+    if f.tools_list_changed == Some(true) {
+        k = k.with(Kind::Tools);
+    }
+    if f.prompts_list_changed == Some(true) {
+        k = k.with(Kind::Prompts);
+    }
+    if f.resources_list_changed == Some(true) {
+        k = k.with(Kind::Resources);
+    }
+    k
+}
+
+/// A notification from a listen stream, as core reads it.
+fn from_stream(
+    n: ServerNotification,
+    sub: SubId,
+) -> Option<(ServerMsg, &'static str, Option<String>)> {
+    let (note, method, uri) = match n {
+        ServerNotification::ToolListChangedNotification(_) => (
+            Notification::ListChanged {
+                kind: Kind::Tools,
+                sub: Some(sub),
+            },
+            Kind::Tools.list_changed_method(),
+            None,
+        ),
+        ServerNotification::PromptListChangedNotification(_) => (
+            Notification::ListChanged {
+                kind: Kind::Prompts,
+                sub: Some(sub),
+            },
+            Kind::Prompts.list_changed_method(),
+            None,
+        ),
+        ServerNotification::ResourceListChangedNotification(_) => (
+            Notification::ListChanged {
+                kind: Kind::Resources,
+                sub: Some(sub),
+            },
+            Kind::Resources.list_changed_method(),
+            None,
+        ),
+        ServerNotification::ResourceUpdatedNotification(u) => (
+            Notification::ResourceUpdated {
+                uri: u.params.uri.as_str().into(),
+                sub: Some(sub),
+            },
+            "notifications/resources/updated",
+            Some(u.params.uri),
+        ),
+        _ => return None,
+    };
+    Some((ServerMsg::Notification(note), method, uri))
+}
+
+impl Actor {
+    pub(crate) fn new(
+        settings: Arc<CatalogSettings>,
+        endpoint: Endpoint,
+        tx: mpsc::UnboundedSender<Input>,
+        views: Arc<Views>,
+        status: watch::Sender<Status>,
+    ) -> Self {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+            ^ u64::from(settings.id).rotate_left(32);
+        Actor {
+            machine: CatalogClient::new(settings.id, Arc::new(settings.client.clone())),
+            settings,
+            endpoint,
+            tx,
+            views,
+            status,
+            now: Status::default(),
+            epoch: 0,
+            live: None,
+            listen: None,
+            next_listen: 0,
+            queue: VecDeque::new(),
+            seq: 0,
+            pages: BTreeMap::new(),
+            ttl_gen: BTreeMap::new(),
+            refresh_waiters: Vec::new(),
+            call_waiters: HashMap::new(),
+            call_meta: HashMap::new(),
+            reconnects: 0,
+            identity: None,
+            rng: seed | 1,
+        }
+    }
+
+    fn notice(&self, n: ClientNotice) {
+        if let Some(o) = &self.settings.observer {
+            let _ = o.send(n);
+        }
+    }
+
+    /// A factor in [0.5, 1.0) (SplitMix64).
+    fn jitter(&mut self) -> f64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        0.5 + (z >> 11) as f64 / (1u64 << 53) as f64 / 2.0
+    }
+
+    fn after_delay(&self, delay: Duration, input: Input) {
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = tx.send(input);
+        });
+    }
+
+    pub(crate) async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Input>) {
+        self.connect();
+        self.publish_status();
+        while let Some(input) = inbox.recv().await {
+            if !self.handle(input) {
+                break;
+            }
+            self.after();
+        }
+        if let Some(live) = self.live.take() {
+            live.kill.cancel();
+        }
+        self.now.ended = true;
+        self.now.connected = false;
+        self.publish_status();
+    }
+
+    fn connect(&mut self) {
+        self.epoch += 1;
+        let epoch = self.epoch;
+        let endpoint = self.endpoint.clone();
+        let tx = self.tx.clone();
+        let era = self.settings.client.era;
+        let auth = self.machine.auth();
+        let timeout = self.settings.connect_timeout;
+        let probe_every = self.settings.probe_interval;
+        let probe = self.endpoint.request_failure_is_disconnect();
+        let handler = Notifier {
+            epoch,
+            tx: tx.clone(),
+            info: client_info(era, &self.settings.name),
+        };
+        tokio::spawn(async move {
+            let opened =
+                tokio::time::timeout(timeout, connect::open(&endpoint, handler, era, auth));
+            let running = match opened.await {
+                Ok(Ok(r)) => r,
+                Ok(Err(why)) => {
+                    let _ = tx.send(Input::ConnectFailed { epoch, why });
+                    return;
+                }
+                Err(_) => {
+                    let why = format!("connecting timed out after {timeout:?}");
+                    let _ = tx.send(Input::ConnectFailed { epoch, why });
+                    return;
+                }
+            };
+            let kill = CancellationToken::new();
+            let live = Live {
+                peer: running.peer().clone(),
+                kill: kill.clone(),
+                info: running.peer().peer_info(),
+            };
+            if tx.send(Input::Connected { epoch, live }).is_err() {
+                return;
+            }
+            let ct = running.cancellation_token();
+            let probe = probe.then(|| {
+                tokio::spawn(connect::probe(
+                    running.peer().clone(),
+                    kill.clone(),
+                    probe_every,
+                    timeout,
+                ))
+            });
+            let killer = tokio::spawn(async move {
+                kill.cancelled().await;
+                ct.cancel();
+            });
+            let why = match running.waiting().await {
+                Ok(reason) => format!("connection ended ({reason:?})"),
+                Err(e) => format!("connection task failed: {e}"),
+            };
+            killer.abort();
+            if let Some(p) = probe {
+                p.abort();
+            }
+            let _ = tx.send(Input::Lost { epoch, why });
+        });
+    }
+
+    fn schedule_reconnect(&mut self, why: &str) {
+        self.now.last_error = Some(why.to_owned());
+        if !self.endpoint.reconnectable()
+            || self
+                .settings
+                .max_reconnects
+                .is_some_and(|m| self.reconnects >= m)
+        {
+            self.now.ended = true;
+            return;
+        }
+        self.reconnects += 1;
+        let shift = self.reconnects.saturating_sub(1).min(16);
+        let base = self.settings.reconnect_base.saturating_mul(1 << shift);
+        let delay = base.min(self.settings.reconnect_max).mul_f64(self.jitter());
+        self.after_delay(delay, Input::Reconnect { epoch: self.epoch });
+    }
+
+    /// Drops the current connection now (its `Lost` will be ignored) and tells the machine.
+    fn drop_connection(&mut self) {
+        if let Some(live) = self.live.take() {
+            live.kill.cancel();
+        }
+        self.listen = None;
+        self.epoch += 1; // anything still in flight belongs to the old connection
+        self.step(ClientInput::Disconnected);
+    }
+
+    fn handle(&mut self, input: Input) -> bool {
+        let current = self.epoch;
+        match input {
+            Input::Connected { epoch, live } if epoch == current => {
+                self.reconnects = 0;
+                let identity = format!(
+                    "{}|{}|{}",
+                    self.endpoint.describe(),
+                    live.info
+                        .as_ref()
+                        .and_then(|i| i.server_info.as_ref())
+                        .map(|s| format!("{}@{}", s.name, s.version))
+                        .unwrap_or_default(),
+                    self.settings.client.era
+                );
+                if self.identity.as_ref().is_some_and(|i| *i != identity) {
+                    // A different server: nothing cached applies to it.
+                    self.machine = CatalogClient::new(
+                        self.settings.id,
+                        Arc::new(self.settings.client.clone()),
+                    );
+                    let mut seq = self.seq;
+                    self.views.reset(self.machine.auth(), || {
+                        seq += 1;
+                        seq
+                    });
+                    self.seq = seq;
+                }
+                self.identity = Some(identity);
+                let version = live
+                    .info
+                    .as_ref()
+                    .map(|i| i.protocol_version.to_string())
+                    .unwrap_or_default();
+                let server = live
+                    .info
+                    .as_ref()
+                    .and_then(|i| i.server_info.as_ref())
+                    .map(|s| format!("{} {}", s.name, s.version))
+                    .unwrap_or_default();
+                self.now.connected = true;
+                self.now.connections += 1;
+                self.now.protocol_version = Some(version.clone());
+                self.now.server = Some(server.clone());
+                self.notice(ClientNotice::Negotiated {
+                    protocol_version: version,
+                    server,
+                });
+                self.live = Some(live);
+                self.step(ClientInput::Start);
+            }
+            Input::Connected { live, .. } => live.kill.cancel(),
+            Input::ConnectFailed { epoch, why } if epoch == current => {
+                self.notice(ClientNotice::Log(format!("connect failed: {why}")));
+                self.schedule_reconnect(&why);
+            }
+            Input::Lost { epoch, why } if epoch == current => {
+                self.live = None;
+                self.listen = None;
+                self.now.connected = false;
+                self.notice(ClientNotice::Disconnected { why: why.clone() });
+                self.step(ClientInput::Disconnected);
+                self.schedule_reconnect(&why);
+            }
+            Input::Notified {
+                epoch,
+                msg,
+                method,
+                uri,
+            } if epoch == current => {
+                let sub = match &msg {
+                    ServerMsg::Notification(Notification::ListChanged { sub, .. })
+                    | ServerMsg::Notification(Notification::ResourceUpdated { sub, .. }) => *sub,
+                    _ => None,
+                };
+                self.now.notifications += 1;
+                self.notice(ClientNotice::Notification { method, uri, sub });
+                self.step(ClientInput::Receive(msg));
+            }
+            Input::Acked {
+                epoch,
+                listen,
+                kinds,
+            } if epoch == current => {
+                self.listen = Some(listen);
+                self.step(ClientInput::Receive(ServerMsg::Notification(
+                    Notification::Acknowledged { sub: listen, kinds },
+                )));
+            }
+            Input::StreamLost { epoch, listen }
+                if epoch == current && self.listen == Some(listen) =>
+            {
+                self.listen = None;
+                self.notice(ClientNotice::Log("listen stream ended".into()));
+                self.step(ClientInput::StreamLost);
+            }
+            Input::Reply {
+                epoch,
+                id,
+                outcome,
+                call,
+            } if epoch == current => self.reply(id, outcome, call),
+            Input::RetryDue { epoch, kind, auth } if epoch == current => {
+                self.step(ClientInput::RetryDue(kind, auth));
+            }
+            Input::TtlDue {
+                epoch,
+                kind,
+                generation,
+            } if epoch == current && self.ttl_gen.get(&kind) == Some(&generation) => {
+                self.step(ClientInput::TtlExpired(kind));
+            }
+            Input::Reconnect { epoch } if epoch == current && self.live.is_none() => {
+                self.connect();
+            }
+            Input::Cmd(cmd) => return self.command(cmd),
+            _ => {} // from an older connection
+        }
+        true
+    }
+
+    fn reply(&mut self, id: ReqId, outcome: Outcome, call: Option<CallMeta>) {
+        match outcome {
+            Outcome::Response(resp) => {
+                if let (Some(meta), Response::ToolResult { name, .. }) = (call, &resp) {
+                    self.call_meta
+                        .entry(name.clone())
+                        .or_default()
+                        .push_back(meta);
+                }
+                if let Response::Page(p) = &resp
+                    && let Some(ttl) = p.ttl_ms.filter(|t| *t > 0)
+                {
+                    let next = self.ttl_gen.entry(p.kind).or_default();
+                    *next += 1;
+                    let input = Input::TtlDue {
+                        epoch: self.epoch,
+                        kind: p.kind,
+                        generation: *next,
+                    };
+                    self.after_delay(Duration::from_millis(u64::from(ttl)), input);
+                }
+                self.step(ClientInput::Receive(ServerMsg::Response { id, resp }));
+            }
+            Outcome::Failed { why, fatal } => {
+                self.step(ClientInput::RequestFailed(id, why.as_str().into()));
+                if fatal && self.endpoint.request_failure_is_disconnect() {
+                    // rmcp's HTTP client does not notice a dead server: end the connection.
+                    if let Some(live) = &self.live {
+                        live.kill.cancel();
+                    }
+                }
+            }
+            Outcome::Invalid(why) => {
+                self.notice(ClientNotice::Log(format!("invalid response: {why}")));
+                self.step(ClientInput::InvalidResponse(id, why.as_str().into()));
+            }
+        }
+    }
+
+    fn command(&mut self, cmd: Command) -> bool {
+        match cmd {
+            Command::Refresh { kind, done } => {
+                let pages_before = self.pages.get(&kind).copied().unwrap_or(0);
+                self.step(ClientInput::Refresh(kind));
+                self.refresh_waiters.push(RefreshWaiter {
+                    kind,
+                    pages_before,
+                    done,
+                });
+            }
+            Command::SetAuth(auth) => {
+                if auth != self.machine.auth() {
+                    // The authorization context is a property of the connection (a header, or
+                    // the in-memory connection's context): reconnect under the new one, so no
+                    // request of the old connection can fill the new context's cache.
+                    let was_live = self.live.is_some();
+                    if was_live {
+                        self.drop_connection();
+                    }
+                    self.step(ClientInput::SetAuth(auth));
+                    let mut seq = self.seq;
+                    self.views.switch(auth, || {
+                        seq += 1;
+                        seq
+                    });
+                    self.seq = seq;
+                    if was_live {
+                        self.connect();
+                    }
+                }
+            }
+            Command::Call { name, done } => {
+                self.call_waiters
+                    .entry(name.clone())
+                    .or_default()
+                    .push_back(done);
+                self.step(ClientInput::CallTool(name));
+            }
+            Command::Listen { kinds, uris, done } => self.extra_listen(kinds, uris, done),
+            Command::Shutdown => return false,
+        }
+        true
+    }
+
+    /// One more listen stream, outside the machine (the control protocol's `listen`): its
+    /// notifications are reported, and fed to the machine untagged like any other.
+    fn extra_listen(
+        &mut self,
+        kinds: KindSet,
+        uris: Vec<String>,
+        done: oneshot::Sender<Result<KindSet, String>>,
+    ) {
+        let Some(live) = &self.live else {
+            let _ = done.send(Err("not connected".into()));
+            return;
+        };
+        let peer = live.peer.clone();
+        let tx = self.tx.clone();
+        let epoch = self.epoch;
+        let timeout = self.settings.request_timeout;
+        tokio::spawn(async move {
+            let mut sub =
+                match tokio::time::timeout(timeout, peer.listen(filter_of(kinds, &uris))).await {
+                    Ok(Ok(sub)) => sub,
+                    Ok(Err(e)) => {
+                        let _ = done.send(Err(e.to_string()));
+                        return;
+                    }
+                    Err(_) => {
+                        let _ = done.send(Err("listen timed out".into()));
+                        return;
+                    }
+                };
+            let _ = done.send(Ok(kinds_of(sub.acknowledged())));
+            while let Ok(Some(n)) = sub.next().await {
+                if let Some((msg, method, uri)) = from_stream(n, SubId::MAX) {
+                    let msg = match msg {
+                        ServerMsg::Notification(Notification::ListChanged { kind, .. }) => {
+                            ServerMsg::Notification(Notification::ListChanged { kind, sub: None })
+                        }
+                        ServerMsg::Notification(Notification::ResourceUpdated { uri, .. }) => {
+                            ServerMsg::Notification(Notification::ResourceUpdated {
+                                uri,
+                                sub: None,
+                            })
+                        }
+                        other => other,
+                    };
+                    if tx
+                        .send(Input::Notified {
+                            epoch,
+                            msg,
+                            method,
+                            uri,
+                        })
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        });
+    }
+
+    /// Steps the machine with `input`, and with whatever carrying out its outputs produces.
+    fn step(&mut self, input: ClientInput) {
+        self.queue.push_back(input);
+        while let Some(input) = self.queue.pop_front() {
+            let mut out = Vec::new();
+            self.machine.step(input, &mut out);
+            for o in out {
+                self.carry(o);
+            }
+        }
+    }
+
+    fn carry(&mut self, o: ClientOutput) {
+        match o {
+            ClientOutput::Send(msg) => self.send(msg),
+            ClientOutput::ScheduleRetry {
+                kind,
+                auth,
+                delay_ms,
+                ..
+            } => {
+                let delay = Duration::from_millis(u64::from(delay_ms)).mul_f64(self.jitter());
+                self.after_delay(
+                    delay,
+                    Input::RetryDue {
+                        epoch: self.epoch,
+                        kind,
+                        auth,
+                    },
+                );
+            }
+            ClientOutput::Failed { kind, error } => {
+                let text = error.to_string();
+                self.now.failures += 1;
+                self.now.last_error = Some(text);
+                self.notice(ClientNotice::RefreshFailed { kind, error });
+            }
+            ClientOutput::CallDone { name, result } => {
+                let meta = match &result {
+                    Ok(_) => self.call_meta.get_mut(&name).and_then(|q| q.pop_front()),
+                    Err(_) => None,
+                };
+                let result = result.map(|text| CallResult {
+                    is_error: meta.as_ref().is_some_and(|m| m.is_error),
+                    text: meta.map_or_else(|| text.to_string(), |m| m.text),
+                });
+                self.notice(ClientNotice::CallDone {
+                    tool: name.to_string(),
+                    result: result.clone(),
+                });
+                if let Some(w) = self.call_waiters.get_mut(&name).and_then(|q| q.pop_front()) {
+                    let _ = w.send(result);
+                }
+            }
+            ClientOutput::Content { uri, text } => {
+                self.notice(ClientNotice::Content {
+                    uri: uri.to_string(),
+                    text: text.to_string(),
+                });
+            }
+            ClientOutput::Event(e) => self.event(e),
+        }
+    }
+
+    fn event(&mut self, e: Event) {
+        if let Some(h) = &self.settings.history {
+            h.record(&e);
+        }
+        match &e {
+            Event::Published {
+                kind,
+                auth,
+                items,
+                version,
+                ..
+            } => {
+                self.seq += 1;
+                let epoch = self
+                    .machine
+                    .snapshot_for(*kind, *auth)
+                    .map_or(0, |s| s.epoch);
+                self.views.publish(
+                    Listing {
+                        kind: *kind,
+                        auth: *auth,
+                        items: items.clone(),
+                        version: *version,
+                        epoch,
+                        seq: self.seq,
+                        fetched: true,
+                    },
+                    self.machine.auth(),
+                );
+                self.now.publications += 1;
+            }
+            Event::MarkedStale { kind, auth, .. } => {
+                self.views.mark_stale(*kind, *auth, self.machine.auth());
+            }
+            _ => {}
+        }
+        self.notice(ClientNotice::Event(e));
+    }
+
+    fn send(&mut self, msg: ClientMsg) {
+        let ClientMsg { id, req, .. } = msg;
+        let Some(live) = &self.live else {
+            self.queue
+                .push_back(ClientInput::RequestFailed(id, "not connected".into()));
+            return;
+        };
+        let peer = live.peer.clone();
+        let epoch = self.epoch;
+        let tx = self.tx.clone();
+        let timeout = self.settings.request_timeout;
+        match req {
+            Request::Initialize => {
+                // rmcp already did the handshake when the connection opened.
+                let resp = Response::Initialized {
+                    era: self.settings.client.era,
+                    caps: caps_of(live.info.as_deref()),
+                };
+                self.queue
+                    .push_back(ClientInput::Receive(ServerMsg::Response { id, resp }));
+            }
+            Request::Listen { kinds, uris } => {
+                self.next_listen += 1;
+                let local = self.next_listen;
+                let uris: Vec<String> = uris.iter().map(|u| u.to_string()).collect();
+                tokio::spawn(async move {
+                    let req = Request::Listen {
+                        kinds,
+                        uris: uris.iter().map(|u| u.as_str().into()).collect(),
+                    };
+                    let opened =
+                        tokio::time::timeout(timeout, peer.listen(filter_of(kinds, &uris)));
+                    let mut sub = match opened.await {
+                        Ok(Ok(sub)) => sub,
+                        Ok(Err(e)) => {
+                            let outcome = request::failure(e, &req);
+                            let _ = tx.send(Input::Reply {
+                                epoch,
+                                id,
+                                outcome,
+                                call: None,
+                            });
+                            return;
+                        }
+                        Err(_) => {
+                            let outcome = Outcome::Failed {
+                                why: "subscriptions/listen timed out".into(),
+                                fatal: false,
+                            };
+                            let _ = tx.send(Input::Reply {
+                                epoch,
+                                id,
+                                outcome,
+                                call: None,
+                            });
+                            return;
+                        }
+                    };
+                    let kinds = kinds_of(sub.acknowledged());
+                    if tx
+                        .send(Input::Acked {
+                            epoch,
+                            listen: local,
+                            kinds,
+                        })
+                        .is_err()
+                    {
+                        return;
+                    }
+                    // Drain continuously: rmcp cancels a subscription whose buffer fills up.
+                    while let Ok(Some(n)) = sub.next().await {
+                        if let Some((msg, method, uri)) = from_stream(n, local)
+                            && tx
+                                .send(Input::Notified {
+                                    epoch,
+                                    msg,
+                                    method,
+                                    uri,
+                                })
+                                .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    let _ = tx.send(Input::StreamLost {
+                        epoch,
+                        listen: local,
+                    });
+                });
+            }
+            req => {
+                if let Request::List { kind, .. } = &req {
+                    *self.pages.entry(*kind).or_default() += 1;
+                }
+                tokio::spawn(async move {
+                    let (outcome, call) = request::perform(&peer, &req, timeout).await;
+                    let _ = tx.send(Input::Reply {
+                        epoch,
+                        id,
+                        outcome,
+                        call,
+                    });
+                });
+            }
+        }
+    }
+
+    /// After each input: reconnect a connection whose handshake or listen failed, answer
+    /// refresh commands once nothing is in progress, publish the status.
+    fn after(&mut self) {
+        let idle = self.machine.is_idle();
+        if self.live.is_some() && idle && !self.machine.is_ready() {
+            // The machine went offline on a live connection (listen or initialize refused).
+            if let Some(live) = &self.live {
+                live.kill.cancel();
+            }
+        }
+        if idle && !self.refresh_waiters.is_empty() {
+            for w in std::mem::take(&mut self.refresh_waiters) {
+                let view: Arc<View> = self.views.load(w.kind);
+                let pages = self.pages.get(&w.kind).copied().unwrap_or(0) - w.pages_before;
+                let _ = w.done.send(RefreshDone { view, pages });
+            }
+        }
+        self.publish_status();
+    }
+
+    /// Publishes the status, every field at once (a reader never sees a count that is ahead of
+    /// the idle flag).
+    fn publish_status(&mut self) {
+        self.now.ready = self.machine.is_ready();
+        self.now.idle = self.machine.is_idle();
+        self.now.epoch = self.epoch;
+        let now = &self.now;
+        self.status.send_if_modified(|s| {
+            let changed = s != now;
+            if changed {
+                *s = now.clone();
+            }
+            changed
+        });
+    }
+}

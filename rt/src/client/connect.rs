@@ -1,0 +1,246 @@
+//! Where a client connects, and how one connection is opened: the transport for the endpoint,
+//! the lifecycle for the era (`initialize` for 2025-11-25, `server/discover` pinned to
+//! 2026-07-28), and rmcp's own response cache switched off (the catalog machine is the cache).
+
+use super::handler::Notifier;
+use crate::server::Server;
+use listsync_core::vocab::{AuthCtx, Era};
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::IntoTransport;
+use rmcp::{ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, ServiceExt};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncWrite, DuplexStream};
+
+/// The reading half of a byte-stream connection.
+pub type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
+/// The writing half of a byte-stream connection.
+pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
+
+type IoFuture = Pin<Box<dyn Future<Output = std::io::Result<(BoxRead, BoxWrite)>> + Send>>;
+
+/// Opens the client side of a fresh byte-stream connection (newline-delimited JSON-RPC, as on
+/// stdio); what is at the other end is the factory's business. Called with the authorization
+/// context the connection is for.
+pub type IoFactory = Arc<dyn Fn(AuthCtx) -> IoFuture + Send + Sync>;
+
+/// Where a client connects. Every endpoint but [`Endpoint::Stdio`] can be connected again after
+/// a connection is lost.
+#[derive(Clone)]
+pub enum Endpoint {
+    /// Byte streams from a factory: `tokio::io::duplex` pairs to an in-process server, the pipes
+    /// of a child process the caller started...
+    Io(IoFactory),
+    /// A child process speaking MCP on its stdin/stdout.
+    Command {
+        /// Program.
+        program: String,
+        /// Arguments.
+        args: Vec<String>,
+    },
+    /// Streamable HTTP.
+    #[cfg(feature = "http")]
+    Http {
+        /// MCP URL (`http://127.0.0.1:PORT/mcp`).
+        url: String,
+    },
+    /// This process's own stdin/stdout (the harness runs a client adapter this way). One
+    /// connection only.
+    Stdio,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+impl Endpoint {
+    /// Connections from a factory of byte streams.
+    pub fn io<F, Fut>(factory: F) -> Endpoint
+    where
+        F: Fn(AuthCtx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::io::Result<(BoxRead, BoxWrite)>> + Send + 'static,
+    {
+        Endpoint::Io(Arc::new(move |auth| Box::pin(factory(auth))))
+    }
+
+    /// Connections from a factory of `tokio::io::duplex` streams.
+    pub fn duplex<F, Fut>(factory: F) -> Endpoint
+    where
+        F: Fn(AuthCtx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::io::Result<DuplexStream>> + Send + 'static,
+    {
+        let factory = Arc::new(factory);
+        Endpoint::io(move |auth| {
+            let factory = factory.clone();
+            async move {
+                let (r, w) = tokio::io::split(factory(auth).await?);
+                Ok((Box::new(r) as BoxRead, Box::new(w) as BoxWrite))
+            }
+        })
+    }
+
+    /// In-memory connections to an in-process server: each connection serves a fresh handler,
+    /// whose requests are made under the connection's authorization context.
+    pub fn server(server: &Server) -> Endpoint {
+        let server = server.clone();
+        Endpoint::duplex(move |auth| {
+            let server = server.clone();
+            async move {
+                let (client, theirs) = tokio::io::duplex(1 << 16);
+                tokio::spawn(async move {
+                    if let Ok(running) = server.service_as(auth).serve(theirs).await {
+                        let _ = running.waiting().await;
+                    }
+                });
+                Ok(client)
+            }
+        })
+    }
+
+    /// A child process from an argv.
+    pub fn command(argv: &[String]) -> Option<Endpoint> {
+        let (program, args) = argv.split_first()?;
+        Some(Endpoint::Command {
+            program: program.clone(),
+            args: args.to_vec(),
+        })
+    }
+
+    /// A short description (used in the cache key and in messages).
+    pub fn describe(&self) -> String {
+        match self {
+            Endpoint::Io(_) => "io".into(),
+            Endpoint::Command { program, args } => {
+                let mut s = program.clone();
+                for a in args {
+                    s.push(' ');
+                    s.push_str(a);
+                }
+                s
+            }
+            #[cfg(feature = "http")]
+            Endpoint::Http { url } => url.clone(),
+            Endpoint::Stdio => "stdio".into(),
+        }
+    }
+
+    /// Whether a lost connection can be opened again.
+    pub fn reconnectable(&self) -> bool {
+        !matches!(self, Endpoint::Stdio)
+    }
+
+    /// Whether a failed request means the connection is gone (HTTP: rmcp's HTTP client never
+    /// notices a dead server by itself).
+    pub(crate) fn request_failure_is_disconnect(&self) -> bool {
+        #[cfg(feature = "http")]
+        if matches!(self, Endpoint::Http { .. }) {
+            return true;
+        }
+        false
+    }
+}
+
+async fn start<T, E, A>(
+    handler: Notifier,
+    transport: T,
+    era: Era,
+) -> Result<RunningService<RoleClient, Notifier>, String>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let running = match era {
+        Era::V2025_11_25 => handler.serve(transport).await,
+        Era::V2026_07_28 => {
+            handler
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+        }
+    }
+    .map_err(|e| e.to_string())?;
+    running
+        .peer()
+        .set_response_cache_config(ClientCacheConfig::disabled())
+        .await;
+    Ok(running)
+}
+
+/// Opens one connection to `endpoint` in `era`, under authorization context `auth` (HTTP: sent
+/// as `Authorization: Bearer auth<N>` when N > 0; byte-stream factories get it; a child process
+/// cannot be told).
+pub(crate) async fn open(
+    endpoint: &Endpoint,
+    handler: Notifier,
+    era: Era,
+    auth: AuthCtx,
+) -> Result<RunningService<RoleClient, Notifier>, String> {
+    match endpoint {
+        Endpoint::Io(factory) => {
+            let io = factory(auth).await.map_err(|e| e.to_string())?;
+            start(handler, io, era).await
+        }
+        Endpoint::Command { program, args } => {
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args);
+            let child = rmcp::transport::TokioChildProcess::new(cmd)
+                .map_err(|e| format!("cannot start {program}: {e}"))?;
+            start(handler, child, era).await
+        }
+        #[cfg(feature = "http")]
+        Endpoint::Http { url } => {
+            use rmcp::transport::StreamableHttpClientTransport;
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if auth.0 != 0 {
+                cfg = cfg.auth_header(format!("auth{}", auth.0));
+            }
+            start(
+                handler,
+                StreamableHttpClientTransport::from_config(cfg),
+                era,
+            )
+            .await
+        }
+        Endpoint::Stdio => start(handler, rmcp::transport::stdio(), era).await,
+    }
+}
+
+/// Watches an HTTP connection while it may be idle: rmcp's HTTP client keeps retrying a dead
+/// server's SSE stream without telling anyone, so a `ping` every `every` (answered, or refused
+/// with a JSON-RPC error as a 2026-07-28 server does: either way the server is there) is the only
+/// way to notice. A failed ping ends the connection through `kill`.
+pub(crate) async fn probe(
+    peer: rmcp::service::Peer<RoleClient>,
+    kill: tokio_util::sync::CancellationToken,
+    every: std::time::Duration,
+    timeout: std::time::Duration,
+) {
+    use rmcp::model::{ClientRequest, PingRequest};
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = kill.cancelled() => return,
+        }
+        let ping = ClientRequest::PingRequest(PingRequest {
+            method: Default::default(),
+            extensions: Default::default(),
+        });
+        match tokio::time::timeout(timeout, peer.send_request(ping)).await {
+            Ok(Ok(_)) | Ok(Err(rmcp::ServiceError::McpError(_))) => {}
+            _ => {
+                kill.cancel();
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! The reference client: a catalog that applications read while one actor task keeps it in
+//! step with a server by running core's [`CatalogClient`] machine.
+//!
+//! * reads are wait-free: [`Catalog::tools`] returns the current snapshot (`Arc`), never blocked
+//!   by a refresh, never torn (store's `SnapshotCell`);
+//! * [`Catalog::changes`] is a `watch` stream of publications (and stale markings);
+//! * on failure the old snapshot is kept and marked stale, and the refresh is retried with
+//!   backoff and jitter; a lost connection is reopened (backoff, jitter) and everything
+//!   re-listed;
+//! * snapshots are cached per (server identity, era, authorization context): a reconnect to a
+//!   different server drops the cache, and a context switch shows that context's own snapshots
+//!   only — a private entry is never served to another context;
+//! * in 2026-07-28 the machine opens `subscriptions/listen`, lists after the acknowledgement, and
+//!   re-opens and re-lists after the stream drops.
+//!
+//! [`CatalogClient`]: listsync_core::client::CatalogClient
+
+mod actor;
+mod connect;
+mod handler;
+mod request;
+mod views;
+
+pub use connect::{BoxRead, BoxWrite, Endpoint, IoFactory};
+pub use views::{Change, Listing, View};
+
+use crate::history::History;
+use actor::{Actor, Command, Input};
+use listsync_core::client::{CallError, ClientConfig, ClientError};
+use listsync_core::history::{ClientId, Event};
+use listsync_core::strategy::ClientStrategy;
+use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet};
+use listsync_core::wire::SubId;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use views::Views;
+
+/// Client settings: core's configuration plus runtime knobs.
+#[derive(Clone, Debug)]
+pub struct CatalogSettings {
+    /// Strategy, era, kinds kept, initial authorization context, watched resources, limits.
+    pub client: ClientConfig,
+    /// The id this client records its history events under.
+    pub id: ClientId,
+    /// `clientInfo.name`.
+    pub name: String,
+    /// Longest wait for one request.
+    pub request_timeout: Duration,
+    /// Longest wait for a connection (and its handshake).
+    pub connect_timeout: Duration,
+    /// First reconnect delay (doubles per failed attempt, with jitter).
+    pub reconnect_base: Duration,
+    /// Largest reconnect delay.
+    pub reconnect_max: Duration,
+    /// Give up after this many reconnects in a row (None: never).
+    pub max_reconnects: Option<u32>,
+    /// How often an HTTP connection is probed with `ping` (rmcp's HTTP client does not notice
+    /// a server that went away until a request fails).
+    pub probe_interval: Duration,
+    /// Where to record history events.
+    pub history: Option<History>,
+    /// Where to report what happens (the control channel).
+    pub observer: Option<mpsc::UnboundedSender<ClientNotice>>,
+}
+
+impl CatalogSettings {
+    /// A reference client of `era` keeping `kinds`.
+    pub fn new(era: Era, kinds: KindSet) -> Self {
+        let mut client = ClientConfig::tools(ClientStrategy::Reference, era);
+        client.kinds = kinds;
+        CatalogSettings {
+            client,
+            id: 0,
+            name: "listsync-rt".into(),
+            request_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(30),
+            reconnect_base: Duration::from_millis(50),
+            reconnect_max: Duration::from_secs(5),
+            max_reconnects: None,
+            probe_interval: Duration::from_secs(5),
+            history: None,
+            observer: None,
+        }
+    }
+}
+
+/// What the client is doing, for tests and tools that wait for a state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    /// A connection is open.
+    pub connected: bool,
+    /// Past the handshake (2025-11-25) or the listen acknowledgement (2026-07-28).
+    pub ready: bool,
+    /// No request outstanding, no refresh running, no retry armed.
+    pub idle: bool,
+    /// The actor stopped (shutdown, or a connection that cannot be reopened was lost).
+    pub ended: bool,
+    /// Connection attempt number.
+    pub epoch: u32,
+    /// Connections opened so far.
+    pub connections: u32,
+    /// Notifications received (list_changed and resources/updated, on any stream).
+    pub notifications: u64,
+    /// Snapshots published.
+    pub publications: u64,
+    /// Refreshes that failed (each failure, retries included).
+    pub failures: u64,
+    /// The last error.
+    pub last_error: Option<String>,
+    /// Negotiated protocol version.
+    pub protocol_version: Option<String>,
+    /// `serverInfo` name and version.
+    pub server: Option<String>,
+}
+
+/// What a client reports to an observer.
+#[derive(Clone, Debug)]
+pub enum ClientNotice {
+    /// A connection opened.
+    Negotiated {
+        /// Protocol version.
+        protocol_version: String,
+        /// Server name and version.
+        server: String,
+    },
+    /// A notification arrived.
+    Notification {
+        /// JSON-RPC method.
+        method: &'static str,
+        /// URI of `resources/updated`.
+        uri: Option<String>,
+        /// Listen stream it came on (local number).
+        sub: Option<SubId>,
+    },
+    /// A refresh failed; the snapshot was kept.
+    RefreshFailed {
+        /// List.
+        kind: Kind,
+        /// Why.
+        error: ClientError,
+    },
+    /// A tool call finished.
+    CallDone {
+        /// Tool.
+        tool: String,
+        /// Result.
+        result: Result<CallResult, CallError>,
+    },
+    /// A watched resource's content.
+    Content {
+        /// URI.
+        uri: String,
+        /// Text.
+        text: String,
+    },
+    /// The connection was lost.
+    Disconnected {
+        /// Why.
+        why: String,
+    },
+    /// A history event of this client (refresh started, published, ...).
+    Event(Event),
+    /// Anything worth a log line.
+    Log(String),
+}
+
+/// The result of a tool call that reached the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallResult {
+    /// The result's text content.
+    pub text: String,
+    /// The result's `isError`.
+    pub is_error: bool,
+}
+
+/// What [`Catalog::refresh`] returns once the client is idle again.
+#[derive(Clone, Debug)]
+pub struct RefreshDone {
+    /// The snapshot now current.
+    pub view: Arc<View>,
+    /// List requests sent for this kind meanwhile.
+    pub pages: u64,
+}
+
+struct Inner {
+    views: Arc<Views>,
+    tx: mpsc::UnboundedSender<Input>,
+    status: watch::Receiver<Status>,
+    era: Era,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Input::Cmd(Command::Shutdown));
+    }
+}
+
+/// A handle on a running reference client (cheap to clone; the client stops when the last
+/// handle is dropped, or on [`Catalog::shutdown`]).
+#[derive(Clone)]
+pub struct Catalog {
+    inner: Arc<Inner>,
+}
+
+impl Catalog {
+    /// Starts a client connecting to `endpoint` (call inside a tokio runtime).
+    pub fn spawn(settings: CatalogSettings, endpoint: Endpoint) -> Catalog {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let views = Arc::new(Views::new(settings.client.auth));
+        let (status_tx, status) = watch::channel(Status::default());
+        let era = settings.client.era;
+        let actor = Actor::new(
+            Arc::new(settings),
+            endpoint,
+            tx.clone(),
+            views.clone(),
+            status_tx,
+        );
+        tokio::spawn(actor.run(rx));
+        Catalog {
+            inner: Arc::new(Inner {
+                views,
+                tx,
+                status,
+                era,
+            }),
+        }
+    }
+
+    /// The protocol era.
+    pub fn era(&self) -> Era {
+        self.inner.era
+    }
+
+    /// The current snapshot of `kind` (under the current authorization context).
+    pub fn list(&self, kind: Kind) -> Arc<View> {
+        self.inner.views.load(kind)
+    }
+
+    /// The current tools snapshot.
+    pub fn tools(&self) -> Arc<View> {
+        self.list(Kind::Tools)
+    }
+
+    /// The current prompts snapshot.
+    pub fn prompts(&self) -> Arc<View> {
+        self.list(Kind::Prompts)
+    }
+
+    /// The current resources snapshot.
+    pub fn resources(&self) -> Arc<View> {
+        self.list(Kind::Resources)
+    }
+
+    /// The current resource templates snapshot.
+    pub fn resource_templates(&self) -> Arc<View> {
+        self.list(Kind::ResourceTemplates)
+    }
+
+    /// The snapshot cached for `kind` under `auth`, and whether it is stale.
+    pub fn cached(&self, kind: Kind, auth: AuthCtx) -> Option<(Arc<Listing>, bool)> {
+        self.inner.views.cached(kind, auth)
+    }
+
+    /// A stream of snapshot changes.
+    pub fn changes(&self) -> watch::Receiver<Change> {
+        self.inner.views.subscribe()
+    }
+
+    /// A stream of status changes.
+    pub fn status(&self) -> watch::Receiver<Status> {
+        self.inner.status.clone()
+    }
+
+    fn command(&self, c: Command) -> bool {
+        self.inner.tx.send(Input::Cmd(c)).is_ok()
+    }
+
+    /// Asks for a refresh of `kind`; returns once the client is idle again (None if it stopped).
+    pub async fn refresh(&self, kind: Kind) -> Option<RefreshDone> {
+        let (done, rx) = oneshot::channel();
+        if !self.command(Command::Refresh { kind, done }) {
+            return None;
+        }
+        rx.await.ok()
+    }
+
+    /// Switches the authorization context (the connection is reopened under it).
+    pub fn set_auth(&self, auth: AuthCtx) {
+        self.command(Command::SetAuth(auth));
+    }
+
+    /// Calls a tool that is in the current snapshot.
+    pub async fn call(&self, tool: &str) -> Result<CallResult, CallError> {
+        let (done, rx) = oneshot::channel();
+        if !self.command(Command::Call {
+            name: tool.into(),
+            done,
+        }) {
+            return Err(CallError::Transport("client stopped".into()));
+        }
+        rx.await
+            .unwrap_or_else(|_| Err(CallError::Transport("client stopped".into())))
+    }
+
+    /// (2026-07-28) Opens one more `subscriptions/listen` stream for these kinds and URIs;
+    /// returns the kinds the server acknowledged.
+    pub async fn listen(&self, kinds: KindSet, uris: Vec<String>) -> Result<KindSet, String> {
+        let (done, rx) = oneshot::channel();
+        if !self.command(Command::Listen { kinds, uris, done }) {
+            return Err("client stopped".into());
+        }
+        rx.await.unwrap_or_else(|_| Err("client stopped".into()))
+    }
+
+    /// Stops the client (its snapshots stay readable).
+    pub fn shutdown(&self) {
+        self.command(Command::Shutdown);
+    }
+}

@@ -1,0 +1,232 @@
+//! Core requests as rmcp calls, and rmcp results (or errors) as core responses.
+//!
+//! A list page is read item by item ([`crate::items::read`]): a malformed item or an invalid
+//! schema makes the whole response invalid (the machine then keeps its old snapshot). The catalog
+//! version comes from `_meta["dev.listsync/catalogVersion"]` when the server sends it.
+
+use crate::items;
+use crate::server::{CATALOG_KEY, VERSION_KEY};
+use listsync_core::vocab::{Item, Kind};
+use listsync_core::wire::{
+    CacheScope, Cursor, ErrorReason, INVALID_PARAMS, Page, RESOURCE_NOT_FOUND, Request, Response,
+    RpcError,
+};
+use rmcp::ServiceError;
+use rmcp::model::{
+    CallToolRequestParams, MetaObject, PaginatedRequestParams, ReadResourceRequestParams,
+    SubscribeRequestParams,
+};
+use rmcp::service::{Peer, RoleClient};
+use serde::Serialize;
+use serde_json::Value;
+use std::time::Duration;
+
+/// How a request ended.
+#[derive(Clone, Debug)]
+pub(crate) enum Outcome {
+    /// A response (possibly a JSON-RPC error).
+    Response(Response),
+    /// Lost in transport; `fatal` when the connection itself is gone.
+    Failed { why: String, fatal: bool },
+    /// A response that could not be read as what was asked for.
+    Invalid(String),
+}
+
+/// What a tool call returned besides the text core keeps.
+#[derive(Clone, Debug)]
+pub(crate) struct CallMeta {
+    pub(crate) is_error: bool,
+    pub(crate) text: String,
+}
+
+/// Performs one request on `peer` within `timeout`.
+pub(crate) async fn perform(
+    peer: &Peer<RoleClient>,
+    req: &Request,
+    timeout: Duration,
+) -> (Outcome, Option<CallMeta>) {
+    match tokio::time::timeout(timeout, perform_inner(peer, req)).await {
+        Ok(r) => r,
+        Err(_) => (
+            Outcome::Failed {
+                why: format!("{} timed out after {timeout:?}", req.method()),
+                fatal: false,
+            },
+            None,
+        ),
+    }
+}
+
+async fn perform_inner(peer: &Peer<RoleClient>, req: &Request) -> (Outcome, Option<CallMeta>) {
+    match req {
+        Request::List { kind, cursor } => (list(peer, *kind, cursor.as_ref()).await, None),
+        Request::CallTool { name } => {
+            match peer
+                .call_tool(CallToolRequestParams::new(name.to_string()))
+                .await
+            {
+                Ok(r) => {
+                    let text = texts(&r.content);
+                    let meta = CallMeta {
+                        is_error: r.is_error == Some(true),
+                        text: text.clone(),
+                    };
+                    let resp = Response::ToolResult {
+                        name: name.clone(),
+                        def: text.into(),
+                    };
+                    (Outcome::Response(resp), Some(meta))
+                }
+                Err(e) => (failure(e, req), None),
+            }
+        }
+        Request::ReadResource { uri } => {
+            match peer
+                .read_resource(ReadResourceRequestParams::new(uri.to_string()))
+                .await
+            {
+                Ok(r) => {
+                    let resp = Response::Content {
+                        uri: uri.clone(),
+                        text: texts(&r.contents).into(),
+                    };
+                    (Outcome::Response(resp), None)
+                }
+                Err(e) => (failure(e, req), None),
+            }
+        }
+        Request::Subscribe { uri } => {
+            #[allow(deprecated)] // legacy (2025-11-25) only, which is where it is used
+            let r = peer
+                .subscribe(SubscribeRequestParams::new(uri.to_string()))
+                .await;
+            match r {
+                Ok(()) => (Outcome::Response(Response::Subscribed), None),
+                Err(e) => (failure(e, req), None),
+            }
+        }
+        Request::Initialize | Request::Listen { .. } | Request::GetPrompt { .. } => (
+            Outcome::Invalid(format!("{} is not sent this way", req.method())),
+            None,
+        ),
+    }
+}
+
+/// The `text` fields of a content list, joined.
+fn texts<T: Serialize>(content: &T) -> String {
+    let mut out = Vec::new();
+    if let Ok(Value::Array(items)) = serde_json::to_value(content) {
+        for item in items {
+            if let Some(Value::String(t)) = item.get("text") {
+                out.push(t.clone());
+            }
+        }
+    }
+    out.join("\n")
+}
+
+async fn list(peer: &Peer<RoleClient>, kind: Kind, cursor: Option<&Cursor>) -> Outcome {
+    let req = Request::List {
+        kind,
+        cursor: cursor.cloned(),
+    };
+    let params =
+        Some(PaginatedRequestParams::default().with_cursor(cursor.map(|c| c.0.to_string())));
+    macro_rules! fetch {
+        ($call:ident, $field:ident) => {
+            match peer.$call(params).await {
+                Ok(r) => page(
+                    kind,
+                    &r.$field,
+                    r.next_cursor,
+                    r.meta.as_ref(),
+                    r.ttl_ms,
+                    r.cache_scope,
+                ),
+                Err(e) => failure(e, &req),
+            }
+        };
+    }
+    match kind {
+        Kind::Tools => fetch!(list_tools, tools),
+        Kind::Prompts => fetch!(list_prompts, prompts),
+        Kind::Resources => fetch!(list_resources, resources),
+        Kind::ResourceTemplates => fetch!(list_resource_templates, resource_templates),
+    }
+}
+
+fn page<T: Serialize>(
+    kind: Kind,
+    entries: &[T],
+    next: Option<String>,
+    meta: Option<&MetaObject>,
+    ttl_ms: Option<u64>,
+    cache_scope: Option<rmcp::model::CacheScope>,
+) -> Outcome {
+    let mut items: Vec<Item> = Vec::with_capacity(entries.len());
+    for e in entries {
+        match items::read_typed(kind, e) {
+            Ok(item) => items.push(item),
+            Err(why) => return Outcome::Invalid(why),
+        }
+    }
+    let version = meta
+        .and_then(|m| m.0.get(VERSION_KEY))
+        .and_then(Value::as_u64);
+    let catalog = meta
+        .and_then(|m| m.0.get(CATALOG_KEY))
+        .and_then(Value::as_u64);
+    let cache_scope = cache_scope.map(|s| match s {
+        rmcp::model::CacheScope::Private => CacheScope::Private,
+        _ => CacheScope::Public,
+    });
+    Outcome::Response(Response::Page(Page {
+        kind,
+        items: items.into(),
+        next: next.map(|c| Cursor(c.into())),
+        version,
+        catalog,
+        ttl_ms: ttl_ms.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+        cache_scope,
+    }))
+}
+
+/// A failed rmcp request as an outcome.
+pub(crate) fn failure(e: ServiceError, req: &Request) -> Outcome {
+    match e {
+        ServiceError::McpError(err) => {
+            let code = err.code.0;
+            let reason = match (req, code) {
+                (
+                    Request::List {
+                        cursor: Some(_), ..
+                    },
+                    INVALID_PARAMS,
+                ) => ErrorReason::InvalidCursor,
+                (Request::CallTool { .. }, INVALID_PARAMS) => ErrorReason::UnknownTool,
+                (Request::GetPrompt { .. }, INVALID_PARAMS) => ErrorReason::UnknownPrompt,
+                (
+                    Request::ReadResource { .. } | Request::Subscribe { .. },
+                    RESOURCE_NOT_FOUND | INVALID_PARAMS,
+                ) => ErrorReason::ResourceNotFound,
+                _ => ErrorReason::Other(err.message.to_string().into()),
+            };
+            Outcome::Response(Response::Error(RpcError { code, reason }))
+        }
+        ServiceError::UnexpectedResponse => {
+            Outcome::Invalid(format!("{}: a result of the wrong shape", req.method()))
+        }
+        ServiceError::TransportClosed => Outcome::Failed {
+            why: "connection closed".into(),
+            fatal: true,
+        },
+        ServiceError::TransportSend(e) => Outcome::Failed {
+            why: format!("send failed: {e}"),
+            fatal: true,
+        },
+        other => Outcome::Failed {
+            why: other.to_string(),
+            fatal: false,
+        },
+    }
+}

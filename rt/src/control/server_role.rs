@@ -1,0 +1,207 @@
+//! The server role of the control protocol: `mutate`, `notify`, `catalog`, `gate_call`,
+//! `release`, `shutdown`, and this adapter's additions `gate_reply` (park the nth next request of
+//! a method, before it is served or after its reply was computed), `gate_notify` (park the nth
+//! next outgoing notification of a method) and `gate_commit` (park the late commit of the
+//! `notify-before-commit` variant); events `dispatched`, `call_parked`, `reply_parked`,
+//! `notify_parked`, `commit_parked`, `call_done`, `notified`, `committed`, and `history` (each core history event of the server, as
+//! `{"entry": <event>}`, starting with the current commit: a harness rebuilds the server's side
+//! of the history from them).
+
+use super::{Channel, Failure, Handler, Outbox, ReadyInfo, Reply, item_json, str_field};
+use crate::gate::{Phase, Target};
+use crate::server::{Server, ServerNotice};
+use listsync_core::history::Event;
+use listsync_core::vocab::{AuthCtx, Kind, Op, Scope};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Parses one control-protocol op. The description stands for the definition (the server builds
+/// the item from it). `"auth": N` on an `add` scopes the item to authorization context N (this
+/// adapter's addition).
+pub fn parse_op(v: &Value) -> Result<Op, Failure> {
+    let kind =
+        || -> Result<Kind, Failure> { str_field(v, "kind")?.parse::<Kind>().map_err(Failure::new) };
+    let name = || str_field(v, "name").map(|s| s.into());
+    let description = || str_field(v, "description").map(|s| s.into());
+    match str_field(v, "op")? {
+        "add" => Ok(Op::Add {
+            kind: kind()?,
+            name: name()?,
+            def: description()?,
+            scope: match v.get("auth").and_then(Value::as_u64) {
+                Some(n) => Scope::Only(AuthCtx(
+                    u8::try_from(n).map_err(|_| Failure::new("auth out of range"))?,
+                )),
+                None => Scope::Public,
+            },
+        }),
+        "remove" => Ok(Op::Remove {
+            kind: kind()?,
+            name: name()?,
+        }),
+        "update" => Ok(Op::Update {
+            kind: kind()?,
+            name: name()?,
+            def: description()?,
+        }),
+        "set_content" => Ok(Op::SetContent {
+            uri: str_field(v, "uri")?.into(),
+            text: str_field(v, "text")?.into(),
+        }),
+        other => Err(Failure::new(format!("unknown op '{other}'"))),
+    }
+}
+
+/// Parses an array of ops.
+pub fn parse_ops(v: &Value) -> Result<Vec<Op>, Failure> {
+    match v {
+        Value::Array(ops) => ops.iter().map(parse_op).collect(),
+        _ => Err(Failure::new("ops must be an array")),
+    }
+}
+
+fn forward_notices(server: &Server, out: Outbox) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    server.observe(tx);
+    tokio::spawn(async move {
+        while let Some(n) = rx.recv().await {
+            match n {
+                ServerNotice::Event(e) => {
+                    match &e {
+                        Event::Dispatched { tool, present, .. } => {
+                            out.event("dispatched", json!({"tool": &**tool, "present": present}));
+                        }
+                        Event::Committed { version, .. } => {
+                            out.event("committed", json!({ "version": version }));
+                        }
+                        _ => {}
+                    }
+                    out.event("history", json!({ "entry": e }));
+                }
+                ServerNotice::Parked(p) => match p.target {
+                    Target::Call { tool } => {
+                        out.event("call_parked", json!({"tool": tool, "gate": p.gate}));
+                    }
+                    Target::Request { method, phase } => {
+                        out.event(
+                            "reply_parked",
+                            json!({"method": method, "phase": phase, "gate": p.gate}),
+                        );
+                    }
+                    Target::Notification { method } => {
+                        out.event("notify_parked", json!({"method": method, "gate": p.gate}));
+                    }
+                    Target::Commit => out.event("commit_parked", json!({ "gate": p.gate })),
+                },
+                ServerNotice::CallDone { tool } => out.event("call_done", json!({ "tool": tool })),
+                ServerNotice::Sent {
+                    session,
+                    method,
+                    uri,
+                } => {
+                    let params = uri.map_or(json!({}), |u| json!({ "uri": u }));
+                    out.event(
+                        "notified",
+                        json!({"method": method, "params": params, "session": session}),
+                    );
+                }
+            }
+        }
+    });
+}
+
+fn command(server: Server, cmd: String, v: Value) -> Reply {
+    Box::pin(async move {
+        match cmd.as_str() {
+            "mutate" => {
+                let ops = parse_ops(v.get("ops").unwrap_or(&Value::Null))?;
+                let applied = server.apply_checked(&ops).await?;
+                Ok(json!({"version": applied.version, "notified": applied.notified}))
+            }
+            "notify" => {
+                let kind = str_field(&v, "kind")?;
+                let reached = if kind == "resource_updated" {
+                    let uri = str_field(&v, "uri")?;
+                    server.notify(Kind::Resources, Some(uri)).await
+                } else {
+                    let kind = kind.parse::<Kind>().map_err(Failure::new)?;
+                    server.notify(kind, None).await
+                };
+                Ok(json!({ "sessions": reached }))
+            }
+            "catalog" => {
+                let kind = str_field(&v, "kind")?
+                    .parse::<Kind>()
+                    .map_err(Failure::new)?;
+                let auth = v.get("auth").and_then(Value::as_u64).unwrap_or(0);
+                let items: Vec<Value> = server
+                    .visible(kind, AuthCtx(u8::try_from(auth).unwrap_or(0)))
+                    .iter()
+                    .map(item_json)
+                    .collect();
+                Ok(json!({"items": items, "version": server.version()}))
+            }
+            "gate_call" => {
+                let tool = str_field(&v, "tool")?.to_owned();
+                let gate = server.gates().arm(Target::Call { tool }, 1);
+                Ok(json!({ "gate": gate }))
+            }
+            "gate_reply" => {
+                let method = str_field(&v, "method")?.to_owned();
+                let nth = v.get("nth").and_then(Value::as_u64).unwrap_or(1);
+                let phase = match v.get("phase").and_then(Value::as_str).unwrap_or("after") {
+                    "after" => Phase::After,
+                    "before" => Phase::Before,
+                    other => return Err(Failure::new(format!("unknown phase '{other}'"))),
+                };
+                let nth = u32::try_from(nth.max(1)).unwrap_or(u32::MAX);
+                let gate = server.gates().arm(Target::Request { method, phase }, nth);
+                Ok(json!({ "gate": gate }))
+            }
+            "gate_notify" => {
+                let method = str_field(&v, "method")?.to_owned();
+                let nth = v.get("nth").and_then(Value::as_u64).unwrap_or(1);
+                let nth = u32::try_from(nth.max(1)).unwrap_or(u32::MAX);
+                let gate = server.gates().arm(Target::Notification { method }, nth);
+                Ok(json!({ "gate": gate }))
+            }
+            "gate_commit" => Ok(json!({ "gate": server.gates().arm(Target::Commit, 1) })),
+            "release" => {
+                let gate = v
+                    .get("gate")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| Failure::new("missing gate"))?;
+                if server.gates().release(gate) {
+                    Ok(json!({}))
+                } else {
+                    Err(Failure::new(format!("no gate {gate}")))
+                }
+            }
+            "shutdown" => Ok(json!({})), // the channel stops after replying
+            other => Err(Failure::new(format!("unknown command '{other}'"))),
+        }
+    })
+}
+
+/// Connects to the control socket at `path` and reports `ready`; the returned task serves the
+/// server role until the socket closes or `shutdown` (both cancel `stop`). Its outbox can be
+/// flushed before the process exits.
+pub async fn run_server(
+    server: Server,
+    path: &Path,
+    info: ReadyInfo,
+    stop: CancellationToken,
+) -> std::io::Result<Outbox> {
+    let channel = Channel::connect(path).await?;
+    let out = channel.outbox();
+    // The history so far (the current commit) first, then every event as it happens.
+    out.event("history", json!({ "entry": server.current_commit() }));
+    forward_notices(&server, out.clone());
+    out.event("ready", info.fields());
+    let handler: Handler = Arc::new(move |cmd, v| command(server.clone(), cmd, v));
+    tokio::spawn(channel.serve(handler, stop));
+    Ok(out)
+}

@@ -1,0 +1,24 @@
+//! listsync-rt: the real runtime. Core's sans-IO machines — the server [`Registry`] and the
+//! client [`CatalogClient`] — driven by tokio over rmcp, the official Rust MCP SDK, on stdio,
+//! `tokio::io::duplex` and Streamable HTTP, in both protocol eras.
+//!
+//! * [`server::Server`]: the reference server (registry behind a mutex, hand-written rmcp
+//!   handler, version-bound pagination, one coalesced `list_changed` per batch after commit,
+//!   gates that park a chosen reply);
+//! * [`client::Catalog`]: the reference client (one actor task stepping the catalog machine,
+//!   wait-free snapshot reads, a change stream, retries and reconnects);
+//! * [`control`]: the harness control protocol (`docs/harness-protocol.md`) for both roles;
+//! * [`history::History`]: a shared recorder of core history events, judged with core's
+//!   property checkers.
+//!
+//! [`Registry`]: listsync_core::server::Registry
+//! [`CatalogClient`]: listsync_core::client::CatalogClient
+
+pub mod canon;
+pub mod client;
+pub mod control;
+pub mod gate;
+pub mod history;
+pub mod items;
+mod panic;
+pub mod server;

@@ -1,0 +1,134 @@
+//! Carrying out the sends the registry machine asks for: each session's notifications go to its
+//! outlet — the rmcp `Peer` of a 2025-11-25 session, or the `SubscriptionSink` of a 2026-07-28
+//! listen stream — and every send is awaited (with a timeout), so a caller knows the bytes were
+//! handed to the transport before it returns.
+
+use super::{ServerNotice, Shared, lock};
+use listsync_core::history::ClientId;
+use listsync_core::server::ServerOutput;
+use listsync_core::vocab::Kind;
+use listsync_core::wire::{Notification, ServerMsg};
+use rmcp::model::ResourceUpdatedNotificationParam;
+use rmcp::service::{Peer, RoleServer, SubscriptionSink};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::task::JoinSet;
+
+/// Where a session's notifications go.
+#[derive(Clone)]
+pub enum Outlet {
+    /// A 2025-11-25 session (stdio connection or HTTP session with its GET stream).
+    Peer(Peer<RoleServer>),
+    /// A 2026-07-28 `subscriptions/listen` stream.
+    Sink(SubscriptionSink),
+    /// A listen stream registered in the registry whose sink is not attached yet: its
+    /// notifications wait here (see the handler's `listen`).
+    Pending(Vec<Notification>),
+}
+
+impl Shared {
+    /// Delivers the `Send`s among `out` (responses are not expected here and are ignored).
+    /// Returns how many notifications were handed to a transport.
+    pub(crate) async fn deliver(self: &Arc<Self>, out: Vec<ServerOutput>) -> usize {
+        let mut per: BTreeMap<ClientId, Vec<Notification>> = BTreeMap::new();
+        for o in out {
+            if let ServerOutput::Send {
+                to,
+                msg: ServerMsg::Notification(n),
+                ..
+            } = o
+            {
+                if matches!(n, Notification::Acknowledged { .. }) {
+                    continue; // rmcp sends the acknowledgement itself
+                }
+                per.entry(to).or_default().push(n);
+            }
+        }
+        if per.is_empty() {
+            return 0;
+        }
+        let mut tasks = JoinSet::new();
+        {
+            let mut outlets = lock(&self.outlets);
+            for (to, notes) in per {
+                match outlets.get_mut(&to) {
+                    Some(Outlet::Pending(queue)) => queue.extend(notes),
+                    Some(outlet) => {
+                        let outlet = outlet.clone();
+                        let shared = self.clone();
+                        tasks.spawn(async move { shared.send_all(to, outlet, notes).await });
+                    }
+                    None => {} // the session has no connection any more
+                }
+            }
+        }
+        let mut sent = 0;
+        while let Some(n) = tasks.join_next().await {
+            sent += n.unwrap_or(0);
+        }
+        sent
+    }
+
+    async fn send_all(&self, to: ClientId, outlet: Outlet, notes: Vec<Notification>) -> usize {
+        let mut sent = 0;
+        for n in notes {
+            let (method, uri) = match &n {
+                Notification::ListChanged { kind, .. } => (kind.list_changed_method(), None),
+                Notification::ResourceUpdated { uri, .. } => {
+                    ("notifications/resources/updated", Some(uri.to_string()))
+                }
+                Notification::Acknowledged { .. } => continue,
+            };
+            self.gates
+                .checkpoint(&crate::gate::Target::Notification {
+                    method: method.to_owned(),
+                })
+                .await;
+            let send = send_one(&outlet, &n);
+            match tokio::time::timeout(self.settings.delivery_timeout, send).await {
+                Ok(Ok(())) => {
+                    sent += 1;
+                    self.count_sent(1);
+                    self.notice(ServerNotice::Sent {
+                        session: to,
+                        method,
+                        uri,
+                    });
+                }
+                Ok(Err(e)) => {
+                    eprintln!("listsync-rt: {method} to session {to} not sent: {e}");
+                }
+                Err(_) => {
+                    eprintln!("listsync-rt: {method} to session {to} timed out");
+                }
+            }
+        }
+        sent
+    }
+}
+
+async fn send_one(outlet: &Outlet, n: &Notification) -> Result<(), String> {
+    match (outlet, n) {
+        (Outlet::Peer(p), Notification::ListChanged { kind, .. }) => match kind {
+            Kind::Tools => p.notify_tool_list_changed().await,
+            Kind::Prompts => p.notify_prompt_list_changed().await,
+            Kind::Resources | Kind::ResourceTemplates => p.notify_resource_list_changed().await,
+        }
+        .map_err(|e| e.to_string()),
+        (Outlet::Peer(p), Notification::ResourceUpdated { uri, .. }) => p
+            .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.to_string()))
+            .await
+            .map_err(|e| e.to_string()),
+        (Outlet::Sink(s), Notification::ListChanged { kind, .. }) => match kind {
+            Kind::Tools => s.notify_tool_list_changed().await,
+            Kind::Prompts => s.notify_prompt_list_changed().await,
+            Kind::Resources | Kind::ResourceTemplates => s.notify_resource_list_changed().await,
+        }
+        .map_err(|e| e.to_string()),
+        (Outlet::Sink(s), Notification::ResourceUpdated { uri, .. }) => s
+            .notify_resource_updated(uri.to_string())
+            .await
+            .map_err(|e| e.to_string()),
+        (_, Notification::Acknowledged { .. }) | (Outlet::Pending(_), _) => Ok(()),
+    }
+}

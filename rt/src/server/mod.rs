@@ -1,0 +1,478 @@
+//! The reference MCP server: core's [`Registry`] behind a `std::sync::Mutex`, served over rmcp.
+//!
+//! Every JSON-RPC request becomes `ServerInput::Request(session, ClientMsg)`; every
+//! administrator batch becomes `ServerInput::Apply`. The lock is held only while the machine
+//! steps and its history events are recorded (so the recorded order is the commit order); what
+//! the machine asks for — the response, `list_changed` to other sessions — is carried out after
+//! unlocking. Notifications of a batch are awaited before [`Server::apply`] returns, so they
+//! leave after the commit (`notify_after_commit`) and the caller knows they were written.
+//!
+//! Sessions are core client ids allocated by the server: one per connection (stdio, a 2025-11-25
+//! HTTP session, one stateless 2026-07-28 HTTP request) and one per `subscriptions/listen`
+//! stream. They live in their own number space, starting at [`FIRST_SESSION`], unrelated to the
+//! ids clients record their own events under.
+
+mod deliver;
+mod handler;
+#[cfg(feature = "http")]
+pub mod http;
+mod reply;
+
+pub use deliver::Outlet;
+pub use handler::Handler;
+pub use reply::{CATALOG_KEY, VERSION_KEY};
+
+use crate::gate::{Gates, Parked};
+use crate::history::History;
+use crate::items;
+use listsync_core::history::{ClientId, Event};
+use listsync_core::server::{Registry, ServerConfig, ServerInput, ServerOutput};
+use listsync_core::vocab::{AuthCtx, Catalog, Era, Item, Kind, Op};
+use listsync_core::wire::{ClientMsg, Notification, ReqId, Request, Response, ServerMsg};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The first session id the server hands out.
+pub const FIRST_SESSION: ClientId = 1_000;
+
+/// Server settings: core's configuration plus runtime knobs.
+#[derive(Clone, Debug)]
+pub struct ServerSettings {
+    /// Strategy, era, page size, ttl.
+    pub core: ServerConfig,
+    /// `serverInfo.name`.
+    pub name: String,
+    /// Longest wait for one notification to be handed to a transport.
+    pub delivery_timeout: Duration,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        ServerSettings {
+            core: ServerConfig {
+                // The catalog lives in memory: a restarted server starts a new version space.
+                catalog_id: fresh_catalog_id(),
+                ..ServerConfig::default()
+            },
+            name: "listsync-rt".into(),
+            delivery_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ServerSettings {
+    /// Settings for `era` with `page_size` items per page (0: one page).
+    pub fn new(era: Era, page_size: u16) -> Self {
+        let mut s = ServerSettings::default();
+        s.core.era = era;
+        s.core.page_size = page_size;
+        s
+    }
+}
+
+/// A catalog id unlikely to repeat across starts (time and process id).
+pub fn fresh_catalog_id() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    (nanos ^ (u64::from(std::process::id()) << 40)) | 1
+}
+
+/// Something the server did that an observer (the control channel) may report.
+#[derive(Clone, Debug)]
+pub enum ServerNotice {
+    /// A history event (commit, dispatch, ...).
+    Event(Event),
+    /// A gate parked a request or a call.
+    Parked(Parked),
+    /// A tool handler returned.
+    CallDone {
+        /// Tool name.
+        tool: String,
+    },
+    /// A notification was handed to a session's transport.
+    Sent {
+        /// Session.
+        session: ClientId,
+        /// JSON-RPC method.
+        method: &'static str,
+        /// Resource URI for `resources/updated`.
+        uri: Option<String>,
+    },
+}
+
+/// Why a checked batch was refused (nothing was applied).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    /// Adding a name that exists.
+    #[error("{kind} '{name}' already exists")]
+    Exists {
+        /// Kind.
+        kind: Kind,
+        /// Name.
+        name: String,
+    },
+    /// Removing or updating a name that does not exist.
+    #[error("{kind} '{name}' does not exist")]
+    Missing {
+        /// Kind.
+        kind: Kind,
+        /// Name.
+        name: String,
+    },
+    /// Setting the content of a resource that does not exist.
+    #[error("resource '{0}' does not exist")]
+    NoResource(String),
+}
+
+/// What [`Server::apply`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// Catalog version visible after the batch.
+    pub version: u64,
+    /// Notifications handed to transports.
+    pub notified: usize,
+}
+
+pub(crate) struct Shared {
+    pub(crate) settings: ServerSettings,
+    registry: Mutex<Registry>,
+    pub(crate) outlets: Mutex<HashMap<ClientId, Outlet>>,
+    next_session: AtomicU32,
+    next_req: AtomicU32,
+    pub(crate) history: Option<History>,
+    pub(crate) gates: Gates,
+    observers: Mutex<Vec<mpsc::UnboundedSender<ServerNotice>>>,
+    /// Notifications handed to transports, in total.
+    sent: AtomicU32,
+}
+
+/// A handle on one reference server (cheap to clone). Serve it over any number of connections.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) shared: Arc<Shared>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Server {
+    /// A server holding `initial` (ops are normalized to canonical definitions) at version 1.
+    /// If `history` is given, the initial commit and everything after it is recorded there.
+    pub fn new(settings: ServerSettings, initial: &[Op], history: Option<History>) -> Server {
+        let mut catalog = Catalog::default();
+        for op in initial {
+            let op = items::normalize(op, &catalog);
+            catalog.apply(&op);
+        }
+        let registry = Registry::new(settings.core, catalog);
+        if let Some(h) = &history {
+            h.record(&registry.initial_event());
+        }
+        Server {
+            shared: Arc::new(Shared {
+                settings,
+                registry: Mutex::new(registry),
+                outlets: Mutex::new(HashMap::new()),
+                next_session: AtomicU32::new(FIRST_SESSION),
+                next_req: AtomicU32::new(1),
+                history,
+                gates: Gates::new(),
+                observers: Mutex::new(Vec::new()),
+                sent: AtomicU32::new(0),
+            }),
+        }
+    }
+
+    /// Settings.
+    pub fn settings(&self) -> &ServerSettings {
+        &self.shared.settings
+    }
+
+    /// The protocol era served.
+    pub fn era(&self) -> Era {
+        self.shared.settings.core.era
+    }
+
+    /// The gates of this server.
+    pub fn gates(&self) -> &Gates {
+        &self.shared.gates
+    }
+
+    /// The history this server records into, if any.
+    pub fn history(&self) -> Option<&History> {
+        self.shared.history.as_ref()
+    }
+
+    /// Reports what the server does (history events, gates, sends) to `tx`.
+    pub fn observe(&self, tx: mpsc::UnboundedSender<ServerNotice>) {
+        let (ptx, mut prx) = mpsc::unbounded_channel();
+        self.shared.gates.observe(ptx);
+        let fwd = tx.clone();
+        tokio::spawn(async move {
+            while let Some(p) = prx.recv().await {
+                if fwd.send(ServerNotice::Parked(p)).is_err() {
+                    break;
+                }
+            }
+        });
+        lock(&self.shared.observers).push(tx);
+    }
+
+    /// The catalog version visible to list requests.
+    pub fn version(&self) -> u64 {
+        lock(&self.shared.registry).version()
+    }
+
+    /// The catalog visible to list requests.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        lock(&self.shared.registry).catalog().clone()
+    }
+
+    /// The list a request of `kind` under `auth` would see now, in list order.
+    pub fn visible(&self, kind: Kind, auth: AuthCtx) -> Vec<Item> {
+        self.catalog().visible(kind, auth)
+    }
+
+    /// Notifications handed to transports so far (list_changed and resources/updated).
+    pub fn notifications_sent(&self) -> u32 {
+        self.shared.sent.load(Ordering::SeqCst)
+    }
+
+    /// Sessions that would receive a list_changed now (2025-11-25 initialized sessions with a
+    /// connection, or 2026-07-28 listen streams).
+    pub fn sessions(&self) -> usize {
+        lock(&self.shared.outlets).len()
+    }
+
+    /// Applies `ops` as one batch (definitions normalized to canonical JSON; `Add` replaces,
+    /// removing or updating a missing item does nothing), then hands the coalesced
+    /// notifications to every entitled session and waits for them to be written.
+    pub async fn apply(&self, ops: &[Op]) -> Applied {
+        match self.apply_inner(ops, false).await {
+            Ok(applied) => applied,
+            // Only the check can refuse a batch, and it is off here.
+            Err(_) => Applied {
+                version: self.version(),
+                notified: 0,
+            },
+        }
+    }
+
+    /// Like [`Server::apply`], but first checks the batch against the current catalog (adding
+    /// an existing item, removing or updating a missing one, setting the content of a missing
+    /// resource) and applies nothing if it fails — the control protocol's `mutate`.
+    pub async fn apply_checked(&self, ops: &[Op]) -> Result<Applied, BatchError> {
+        self.apply_inner(ops, true).await
+    }
+
+    async fn apply_inner(&self, ops: &[Op], check: bool) -> Result<Applied, BatchError> {
+        let out = {
+            let mut reg = lock(&self.shared.registry);
+            let mut view = (**reg.catalog()).clone();
+            let mut batch = Vec::with_capacity(ops.len());
+            for op in ops {
+                if check {
+                    check_op(op, &view)?;
+                }
+                let op = items::normalize(op, &view);
+                view.apply(&op);
+                batch.push(op);
+            }
+            let mut out = Vec::new();
+            reg.step(ServerInput::Apply(batch.into()), &mut out);
+            self.shared.record(&out);
+            out
+        };
+        let notified = self.shared.deliver(out).await;
+        if self.shared.settings.core.strategy
+            == listsync_core::strategy::ServerStrategy::NotifyBeforeCommit
+        {
+            // The known-bad variant: the batch becomes visible only after the notifications
+            // went out (a gate can hold it longer).
+            self.shared
+                .gates
+                .checkpoint(&crate::gate::Target::Commit)
+                .await;
+            self.shared.step(ServerInput::CommitStaged);
+        }
+        Ok(Applied {
+            version: self.version(),
+            notified,
+        })
+    }
+
+    /// Sends `notifications/{kind}/list_changed` (or, with `uri`, `notifications/resources/updated`)
+    /// to every session outside the registry machine — the control protocol's explicit `notify`.
+    /// Returns how many sessions it reached.
+    pub async fn notify(&self, kind: Kind, uri: Option<&str>) -> usize {
+        let targets: Vec<ClientId> = lock(&self.shared.outlets).keys().copied().collect();
+        let note = match uri {
+            Some(u) => Notification::ResourceUpdated {
+                uri: u.into(),
+                sub: None,
+            },
+            None => Notification::ListChanged {
+                kind: listsync_core::server::group_of(kind),
+                sub: None,
+            },
+        };
+        let out = targets
+            .into_iter()
+            .map(|to| ServerOutput::Send {
+                to,
+                lane: listsync_core::wire::Lane::Stream,
+                msg: ServerMsg::Notification(note.clone()),
+            })
+            .collect();
+        self.shared.deliver(out).await
+    }
+
+    /// A handler for one new connection: serve it with rmcp (`ServiceExt::serve`). Requests are
+    /// made under authorization context 0 unless an HTTP request says otherwise.
+    pub fn service(&self) -> Handler {
+        Handler::new(self.shared.clone(), None)
+    }
+
+    /// A handler for one new connection whose requests are all made under `auth` (in-memory
+    /// connections standing for an authenticated client).
+    pub fn service_as(&self, auth: AuthCtx) -> Handler {
+        Handler::new(self.shared.clone(), Some(auth))
+    }
+
+    /// The current commit as a history event (what a late observer needs first).
+    pub fn current_commit(&self) -> Event {
+        let reg = lock(&self.shared.registry);
+        Event::Committed {
+            version: reg.version(),
+            catalog: reg.catalog().clone(),
+        }
+    }
+}
+
+fn check_op(op: &Op, view: &Catalog) -> Result<(), BatchError> {
+    match op {
+        Op::Add { kind, name, .. } if view.get(*kind, name).is_some() => Err(BatchError::Exists {
+            kind: *kind,
+            name: name.to_string(),
+        }),
+        Op::Remove { kind, name } | Op::Update { kind, name, .. }
+            if view.get(*kind, name).is_none() =>
+        {
+            Err(BatchError::Missing {
+                kind: *kind,
+                name: name.to_string(),
+            })
+        }
+        Op::SetContent { uri, .. } if view.get(Kind::Resources, uri).is_none() => {
+            Err(BatchError::NoResource(uri.to_string()))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl Shared {
+    /// Steps the registry with one input and records its events, under the lock.
+    pub(crate) fn step(&self, input: ServerInput) -> Vec<ServerOutput> {
+        let mut reg = lock(&self.registry);
+        let mut out = Vec::new();
+        reg.step(input, &mut out);
+        self.record(&out);
+        out
+    }
+
+    /// Records the events among `out` (call with the registry locked).
+    fn record(&self, out: &[ServerOutput]) {
+        for o in out {
+            if let ServerOutput::Event(e) = o {
+                if let Some(h) = &self.history {
+                    h.record(e);
+                }
+                self.notice(ServerNotice::Event(e.clone()));
+            }
+        }
+    }
+
+    pub(crate) fn notice(&self, n: ServerNotice) {
+        lock(&self.observers).retain(|o| o.send(n.clone()).is_ok());
+    }
+
+    pub(crate) fn era(&self) -> Era {
+        self.settings.core.era
+    }
+
+    /// A fresh session id, connected in the registry.
+    pub(crate) fn connect(&self) -> ClientId {
+        let c = self.next_session.fetch_add(1, Ordering::SeqCst);
+        self.step(ServerInput::Connect(c));
+        c
+    }
+
+    /// Ends a session: the registry forgets it and its outlet is dropped.
+    pub(crate) fn disconnect(&self, c: ClientId) {
+        lock(&self.outlets).remove(&c);
+        self.step(ServerInput::Disconnect(c));
+    }
+
+    /// Runs one request through the registry: returns the response to it and delivers whatever
+    /// else the machine asked to send.
+    pub(crate) async fn request(
+        self: &Arc<Self>,
+        c: ClientId,
+        auth: AuthCtx,
+        req: Request,
+    ) -> Response {
+        let id: ReqId = self.next_req.fetch_add(1, Ordering::SeqCst);
+        let out = self.step(ServerInput::Request(c, ClientMsg { id, auth, req }));
+        let mut resp = None;
+        let mut rest = Vec::new();
+        for o in out {
+            match o {
+                ServerOutput::Send {
+                    to,
+                    msg: ServerMsg::Response { id: rid, resp: r },
+                    ..
+                } if to == c && rid == id => resp = Some(r),
+                ServerOutput::Send { .. } => rest.push(o),
+                ServerOutput::Event(_) => {}
+            }
+        }
+        self.deliver(rest).await;
+        resp.unwrap_or_else(|| {
+            Response::Error(listsync_core::wire::RpcError {
+                code: listsync_core::wire::INTERNAL_ERROR,
+                reason: listsync_core::wire::ErrorReason::Other("no response".into()),
+            })
+        })
+    }
+
+    /// Registers where a session's notifications go, delivering any that were queued for it.
+    pub(crate) async fn attach(self: &Arc<Self>, c: ClientId, outlet: Outlet) {
+        let queued = {
+            let mut outlets = lock(&self.outlets);
+            match outlets.insert(c, outlet) {
+                Some(Outlet::Pending(q)) => q,
+                _ => Vec::new(),
+            }
+        };
+        if !queued.is_empty() {
+            let out = queued
+                .into_iter()
+                .map(|n| ServerOutput::Send {
+                    to: c,
+                    lane: listsync_core::wire::Lane::Stream,
+                    msg: ServerMsg::Notification(n),
+                })
+                .collect();
+            self.deliver(out).await;
+        }
+    }
+
+    pub(crate) fn count_sent(&self, n: usize) {
+        self.sent.fetch_add(n as u32, Ordering::SeqCst);
+    }
+}
