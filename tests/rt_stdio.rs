@@ -1,0 +1,403 @@
+//! The runtime as real processes: `listsync serve --stdio` as a child process driven through the
+//! harness control channel (history rebuilt from its `history` events and judged with core's
+//! checkers), `listsync watch -- <server>` printing changes, and `listsync watch --stdio` as the
+//! harness's client adapter. Every wait has a timeout; ordering comes from gates and events.
+
+use listsync_core::history::Event;
+use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet};
+use listsync_rt::client::{BoxRead, BoxWrite, Catalog, CatalogSettings, Endpoint};
+use listsync_rt::history::History;
+use listsync_rt::server::{Server, ServerSettings};
+use rmcp::ServiceExt;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixListener;
+use tokio::sync::{mpsc, oneshot};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(LIMIT, fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
+fn socket_path(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("listsync-rt-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join("control.sock")
+}
+
+/// The harness's end of one adapter's control channel. `history` events are recorded into
+/// `history` as they arrive (in the adapter's order); the others are queued for [`Control::event`].
+struct Control {
+    write: tokio::net::unix::OwnedWriteHalf,
+    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>,
+    events: mpsc::UnboundedReceiver<Value>,
+    notified: Arc<Mutex<u64>>,
+    next: u64,
+}
+
+impl Control {
+    async fn accept(listener: &UnixListener, history: Option<History>) -> Control {
+        let (stream, _) = within("adapter connects", listener.accept())
+            .await
+            .expect("accept");
+        let (read, write) = stream.into_split();
+        let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>> = Arc::default();
+        let notified = Arc::new(Mutex::new(0u64));
+        let (etx, events) = mpsc::unbounded_channel();
+        let (p, n) = (pending.clone(), notified.clone());
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(read).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let v: Value = serde_json::from_str(&line).expect("adapter sends JSON");
+                if v["type"] == "reply" {
+                    let id = v["id"].as_u64().expect("reply id");
+                    if let Some(tx) = p.lock().unwrap().remove(&id) {
+                        let _ = tx.send(v);
+                    }
+                    continue;
+                }
+                if v["event"] == "history" {
+                    let entry: Event =
+                        serde_json::from_value(v["entry"].clone()).expect("history entry");
+                    if matches!(entry, Event::Notified { .. }) {
+                        *n.lock().unwrap() += 1;
+                    }
+                    if let Some(h) = &history {
+                        h.record(&entry);
+                    }
+                }
+                let _ = etx.send(v);
+            }
+        });
+        Control {
+            write,
+            pending,
+            events,
+            notified,
+            next: 0,
+        }
+    }
+
+    async fn cmd(&mut self, mut cmd: Value) -> Value {
+        self.next += 1;
+        let what = cmd["cmd"].to_string();
+        cmd["type"] = json!("cmd");
+        cmd["id"] = json!(self.next);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().unwrap().insert(self.next, tx);
+        let mut line = cmd.to_string();
+        line.push('\n');
+        self.write
+            .write_all(line.as_bytes())
+            .await
+            .expect("control write");
+        within(&what, rx).await.expect("reply")
+    }
+
+    async fn event(&mut self, name: &str) -> Value {
+        within(name, async {
+            loop {
+                let e = self.events.recv().await.expect("adapter alive");
+                if e["event"] == name {
+                    return e;
+                }
+            }
+        })
+        .await
+    }
+
+    fn notified(&self) -> u64 {
+        *self.notified.lock().unwrap()
+    }
+}
+
+fn initial_ops(n: usize) -> Value {
+    let ops: Vec<Value> = (0..n)
+        .map(|i| json!({"op": "add", "kind": "tools", "name": format!("t{i}"), "description": format!("t{i} v1")}))
+        .collect();
+    Value::Array(ops)
+}
+
+/// Waits until the client is past its handshake, idle, and has received `notified`
+/// notifications (the server's count from its history).
+async fn settle(catalog: &Catalog, notified: u64) {
+    let mut status = catalog.status();
+    within(
+        "quiescence",
+        status.wait_for(|s| s.ready && s.idle && s.notifications >= notified),
+    )
+    .await
+    .expect("client alive");
+}
+
+/// `listsync serve --stdio` as a child process, the reference client on its pipes. The server's
+/// history comes from its `history` events; a commit is recorded before the client can list it,
+/// because the client's next `tools/list` is held by a gate until the `mutate` reply (which
+/// follows the commit's events) has arrived.
+async fn child_server_converges(era: Era) {
+    let sock = socket_path(&format!("serve-{era}"));
+    let listener = UnixListener::bind(&sock).expect("bind control socket");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_listsync"))
+        .args([
+            "serve",
+            "--stdio",
+            "--page-size",
+            "2",
+            "--era",
+            era.as_str(),
+        ])
+        .arg("--initial")
+        .arg(initial_ops(5).to_string())
+        .arg("--control")
+        .arg(&sock)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn listsync serve");
+    let history = History::new();
+    let mut control = Control::accept(&listener, Some(history.clone())).await;
+    let ready = control.event("ready").await;
+    assert_eq!(
+        (ready["role"].as_str(), ready["sdk_version"].as_str()),
+        (Some("server"), Some("3.11.0"))
+    );
+
+    // The client connects on the child's pipes, once the server's initial commit is recorded.
+    let pipes = Mutex::new(Some((
+        child.stdout.take().unwrap(),
+        child.stdin.take().unwrap(),
+    )));
+    let endpoint = Endpoint::io(move |_auth| {
+        let pipes = pipes.lock().unwrap().take();
+        async move {
+            let (r, w) =
+                pipes.ok_or_else(|| std::io::Error::other("the child's pipes are used"))?;
+            Ok((Box::new(r) as BoxRead, Box::new(w) as BoxWrite))
+        }
+    });
+    let tools = KindSet::only(Kind::Tools);
+    let mut settings = CatalogSettings::new(era, tools);
+    settings.history = Some(history.clone());
+    settings.max_reconnects = Some(0);
+    let catalog = Catalog::spawn(settings, endpoint);
+    settle(&catalog, 0).await;
+
+    let batches = [
+        json!([{"op": "add", "kind": "tools", "name": "t9", "description": "t9 v1"}]),
+        json!([{"op": "remove", "kind": "tools", "name": "t0"}]),
+        json!([{"op": "update", "kind": "tools", "name": "t2", "description": "t2 v2"},
+               {"op": "add", "kind": "tools", "name": "t7", "description": "t7 v1"},
+               {"op": "remove", "kind": "tools", "name": "t3"}]),
+    ];
+    for ops in batches {
+        let gate = control
+            .cmd(json!({"cmd": "gate_reply", "method": "tools/list", "phase": "before"}))
+            .await["gate"]
+            .clone();
+        let reply = control.cmd(json!({"cmd": "mutate", "ops": ops})).await;
+        assert_eq!(reply["ok"], true, "{reply}");
+        control.cmd(json!({"cmd": "release", "gate": gate})).await;
+        settle(&catalog, control.notified()).await;
+        history.quiescent(vec![(0, Kind::Tools, AuthCtx(0))]);
+    }
+    // A batch the server refuses applies nothing.
+    let bad = control
+        .cmd(json!({"cmd": "mutate", "ops": [
+            {"op": "add", "kind": "tools", "name": "t8", "description": "x"},
+            {"op": "remove", "kind": "tools", "name": "nope"}]}))
+        .await;
+    assert_eq!(bad["ok"], false);
+
+    let judgement = history.judge();
+    assert!(
+        judgement.violations.is_empty(),
+        "{:?}\n{}",
+        judgement.violations,
+        history.render()
+    );
+    let truth = control
+        .cmd(json!({"cmd": "catalog", "kind": "tools"}))
+        .await;
+    let names: Vec<String> = catalog
+        .tools()
+        .items
+        .iter()
+        .map(|i| i.name.to_string())
+        .collect();
+    let want: Vec<String> = truth["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, want);
+    let r = control.cmd(json!({"cmd": "shutdown"})).await;
+    assert_eq!(r["ok"], true);
+    let status = within("server exits", child.wait())
+        .await
+        .expect("exit status");
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_stdio_child_process_2025() {
+    child_server_converges(Era::V2025_11_25).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_stdio_child_process_2026() {
+    child_server_converges(Era::V2026_07_28).await;
+}
+
+/// `listsync watch -- listsync serve --stdio ...`: the CLI client spawns the server, prints each
+/// published change with its version, and follows a mutation made through the server's control
+/// channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_prints_each_change() {
+    let sock = socket_path("watch");
+    let listener = UnixListener::bind(&sock).expect("bind");
+    let exe = env!("CARGO_BIN_EXE_listsync");
+    let mut watch = tokio::process::Command::new(exe)
+        .args([
+            "watch",
+            "--kinds",
+            "tools",
+            "--",
+            exe,
+            "serve",
+            "--stdio",
+            "--page-size",
+            "2",
+        ])
+        .arg("--initial")
+        .arg(initial_ops(3).to_string())
+        .arg("--control")
+        .arg(&sock)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn listsync watch");
+    let mut control = Control::accept(&listener, None).await;
+    control.event("ready").await;
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut next = async || {
+        within("a line", lines.next_line())
+            .await
+            .expect("read")
+            .expect("line")
+    };
+    assert_eq!(next().await, "tools auth0 v1 (3 items): t0, t1, t2");
+    control
+        .cmd(json!({"cmd": "mutate", "ops": [{"op": "remove", "kind": "tools", "name": "t1"}]}))
+        .await;
+    assert_eq!(next().await, "tools auth0 v2 (2 items): t0, t2");
+    let _ = watch.kill().await;
+}
+
+/// `listsync watch --stdio --control PATH`, the harness's reference client adapter: MCP on its
+/// own stdin/stdout (here connected to an in-process server), commands and events on the
+/// control channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_stdio_is_the_client_adapter() {
+    let sock = socket_path("client-adapter");
+    let listener = UnixListener::bind(&sock).expect("bind");
+    let history = History::new();
+    let initial: Vec<_> = (0..3)
+        .map(|i| listsync_core::vocab::Op::add(Kind::Tools, &format!("t{i}"), &format!("t{i} v1")))
+        .collect();
+    let server = Server::new(
+        ServerSettings::new(Era::V2025_11_25, 2),
+        &initial,
+        Some(history.clone()),
+    );
+    let mut adapter = tokio::process::Command::new(env!("CARGO_BIN_EXE_listsync"))
+        .args(["watch", "--stdio", "--kinds", "tools"])
+        .env("LISTSYNC_CONTROL", &sock)
+        .env("LISTSYNC_ERA", "2025-11-25")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn listsync watch --stdio");
+    let mut control = Control::accept(&listener, Some(history.clone())).await;
+    let io = (
+        adapter.stdout.take().unwrap(),
+        adapter.stdin.take().unwrap(),
+    );
+    let service = server.service();
+    tokio::spawn(async move {
+        if let Ok(running) = service.serve(io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let ready = control.event("ready").await;
+    assert_eq!(ready["role"], "client");
+    assert_eq!(ready["protocol_version"], "2025-11-25");
+
+    let refreshed = control
+        .cmd(json!({"cmd": "refresh", "kind": "tools"}))
+        .await;
+    assert_eq!(
+        refreshed["items"].as_array().unwrap().len(),
+        3,
+        "{refreshed}"
+    );
+    within(
+        "remove",
+        server.apply(&[listsync_core::vocab::Op::remove(Kind::Tools, "t0")]),
+    )
+    .await;
+    let published = control.event("published").await;
+    // The startup list was published first; wait for the one after the removal.
+    let published = if published["items"].as_array().unwrap().len() == 3 {
+        control.event("published").await
+    } else {
+        published
+    };
+    assert_eq!(published["version"], 2, "{published}");
+    let snap = control
+        .cmd(json!({"cmd": "snapshot", "kind": "tools"}))
+        .await;
+    assert_eq!(snap["items"].as_array().unwrap().len(), 2);
+    let call = control.cmd(json!({"cmd": "call", "tool": "t1"})).await;
+    assert_eq!(
+        (call["ok"].as_bool(), call["text"].as_str()),
+        (Some(true), Some("t1:t1 v1")),
+        "{call}"
+    );
+    let gone = control.cmd(json!({"cmd": "call", "tool": "t0"})).await;
+    assert_eq!(
+        gone["ok"], false,
+        "the reference client does not call a tool it no longer lists"
+    );
+    let bad = control.cmd(json!({"cmd": "frobnicate"})).await;
+    assert_eq!(bad["ok"], false);
+    // The history rebuilt from the adapter's events, with the in-process server's, holds.
+    history.quiescent(vec![(0, Kind::Tools, AuthCtx(0))]);
+    let j = history.judge();
+    assert!(
+        j.violations.is_empty(),
+        "{:?}\n{}",
+        j.violations,
+        history.render()
+    );
+    let r = control.cmd(json!({"cmd": "shutdown"})).await;
+    assert_eq!(r["ok"], true);
+    let exit = within("adapter exits", adapter.wait())
+        .await
+        .expect("status");
+    assert!(exit.success());
+}
