@@ -142,6 +142,9 @@ pub struct Snapshot {
     pub epoch: u32,
     /// Known to be out of date (a refresh failed or the connection was lost).
     pub stale: bool,
+    /// The shortest `ttlMs` among its pages (2026-07-28): the list is re-fetched when it runs
+    /// out, which is how a client recovers from a lost notification.
+    pub ttl_ms: Option<u32>,
 }
 
 /// One walk over the pages of a list.
@@ -155,6 +158,7 @@ struct Walk {
     names: BTreeSet<Name>,
     version: Option<u64>,
     catalog: Option<u64>,
+    ttl_ms: Option<u32>,
     pages: u32,
     cursors: BTreeSet<Cursor>,
     restarts: u8,
@@ -170,6 +174,7 @@ impl Walk {
             names: BTreeSet::new(),
             version: None,
             catalog: None,
+            ttl_ms: None,
             pages: 0,
             cursors: BTreeSet::new(),
             restarts,
@@ -384,6 +389,29 @@ impl CatalogClient {
     /// Whether a retry timer is armed for (kind, auth).
     pub fn retry_armed(&self, kind: Kind, auth: AuthCtx) -> bool {
         self.lists.get(&(kind, auth)).is_some_and(|l| l.armed)
+    }
+
+    /// The kinds whose cached list has a `ttlMs`, is older than `server_version`, and is not
+    /// being refreshed: their TTL timer is the only thing left that brings them up to date
+    /// (when a notification was lost). A driver fires [`ClientInput::TtlExpired`] for them.
+    pub fn ttl_due(&self, server_version: u64) -> Vec<Kind> {
+        if self.phase != Phase::Ready {
+            return Vec::new();
+        }
+        self.cfg
+            .kinds
+            .iter()
+            .filter(|k| {
+                self.lists.get(&(*k, self.auth)).is_some_and(|l| {
+                    l.flight == FlightState::Idle
+                        && l.walks.is_empty()
+                        && !l.armed
+                        && l.snapshot.as_ref().is_some_and(|s| {
+                            s.ttl_ms.is_some() && s.version.is_some_and(|v| v < server_version)
+                        })
+                })
+            })
+            .collect()
     }
 
     /// Every (kind, auth) with an armed retry timer.
@@ -760,6 +788,7 @@ impl CatalogClient {
                 catalog: None,
                 epoch,
                 stale: false,
+                ttl_ms: None,
             });
             let id = self.id;
             self.event(
@@ -968,6 +997,7 @@ impl CatalogClient {
                 catalog: w.catalog,
                 epoch,
                 stale: false,
+                ttl_ms: w.ttl_ms,
             });
             out.push(ClientOutput::Event(Event::Published {
                 client: id,
@@ -1110,6 +1140,9 @@ fn absorb(w: &mut Walk, page: &Page, limits: &Limits) -> Option<ClientError> {
     if w.pages == 1 {
         w.version = page.version;
         w.catalog = page.catalog;
+        w.ttl_ms = page.ttl_ms;
+    } else if let Some(t) = page.ttl_ms {
+        w.ttl_ms = Some(w.ttl_ms.map_or(t, |have| have.min(t)));
     }
     for item in page.items.iter() {
         if !w.names.insert(item.name.clone()) {

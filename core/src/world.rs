@@ -128,6 +128,14 @@ pub enum Step {
         /// Client.
         client: ClientId,
     },
+    /// A client's cached list runs out of `ttlMs` (2026-07-28) and is re-fetched. Only enabled
+    /// while the list is out of date and idle: a timer firing on a current list changes nothing.
+    TtlExpire {
+        /// Client.
+        client: ClientId,
+        /// List kind.
+        kind: Kind,
+    },
     /// (cluster) A change event on the bus reaches a node, which loads the store's latest
     /// version and makes it visible.
     BusDeliver {
@@ -191,6 +199,7 @@ impl fmt::Display for Step {
             }
             Step::Disconnect { client } => write!(f, "c{client} connection cut"),
             Step::Reconnect { client } => write!(f, "c{client} reconnects"),
+            Step::TtlExpire { client, kind } => write!(f, "c{client} {kind} ttl runs out"),
             Step::BusDeliver { node, index } => {
                 write!(f, "bus delivers event [{index}] to node {node}")
             }
@@ -436,6 +445,15 @@ impl World {
         self.route_server(scn, out, rec);
     }
 
+    /// Kinds of client `c` whose TTL timer is due (see [`CatalogClient::ttl_due`]).
+    pub fn ttl_due(&self, c: ClientId) -> Vec<Kind> {
+        if self.is_cut(c) {
+            return Vec::new();
+        }
+        let node = &self.nodes[usize::from(self.node_of[c as usize])];
+        self.clients[c as usize].ttl_due(node.version())
+    }
+
     /// Whether nothing is pending: no message in flight, no staged batch, every client connected
     /// and idle (no refresh running, no retry armed).
     pub fn quiescent(&self) -> bool {
@@ -448,6 +466,7 @@ impl World {
                 .is_none_or(|(v, _)| self.nodes.iter().all(|n| n.version() == *v))
             && self.links.iter().all(Links::is_empty)
             && self.clients.iter().all(|c| c.is_idle() && c.is_ready())
+            && (0..self.clients.len()).all(|c| self.ttl_due(c as ClientId).is_empty())
     }
 
     /// Every (client, kind, auth) snapshot expected to equal the server's at quiescence.
@@ -628,6 +647,9 @@ impl World {
             let client = ci as ClientId;
             for (kind, auth) in c.armed_retries() {
                 steps.push(Step::Retry { client, kind, auth });
+            }
+            for kind in self.ttl_due(client) {
+                steps.push(Step::TtlExpire { client, kind });
             }
             if self.is_cut(client) {
                 steps.push(Step::Reconnect { client });
@@ -919,6 +941,14 @@ impl World {
                     return Err(format!("c{client} has no retry armed for {kind}"));
                 }
                 self.client_step(scn, client, ClientInput::RetryDue(kind, auth), rec);
+            }
+            Step::TtlExpire { client, kind } => {
+                client_ok(client)?;
+                if !self.ttl_due(client).contains(&kind) {
+                    return Err(format!("c{client}'s {kind} ttl is not due (the list is current or busy)"));
+                }
+                rec.note(format!("c{client} {kind} ttl runs out"));
+                self.client_step(scn, client, ClientInput::TtlExpired(kind), rec);
             }
             Step::Disconnect { client } => {
                 client_ok(client)?;

@@ -162,6 +162,18 @@ pub fn all() -> Vec<Config> {
         &[],
     ));
 
+    let mut s = Spec::new("reference-2026-lossy");
+    s.era = Era::V2026_07_28;
+    s.transport = Transport::Http;
+    s.script.truncate(2);
+    let mut s = s.build();
+    s.faults.drop = 1;
+    out.push(cfg(
+        s,
+        "2026-07-28 with a lost notification: the list's ttlMs runs out and the client re-fetches, so it still converges",
+        &[],
+    ));
+
     let mut s = Spec::new("reference-multi-client");
     s.clients = 3;
     s.page_size = 0;
@@ -326,8 +338,11 @@ pub fn all() -> Vec<Config> {
     s.transport = Transport::Http;
     s.page_size = 0;
     s.script.truncate(1);
+    let mut s = s.build();
+    // Without a ttlMs to fall back on, the missed change is never fetched.
+    s.server.ttl_ms = None;
     out.push(cfg(
-        s.build(),
+        s,
         "listing before the listen stream is acknowledged, and not after, misses a change in between",
         &[ListenThenList, Converges, NoLostWakeup],
     ));

@@ -10,7 +10,8 @@ use listsync_model::{CheckResult, Search, check};
 const REFERENCE_STATES: &[(&str, usize)] = &[
     ("reference", 14620),
     ("reference-http", 97449),
-    ("reference-2026", 97429),
+    ("reference-2026", 197126),
+    ("reference-2026-lossy", 9916),
     ("reference-multi-client", 64255),
     ("reference-auth", 598),
     ("reference-resources", 148),
@@ -67,6 +68,19 @@ fn every_config_gives_its_expected_verdicts() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `reference-2026-lossy` holds because of its lists' `ttlMs`: the same world without it loses
+/// the change for good.
+#[test]
+fn the_lossy_2026_config_converges_only_through_ttl() {
+    let mut c = configs::by_name("reference-2026-lossy").unwrap();
+    assert!(c.scenario.server.ttl_ms.is_some());
+    assert_eq!(run(&c).verdicts[&Property::Converges], Verdict::Holds);
+    c.scenario.server.ttl_ms = None;
+    let r = run(&c);
+    assert!(r.exhaustive);
+    assert_eq!(r.verdicts[&Property::Converges], Verdict::Violated);
 }
 
 #[test]
