@@ -1,0 +1,560 @@
+//! Scenario generation: a run's *shape* (how many clients, batches, items, calls, faults...) is
+//! drawn by a proptest strategy from the run's seed, and the concrete scenario (catalog,
+//! scripted batches, calls, authorization switches) is built from the shape with seeded
+//! randomness. Shrinking a failing run is proptest shrinking the shape toward its simplest
+//! value (one client, no batch, no fault, one page...) while the seed stays fixed.
+//!
+//! Each part of a scenario is drawn from its own random stream, so that shrinking one knob
+//! (say, fewer initial items) leaves the others (the script, the calls) as they were.
+
+use crate::plan::Plan;
+use listsync_core::client::{ClientConfig, Limits};
+use listsync_core::history::ClientId;
+use listsync_core::scenario::{Cluster, Faults, Scenario, Transport};
+use listsync_core::server::ServerConfig;
+use listsync_core::strategy::{ClientStrategy, ServerStrategy};
+use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Name, Op, Scope};
+use proptest::num::u32::BinarySearch;
+use proptest::strategy::{NewTree, Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+/// The strategies under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Strategies {
+    /// Every client's strategy.
+    pub client: ClientStrategy,
+    /// The server's strategy.
+    pub server: ServerStrategy,
+}
+
+impl Strategies {
+    /// Reference client and server.
+    pub const REFERENCE: Strategies = Strategies {
+        client: ClientStrategy::Reference,
+        server: ServerStrategy::Reference,
+    };
+
+    /// Parses a strategy name: a client strategy, a server strategy, or `reference` (both).
+    pub fn parse(name: &str) -> Result<Strategies, String> {
+        if name == "reference" {
+            return Ok(Strategies::REFERENCE);
+        }
+        if let Ok(client) = name.parse::<ClientStrategy>() {
+            return Ok(Strategies {
+                client,
+                server: ServerStrategy::Reference,
+            });
+        }
+        if let Ok(server) = name.parse::<ServerStrategy>() {
+            return Ok(Strategies {
+                client: ClientStrategy::Reference,
+                server,
+            });
+        }
+        let mut all: Vec<&str> = ClientStrategy::ALL.iter().map(|s| s.as_str()).collect();
+        all.extend(ServerStrategy::ALL.iter().skip(1).map(|s| s.as_str()));
+        Err(format!(
+            "unknown strategy '{name}' (expected one of: {})",
+            all.join(", ")
+        ))
+    }
+
+    /// The name of the known-bad strategy under test, or `reference`.
+    pub fn label(&self) -> &'static str {
+        if self.client != ClientStrategy::Reference {
+            self.client.as_str()
+        } else {
+            self.server.as_str()
+        }
+    }
+
+    /// Whether both strategies are the reference.
+    pub fn is_reference(&self) -> bool {
+        *self == Strategies::REFERENCE
+    }
+}
+
+/// What the generator may vary, besides the fault plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Strategies under test.
+    pub strategies: Strategies,
+    /// Fault plan (batch counts and fault budgets come from it).
+    pub plan: Plan,
+    /// Exactly this many clients (shrinking may still go below); None: 1 to 4.
+    pub clients: Option<u32>,
+    /// Server nodes sharing a store and a bus; None: one server (two or three nodes for a
+    /// cluster strategy).
+    pub nodes: Option<u8>,
+}
+
+/// The knobs of a run, each shrinking toward its floor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    /// The run's seed (never shrunk): scenario contents and schedule are drawn from it.
+    pub seed: u64,
+    /// Clients.
+    pub clients: u32,
+    /// Scripted batches.
+    pub batches: u32,
+    /// Most ops in one batch.
+    pub ops: u32,
+    /// Items in the initial catalog.
+    pub initial: u32,
+    /// Items per page (0: one page).
+    pub page_size: u32,
+    /// Lists kept: 1 tools; 2 tools and prompts; 3 also resources.
+    pub kinds: u32,
+    /// Whether some items are scoped to authorization context 1.
+    pub scoped: bool,
+    /// Scripted tool calls.
+    pub calls: u32,
+    /// Scripted authorization switches.
+    pub auth_changes: u32,
+    /// Budget of duplicated notifications.
+    pub dups: u32,
+    /// Budget of lost notifications.
+    pub drops: u32,
+    /// Connections cut at random moments.
+    pub disconnects: u32,
+    /// Server crashes.
+    pub crashes: u32,
+    /// Whether some messages are slow.
+    pub slow: bool,
+    /// 2026-07-28 instead of 2025-11-25.
+    pub era26: bool,
+    /// Streamable HTTP instead of stdio (always with 2026-07-28).
+    pub http: bool,
+    /// Server nodes (1: one server, no store or bus).
+    pub nodes: u32,
+    /// (cluster) Budget of duplicated and of lost bus events.
+    pub bus_faults: u32,
+    /// (cluster) Client connections moved to another node.
+    pub migrations: u32,
+}
+
+/// Knob order, generation range and floor.
+const KNOBS: usize = 19;
+
+impl Shape {
+    fn from_knobs(seed: u64, k: &[u32; KNOBS]) -> Shape {
+        let era26 = k[14] == 1;
+        Shape {
+            seed,
+            clients: k[0],
+            batches: k[1],
+            ops: k[2],
+            initial: k[3],
+            page_size: k[4],
+            kinds: k[5],
+            scoped: k[6] == 1,
+            calls: k[7],
+            auth_changes: k[8],
+            dups: k[9],
+            drops: k[10],
+            disconnects: k[11],
+            crashes: k[12],
+            slow: k[13] == 1,
+            era26,
+            http: era26 || k[15] == 1,
+            nodes: k[16],
+            bus_faults: k[17],
+            migrations: k[18],
+        }
+    }
+
+    /// Generation range and shrink floor of every knob.
+    fn ranges(p: &Params) -> [(u32, u32, u32); KNOBS] {
+        let plan = &p.plan;
+        let (clo, chi) = p.clients.map_or((1, 4), |c| (c, c));
+        let cluster_strategy = p.strategies.server == ServerStrategy::ClusterNotifyBeforeVisible;
+        let nodes = match p.nodes {
+            Some(n) => (
+                u32::from(n),
+                u32::from(n),
+                if cluster_strategy { 2 } else { 1 },
+            ),
+            None if cluster_strategy => (2, 3, 2),
+            None => (1, 1, 1),
+        };
+        let era = if p.strategies.client == ClientStrategy::ListenWithoutRelist {
+            (1, 1, 1)
+        } else {
+            (0, 1, 0)
+        };
+        [
+            (clo, chi, 1),
+            (*plan.batches.start(), *plan.batches.end(), 0),
+            (1, 3, 1),
+            (1, 6, 0),
+            (0, 3, 0),
+            (1, 3, 1),
+            (0, 1, 0),
+            (0, 3, 0),
+            (0, 2, 0),
+            (0, plan.max_dup, 0),
+            (0, plan.max_drop, 0),
+            (0, plan.max_disconnects, 0),
+            (0, plan.max_crashes, 0),
+            (
+                u32::from(plan.slow_permille > 0),
+                u32::from(plan.slow_permille > 0),
+                0,
+            ),
+            era,
+            (0, 1, 0),
+            nodes,
+            (0, plan.max_bus_faults, 0),
+            (0, plan.max_migrations, 0),
+        ]
+    }
+
+    /// The shape a seed draws (the same for the same seed and parameters).
+    pub fn draw(seed: u64, p: &Params) -> ShapeTree {
+        let mut runner = runner_for(seed);
+        ShapeStrategy { params: p.clone() }
+            .new_tree(&mut runner)
+            .expect("shape generation never rejects")
+            .with_seed(seed)
+    }
+}
+
+/// A proptest runner whose randomness is a function of `seed` alone.
+fn runner_for(seed: u64) -> TestRunner {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..16].copy_from_slice(b"listsync");
+    TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+    )
+}
+
+/// The proptest strategy of run shapes.
+#[derive(Clone, Debug)]
+pub struct ShapeStrategy {
+    /// What may vary.
+    pub params: Params,
+}
+
+impl Strategy for ShapeStrategy {
+    type Tree = ShapeTree;
+    type Value = Shape;
+
+    fn new_tree(&self, runner: &mut TestRunner) -> NewTree<Self> {
+        let ranges = Shape::ranges(&self.params);
+        let rng = runner.rng();
+        let seed: u64 = rng.random();
+        let knobs = ranges
+            .iter()
+            .map(|&(lo, hi, floor)| {
+                let start = rng.random_range(lo..=hi.max(lo));
+                BinarySearch::new_above(floor.min(start), start)
+            })
+            .collect();
+        Ok(ShapeTree {
+            seed,
+            knobs,
+            shrinker: 0,
+            prev: None,
+        })
+    }
+}
+
+/// A shape with its shrinking state: each knob is a binary search toward its floor; knobs are
+/// shrunk one after the other, like proptest's tuples.
+#[derive(Clone, Debug)]
+pub struct ShapeTree {
+    seed: u64,
+    knobs: Vec<BinarySearch>,
+    shrinker: usize,
+    prev: Option<usize>,
+}
+
+impl ShapeTree {
+    fn with_seed(mut self, seed: u64) -> ShapeTree {
+        self.seed = seed;
+        self
+    }
+}
+
+impl ValueTree for ShapeTree {
+    type Value = Shape;
+
+    fn current(&self) -> Shape {
+        let mut k = [0u32; KNOBS];
+        for (slot, knob) in k.iter_mut().zip(&self.knobs) {
+            *slot = knob.current();
+        }
+        Shape::from_knobs(self.seed, &k)
+    }
+
+    fn simplify(&mut self) -> bool {
+        while self.shrinker < self.knobs.len() {
+            if self.knobs[self.shrinker].simplify() {
+                self.prev = Some(self.shrinker);
+                return true;
+            }
+            self.shrinker += 1;
+        }
+        false
+    }
+
+    fn complicate(&mut self) -> bool {
+        match self.prev {
+            Some(i) if self.knobs[i].complicate() => true,
+            _ => {
+                self.prev = None;
+                false
+            }
+        }
+    }
+}
+
+/// A seeded random stream for one purpose.
+pub fn stream(seed: u64, purpose: u64) -> ChaCha8Rng {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    r.set_stream(purpose);
+    r
+}
+
+/// Stream ids (one per purpose).
+pub mod streams {
+    /// Initial catalog.
+    pub const INITIAL: u64 = 1;
+    /// Scripted batches.
+    pub const SCRIPT: u64 = 2;
+    /// Clients.
+    pub const CLIENTS: u64 = 3;
+    /// Tool calls.
+    pub const CALLS: u64 = 4;
+    /// Authorization switches.
+    pub const AUTH: u64 = 5;
+    /// The environment's timing (batches, calls, cuts, crashes).
+    pub const ENV: u64 = 10;
+    /// The network (latency, reordering, duplication, loss).
+    pub const NET: u64 = 11;
+}
+
+const POOL: usize = 6;
+
+fn pool_name(kind: Kind, i: usize) -> String {
+    match kind {
+        Kind::Tools => format!("t{i}"),
+        Kind::Prompts => format!("p{i}"),
+        Kind::Resources => format!("file:///r{i}"),
+        Kind::ResourceTemplates => format!("file:///tpl{i}/{{x}}"),
+    }
+}
+
+fn tracked(kinds: u32) -> Vec<Kind> {
+    [Kind::Tools, Kind::Prompts, Kind::Resources]
+        .into_iter()
+        .take(kinds.clamp(1, 3) as usize)
+        .collect()
+}
+
+fn scope(scoped: bool, r: &mut ChaCha8Rng) -> Scope {
+    if scoped && r.random_ratio(1, 4) {
+        Scope::Only(AuthCtx(1))
+    } else {
+        Scope::Public
+    }
+}
+
+/// The scenario of a shape, with the given strategies. Fault budgets are the shape's: the
+/// simulator never uses more.
+pub fn scenario(shape: &Shape, strategies: Strategies, plan: &Plan) -> Scenario {
+    let era = if shape.era26 {
+        Era::V2026_07_28
+    } else {
+        Era::V2025_11_25
+    };
+    let kinds = tracked(shape.kinds);
+    let seed = shape.seed;
+
+    let mut r = stream(seed, streams::INITIAL);
+    let initial: Vec<Op> = (0..shape.initial)
+        .map(|_| {
+            let kind = kinds[r.random_range(0..kinds.len())];
+            let name = pool_name(kind, r.random_range(0..POOL));
+            Op::Add {
+                kind,
+                def: format!("{name}.0").into(),
+                name: name.into(),
+                scope: scope(shape.scoped, &mut r),
+            }
+        })
+        .collect();
+
+    let mut r = stream(seed, streams::SCRIPT);
+    let script: Vec<Vec<Op>> = (0..shape.batches)
+        .map(|b| {
+            let n = r.random_range(1..=shape.ops.max(1));
+            (0..n)
+                .map(|i| {
+                    let kind = kinds[r.random_range(0..kinds.len())];
+                    let name = pool_name(kind, r.random_range(0..POOL));
+                    let roll = r.random_range(0..10);
+                    if kind == Kind::Resources && roll == 9 {
+                        return Op::SetContent {
+                            uri: name.into(),
+                            text: format!("c{b}.{i}").into(),
+                        };
+                    }
+                    match roll {
+                        0..=3 => Op::Add {
+                            kind,
+                            def: format!("{name}.{}", b + 1).into(),
+                            name: name.into(),
+                            scope: scope(shape.scoped, &mut r),
+                        },
+                        4..=6 => Op::Remove {
+                            kind,
+                            name: name.into(),
+                        },
+                        _ => Op::Update {
+                            kind,
+                            def: format!("{name}.{}u", b + 1).into(),
+                            name: name.into(),
+                        },
+                    }
+                })
+                .collect()
+        })
+        .collect();
+
+    let mut r = stream(seed, streams::CLIENTS);
+    let kind_set: KindSet = kinds.iter().copied().collect();
+    let clients: Vec<ClientConfig> = (0..shape.clients)
+        .map(|_| {
+            let watch: Vec<Name> = if kind_set.contains(Kind::Resources) && r.random_ratio(1, 2) {
+                vec![pool_name(Kind::Resources, r.random_range(0..POOL)).into()]
+            } else {
+                Vec::new()
+            };
+            ClientConfig {
+                strategy: strategies.client,
+                era,
+                kinds: kind_set,
+                auth: AuthCtx(u8::from(shape.scoped && r.random_ratio(1, 3))),
+                watch,
+                limits: Limits::default(),
+            }
+        })
+        .collect();
+
+    let n = shape.clients.max(1);
+    let mut r = stream(seed, streams::CALLS);
+    let calls: Vec<(ClientId, Name)> = (0..shape.calls)
+        .map(|_| {
+            let c = r.random_range(0..n);
+            (c, pool_name(Kind::Tools, r.random_range(0..POOL)).into())
+        })
+        .collect();
+
+    let mut r = stream(seed, streams::AUTH);
+    let auth_changes: Vec<(ClientId, AuthCtx)> = (0..shape.auth_changes)
+        .map(|_| (r.random_range(0..n), AuthCtx(r.random_range(0..=1))))
+        .collect();
+
+    let breaks = if plan.silent_drops { 0 } else { shape.drops };
+    Scenario {
+        name: format!("sim-{}-seed{}", strategies.label(), shape.seed),
+        era,
+        transport: if shape.http {
+            Transport::Http
+        } else {
+            Transport::Stdio
+        },
+        server: ServerConfig {
+            strategy: strategies.server,
+            era,
+            page_size: shape.page_size as u16,
+            ttl_ms: shape.era26.then_some(5_000),
+            ..ServerConfig::default()
+        },
+        initial,
+        clients,
+        script,
+        auth_changes,
+        calls,
+        faults: Faults {
+            duplicate: shape.dups,
+            drop: if plan.silent_drops { shape.drops } else { 0 },
+            disconnect: shape.disconnects + breaks + shape.crashes * shape.clients,
+        },
+        cluster: (shape.nodes > 1).then(|| Cluster {
+            nodes: shape.nodes.min(16) as u8,
+            bus_duplicate: shape.bus_faults,
+            bus_drop: shape.bus_faults,
+            migrate: shape.migrations,
+            ..Cluster::default()
+        }),
+    }
+}
+
+/// The fields of a scenario the generator leaves at their defaults.
+fn scenario_defaults() -> Scenario {
+    Scenario {
+        name: String::new(),
+        era: Era::V2025_11_25,
+        transport: Transport::Stdio,
+        server: ServerConfig::default(),
+        initial: Vec::new(),
+        clients: Vec::new(),
+        script: Vec::new(),
+        auth_changes: Vec::new(),
+        calls: Vec::new(),
+        faults: Faults::default(),
+        cluster: None,
+    }
+}
+
+/// A scale scenario: `clients` reference-style clients of the tools list on one server, ten
+/// initial tools, and a burst of `burst` one-op batches (adds and updates) applied back to
+/// back once every client has listed.
+pub fn burst(clients: u32, burst: u32, nodes: u8, strategies: Strategies, http: bool) -> Scenario {
+    let era = Era::V2025_11_25;
+    let initial: Vec<Op> = (0..10)
+        .map(|i| Op::add(Kind::Tools, &format!("t{i}"), &format!("t{i}.0")))
+        .collect();
+    let script: Vec<Vec<Op>> = (0..burst)
+        .map(|b| {
+            let name = format!("t{}", b % 20);
+            vec![Op::Add {
+                kind: Kind::Tools,
+                def: format!("{name}.{}", b + 1).into(),
+                name: name.into(),
+                scope: Scope::Public,
+            }]
+        })
+        .collect();
+    Scenario {
+        name: format!("burst-{clients}c-{burst}m-{nodes}n-{}", strategies.label()),
+        era,
+        transport: if http {
+            Transport::Http
+        } else {
+            Transport::Stdio
+        },
+        server: ServerConfig {
+            strategy: strategies.server,
+            era,
+            page_size: 0,
+            ttl_ms: None,
+            ..ServerConfig::default()
+        },
+        initial,
+        clients: vec![ClientConfig::tools(strategies.client, era); clients as usize],
+        script,
+        cluster: (nodes > 1).then(|| Cluster {
+            nodes,
+            ..Cluster::default()
+        }),
+        ..scenario_defaults()
+    }
+}

@@ -1,0 +1,69 @@
+//! listsync's deterministic simulator.
+//!
+//! The model checker proves the algorithm within small bounds; the simulator runs the shipped
+//! state machines far beyond them — many clients, long random schedules, faults — on simulated
+//! time, with every run reproduced exactly by its seed. A failing run is shrunk (proptest
+//! shrinks its shape, then its steps are delta-debugged) and written as a trace in the model's
+//! versioned format, which `Trace::check`, `listsync trace show` and the harness replay.
+//!
+//! - [`plan`]: named fault plans (`none`, `default`, `storm`, `crashy`, `lossy`);
+//! - [`case`]: run shapes (a proptest strategy) and the scenarios built from them;
+//! - [`engine`]: the machine-level scheduler over core's `World`;
+//! - [`shrink`]: shrinking a failing run to a short trace;
+//! - [`campaign`]: many seeds on many threads, with statistics and a JSON summary.
+
+pub mod campaign;
+pub mod case;
+pub mod engine;
+pub mod plan;
+pub mod shrink;
+pub mod stats;
+
+use case::{Params, Shape};
+use engine::{Budget, Engine, Outcome, RunOpts};
+use listsync_core::scenario::Scenario;
+use plan::Plan;
+
+/// One run's world and environment: a shape, the scenario built from it, and the fault counts
+/// its schedule uses.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// The knobs (and the seed).
+    pub shape: Shape,
+    /// The world.
+    pub scenario: Scenario,
+    /// Cut connections, crashes, slow messages.
+    pub budget: Budget,
+}
+
+impl Case {
+    /// The case of a shape.
+    pub fn of(shape: Shape, params: &Params) -> Case {
+        Case {
+            scenario: case::scenario(&shape, params.strategies, &params.plan),
+            budget: Budget {
+                disconnects: shape.disconnects,
+                crashes: shape.crashes,
+                breaks: if params.plan.silent_drops {
+                    0
+                } else {
+                    shape.drops
+                },
+                slow: shape.slow,
+                migrations: if shape.nodes > 1 { shape.migrations } else { 0 },
+            },
+            shape,
+        }
+    }
+
+    /// The case seed `seed` draws.
+    pub fn draw(seed: u64, params: &Params) -> Case {
+        use proptest::strategy::ValueTree;
+        Case::of(Shape::draw(seed, params).current(), params)
+    }
+
+    /// Runs it.
+    pub fn run(&self, plan: &Plan, opts: RunOpts) -> Outcome {
+        Engine::new(&self.scenario, plan, self.shape.seed, self.budget, opts).run()
+    }
+}
