@@ -1,0 +1,448 @@
+//! The conformance matrix: every implementation × exact package version × role × era ×
+//! variant, against the 9 properties. Each row's cells aggregate that row's runs — the
+//! `traces/` corpus replayed against it (traces about its role, in its era) and the generated
+//! scenarios of its role. Our runtime running each trace's own known-bad strategy is replayed
+//! too, to show the harness catches every bug it knows is there.
+//!
+//! Cell rules: **violated** if any run violated the property (the cell links that run's trace
+//! or scenario and its message log); else **holds** if a run that ran to its end judged it;
+//! else **diverged** if the only runs left the trace; **n.a.** when it cannot apply to the role
+//! or era (a client cannot violate `notify_after_commit` or `no_call_to_removed`, a server
+//! cannot violate `listen_then_list`; `auth_isolation` needs HTTP authorization contexts, and
+//! the harness runs stdio).
+
+use crate::adapters::{Impl, Paths, Role, Subject, provision};
+use crate::outcome::{RunReport, RunStatus, Target};
+use crate::replay::{self, plan, trace_role};
+use crate::run::Bounds;
+use crate::scenarios::Scenario;
+use listsync_core::property::{Property, Verdict};
+use listsync_core::trace::Trace;
+use listsync_core::vocab::Era;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A matrix row's identity.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct RowKey {
+    /// Implementation.
+    pub imp: Impl,
+    /// Role.
+    pub role: Role,
+    /// Era.
+    pub era: Era,
+    /// Variant.
+    pub variant: String,
+}
+
+impl RowKey {
+    /// Whether a property can be violated by this role in this era (else the cell is n.a.).
+    pub fn owns(&self, p: Property) -> bool {
+        match p {
+            Property::AuthIsolation => false,
+            Property::ListenThenList => self.role == Role::Client && self.era == Era::V2026_07_28,
+            Property::NotifyAfterCommit | Property::NoCallToRemoved => self.role == Role::Server,
+            _ => true,
+        }
+    }
+
+    fn subject(&self) -> Subject {
+        Subject {
+            imp: self.imp,
+            role: Some(self.role),
+            variant: if self.imp == Impl::Reference {
+                None
+            } else {
+                Some(self.variant.clone())
+            },
+        }
+    }
+
+    /// A file-name-safe id.
+    pub fn id(&self) -> String {
+        format!("{}-{}-{}-{}", self.imp, self.role, self.variant, self.era)
+    }
+}
+
+/// A cell's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellState {
+    /// Every run that judged it found it holding.
+    Holds,
+    /// Some run violated it.
+    Violated,
+    /// Not applicable to the role or era.
+    #[serde(rename = "n/a")]
+    NotApplicable,
+    /// Only replays that left their trace judged it.
+    Diverged,
+    /// No run could be carried out.
+    NotRun,
+}
+
+/// One cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    /// State.
+    pub state: CellState,
+    /// The run that decided it (for violated: the first violating run).
+    pub run: Option<String>,
+}
+
+/// One row.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// Identity.
+    #[serde(flatten)]
+    pub key: RowKey,
+    /// Exact package versions (and runtime).
+    pub version: String,
+    /// Cells by property.
+    pub cells: BTreeMap<Property, Cell>,
+    /// Runs of this row, by id.
+    pub runs: Vec<String>,
+    /// Why the row could not run, if it could not.
+    pub note: Option<String>,
+}
+
+/// A known-bad strategy replayed as an rt variant.
+#[derive(Clone, Debug, Serialize)]
+pub struct Validation {
+    /// Trace file.
+    pub trace: String,
+    /// Role the trace is about.
+    pub role: Option<Role>,
+    /// The strategy.
+    pub strategy: String,
+    /// The property it shows.
+    pub shows: Option<Property>,
+    /// Whether the replay judged it violated.
+    pub caught: bool,
+    /// Whether every judged verdict equals the model's.
+    pub agrees: bool,
+    /// The run.
+    pub run: String,
+}
+
+/// The whole matrix.
+#[derive(Debug, Serialize)]
+pub struct Matrix {
+    /// Rows.
+    pub rows: Vec<Row>,
+    /// Harness validation.
+    pub validation: Vec<Validation>,
+    /// Every run.
+    pub runs: Vec<RunReport>,
+    /// Wall time.
+    pub seconds: f64,
+}
+
+/// Options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Concurrent runs.
+    pub jobs: usize,
+    /// The trace corpus.
+    pub traces: PathBuf,
+    /// Only these implementations (empty: all).
+    pub only: Vec<Impl>,
+    /// Time bounds.
+    pub bounds: Bounds,
+}
+
+/// The rows of the matrix.
+pub fn rows(only: &[Impl]) -> Vec<RowKey> {
+    let mut out = Vec::new();
+    for imp in Impl::ALL {
+        if !only.is_empty() && !only.contains(&imp) {
+            continue;
+        }
+        for role in [Role::Server, Role::Client] {
+            for era in Era::ALL {
+                for v in imp.variants(role) {
+                    out.push(RowKey {
+                        imp,
+                        role,
+                        era,
+                        variant: (*v).to_owned(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Reads the corpus (sorted by file name); unreadable files are reported, not fatal.
+pub fn corpus(dir: &Path) -> (Vec<(String, Trace)>, Vec<String>) {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let mut traces = Vec::new();
+    let mut errors = Vec::new();
+    for f in files {
+        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match std::fs::read_to_string(&f)
+            .map_err(|e| e.to_string())
+            .and_then(|t| Trace::from_json(&t).map_err(|e| e.to_string()))
+        {
+            Ok(t) => traces.push((name, t)),
+            Err(e) => errors.push(format!("{name}: {e}")),
+        }
+    }
+    (traces, errors)
+}
+
+enum Job {
+    Replay(Box<replay::Plan>, String),
+    Scenario(Scenario, Subject, Era, String),
+}
+
+fn safe(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '-' })
+        .collect()
+}
+
+/// The version string of a row's implementation.
+pub fn version_of(paths: &Paths, imp: Impl) -> Result<String, String> {
+    match imp {
+        Impl::Reference => Ok(format!(
+            "listsync {} (rmcp {})",
+            env!("CARGO_PKG_VERSION"),
+            crate::RMCP_VERSION
+        )),
+        Impl::Rmcp => Ok(format!("rmcp {}", crate::RMCP_VERSION)),
+        imp => provision(paths, imp).map(|p| {
+            let pkgs: Vec<String> = p.sdk.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            format!("{} ({})", pkgs.join(", "), p.runtime)
+        }),
+    }
+}
+
+/// Runs the matrix. `progress` gets one line per finished run.
+pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)) -> Matrix {
+    let started = Instant::now();
+    let keys = rows(&opts.only);
+    let (traces, errors) = corpus(&opts.traces);
+    for e in &errors {
+        progress(&format!("skipping unreadable trace {e}"));
+    }
+    // Provision first (sequentially, with progress), so runs never race an install.
+    let mut versions: BTreeMap<Impl, Result<String, String>> = BTreeMap::new();
+    for k in &keys {
+        if !versions.contains_key(&k.imp) {
+            let v = version_of(paths, k.imp);
+            if let Err(e) = &v {
+                progress(&format!("{}: {e}", k.imp));
+            }
+            versions.insert(k.imp, v);
+        }
+    }
+    let mut jobs: Vec<(Option<usize>, Job)> = Vec::new();
+    let mut notes: BTreeMap<usize, String> = BTreeMap::new();
+    for (ri, k) in keys.iter().enumerate() {
+        if let Some(Err(e)) = versions.get(&k.imp) {
+            notes.insert(ri, e.clone());
+            continue;
+        }
+        if !k.imp.eras().contains(&k.era) {
+            notes.insert(ri, format!("{} does not speak {}", k.imp, k.era));
+            continue;
+        }
+        for (name, t) in &traces {
+            if t.scenario.era != k.era || trace_role(&t.scenario) != Some(k.role) {
+                continue;
+            }
+            match plan(t, name, &k.subject(), None) {
+                Ok(p) if p.unsupported.is_none() => {
+                    let id = safe(&format!("{}.{}", k.id(), name.trim_end_matches(".json")));
+                    jobs.push((Some(ri), Job::Replay(Box::new(p), id)));
+                }
+                Ok(_) | Err(_) => {}
+            }
+        }
+        for s in Scenario::ALL {
+            if s.role() == k.role && s.applies(k.imp, &k.variant, k.era) {
+                let id = safe(&format!("{}.{}", k.id(), s.name()));
+                jobs.push((Some(ri), Job::Scenario(s, k.subject(), k.era, id)));
+            }
+        }
+    }
+    // Harness validation: our runtime running each trace's own strategies.
+    if opts.only.is_empty() || opts.only.contains(&Impl::Reference) {
+        for (name, t) in &traces {
+            let subject = Subject {
+                imp: Impl::Reference,
+                role: trace_role(&t.scenario),
+                variant: Some("trace".into()),
+            };
+            if let Ok(p) = plan(t, name, &subject, None) {
+                let id = safe(&format!("validation.{}", name.trim_end_matches(".json")));
+                jobs.push((None, Job::Replay(Box::new(p), id)));
+            }
+        }
+    }
+    let total = jobs.len();
+    let sem = Arc::new(tokio::sync::Semaphore::new(opts.jobs.max(1)));
+    let mut set = tokio::task::JoinSet::new();
+    for (i, (row, job)) in jobs.into_iter().enumerate() {
+        let sem = sem.clone();
+        let paths = paths.clone();
+        let bounds = opts.bounds;
+        set.spawn(async move {
+            let _permit = sem.acquire_owned().await;
+            let mut r = match &job {
+                Job::Replay(p, _) => replay::replay(p, &paths, bounds).await,
+                Job::Scenario(s, subj, era, _) => crate::scenarios::run(*s, subj, *era, &paths, bounds).await,
+            };
+            r.id = match job {
+                Job::Replay(_, id) | Job::Scenario(_, _, _, id) => id,
+            };
+            (i, row, r)
+        });
+    }
+    let mut done: Vec<(usize, Option<usize>, RunReport)> = Vec::new();
+    while let Some(res) = set.join_next().await {
+        let Ok((i, row, r)) = res else { continue };
+        let violated: Vec<&str> = r
+            .judged
+            .iter()
+            .filter(|(_, v)| **v == Verdict::Violated)
+            .map(|(p, _)| p.as_str())
+            .collect();
+        progress(&format!(
+            "[{}/{total}] {} {} ({}) {} {}: {}{} {:.1}s",
+            done.len() + 1,
+            r.imp,
+            r.role,
+            r.variant,
+            r.era,
+            r.target.name(),
+            r.status.as_str(),
+            if violated.is_empty() {
+                String::new()
+            } else {
+                format!(", violated {}", violated.join(" "))
+            },
+            r.duration_ms as f64 / 1000.0
+        ));
+        done.push((i, row, r));
+    }
+    done.sort_by_key(|(i, _, _)| *i);
+    let mut rows_out: Vec<Row> = keys
+        .iter()
+        .enumerate()
+        .map(|(ri, k)| Row {
+            key: k.clone(),
+            version: versions
+                .get(&k.imp)
+                .cloned()
+                .unwrap_or_else(|| Ok("?".into()))
+                .unwrap_or_else(|e| format!("not available: {e}")),
+            cells: BTreeMap::new(),
+            runs: Vec::new(),
+            note: notes.get(&ri).cloned(),
+        })
+        .collect();
+    let mut validation = Vec::new();
+    let mut runs = Vec::new();
+    for (_, row, r) in done {
+        match row {
+            Some(ri) => rows_out[ri].runs.push(r.id.clone()),
+            None => {
+                if let Target::Trace { name, shows } = &r.target {
+                    validation.push(Validation {
+                        trace: name.clone(),
+                        role: Some(r.role),
+                        strategy: r.variant.clone(),
+                        shows: *shows,
+                        caught: shows.is_some_and(|p| r.verdict(p) == Verdict::Violated),
+                        agrees: r.status == RunStatus::Completed
+                            && r.model.as_ref().is_some_and(|m| replay::agrees(&r.judged, m)),
+                        run: r.id.clone(),
+                    });
+                }
+            }
+        }
+        runs.push(r);
+    }
+    let by_id: BTreeMap<&str, &RunReport> = runs.iter().map(|r| (r.id.as_str(), r)).collect();
+    for row in &mut rows_out {
+        let rr: Vec<&RunReport> = row.runs.iter().filter_map(|id| by_id.get(id.as_str()).copied()).collect();
+        for p in Property::ALL {
+            row.cells.insert(p, cell(&row.key, p, &rr));
+        }
+    }
+    Matrix {
+        rows: rows_out,
+        validation,
+        runs,
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+fn cell(key: &RowKey, p: Property, runs: &[&RunReport]) -> Cell {
+    if !key.owns(p) {
+        return Cell {
+            state: CellState::NotApplicable,
+            run: None,
+        };
+    }
+    let judged: Vec<&&RunReport> = runs
+        .iter()
+        .filter(|r| matches!(r.status, RunStatus::Completed | RunStatus::Diverged))
+        .collect();
+    // Prefer a violation found by a run that stayed on its trace (or a scenario run).
+    let violating = judged
+        .iter()
+        .filter(|r| r.verdict(p) == Verdict::Violated)
+        .min_by_key(|r| (r.status != RunStatus::Completed, matches!(r.target, Target::Trace { .. })));
+    if let Some(r) = violating {
+        return Cell {
+            state: CellState::Violated,
+            run: Some(r.id.clone()),
+        };
+    }
+    if let Some(r) = judged
+        .iter()
+        .find(|r| r.status == RunStatus::Completed && r.verdict(p) == Verdict::Holds)
+    {
+        return Cell {
+            state: CellState::Holds,
+            run: Some(r.id.clone()),
+        };
+    }
+    if let Some(r) = judged.iter().find(|r| r.status == RunStatus::Diverged) {
+        return Cell {
+            state: CellState::Diverged,
+            run: Some(r.id.clone()),
+        };
+    }
+    if runs.is_empty() || judged.is_empty() {
+        let any_applicable = runs.iter().any(|r| r.verdict(p) != Verdict::NotApplicable);
+        return Cell {
+            state: if runs.iter().any(|r| r.status == RunStatus::Failed) {
+                CellState::NotRun
+            } else if any_applicable {
+                CellState::NotRun
+            } else {
+                CellState::NotApplicable
+            },
+            run: None,
+        };
+    }
+    Cell {
+        state: CellState::NotApplicable,
+        run: None,
+    }
+}

@@ -1,0 +1,359 @@
+//! One run: a server adapter and a client adapter started as child processes, the proxy between
+//! their stdio, one control channel each, and the actions the harness takes on them (mutate and
+//! read the ground truth, call a tool, release held lines, settle). Children are killed when the
+//! run ends or is dropped; socket files live in a private temporary directory removed with it.
+
+use crate::adapters::Launch;
+use crate::control::{self, CmdError, Control};
+use crate::proxy::{Policy, Proxy, control_items};
+use crate::timeline::{Body, Fact, Hub, HubState, NamedItem, Record, Side};
+use listsync_core::vocab::{Kind, KindSet, Op};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::process::{Child, Command};
+
+/// Time bounds of a run. Waiting is always for an event, bounded by one of these.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// An adapter connects and reports `ready`.
+    pub startup: Duration,
+    /// A predicted message or event shows up after a step.
+    pub step: Duration,
+    /// A control command is answered.
+    pub command: Duration,
+    /// Settling: no traffic for this long means a third-party implementation is done reacting
+    /// (longer than the TypeScript SDK's 300 ms debounce).
+    pub quiet: Duration,
+    /// Settling gives up after this long.
+    pub settle: Duration,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            startup: Duration::from_secs(30),
+            step: Duration::from_secs(5),
+            command: Duration::from_secs(10),
+            quiet: Duration::from_millis(600),
+            settle: Duration::from_secs(6),
+        }
+    }
+}
+
+/// What a run needs.
+pub struct RunConfig {
+    /// Server adapter.
+    pub server: Launch,
+    /// Client adapter.
+    pub client: Launch,
+    /// What the proxy holds at first.
+    pub policy: Policy,
+    /// Kinds whose `list_changed` the proxy probes.
+    pub probe_kinds: KindSet,
+    /// Kinds whose ground truth is read after each mutation.
+    pub kinds: KindSet,
+    /// Time bounds.
+    pub bounds: Bounds,
+}
+
+/// A started run.
+pub struct Run {
+    /// Timeline and proxy state.
+    pub hub: Arc<Hub>,
+    /// The proxy.
+    pub proxy: Arc<Proxy>,
+    /// Server adapter's control channel.
+    pub server: Arc<Control>,
+    /// Client adapter's control channel.
+    pub client: Arc<Control>,
+    /// Bounds.
+    pub bounds: Bounds,
+    /// Kinds whose ground truth is read.
+    pub kinds: KindSet,
+    children: Vec<(Side, Child)>,
+    dir: PathBuf,
+    batches: usize,
+}
+
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
+fn spawn(l: &Launch, control: &std::path::Path, stderr: &std::path::Path) -> Result<Child, String> {
+    let (prog, args) = l
+        .argv
+        .split_first()
+        .ok_or_else(|| format!("{}: empty command", l.label))?;
+    let err = std::fs::File::create(stderr).map_err(|e| e.to_string())?;
+    Command::new(prog)
+        .args(args)
+        .envs(l.env.iter().map(|(k, v)| (k, v)))
+        .env("LISTSYNC_CONTROL", control)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(err))
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start {} ({prog}): {e}", l.label))
+}
+
+/// The last `n` bytes of a file, as text.
+pub fn tail(path: &std::path::Path, n: usize) -> String {
+    let data = std::fs::read(path).unwrap_or_default();
+    let from = data.len().saturating_sub(n);
+    String::from_utf8_lossy(&data[from..]).into_owned()
+}
+
+impl Run {
+    /// Starts both adapters and the proxy, and waits for the server's `ready` and both control
+    /// connections. The client's `ready` comes after its handshake, which may be held.
+    pub async fn start(cfg: RunConfig) -> Result<Run, String> {
+        let n = RUNS.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("lsh-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let result = Self::start_in(cfg, dir.clone()).await;
+        if result.is_err() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        result
+    }
+
+    async fn start_in(cfg: RunConfig, dir: PathBuf) -> Result<Run, String> {
+        let hub = Hub::new();
+        let (s_sock, c_sock) = (dir.join("s.sock"), dir.join("c.sock"));
+        let s_listener = control::listen(&s_sock).map_err(|e| format!("{}: {e}", s_sock.display()))?;
+        let c_listener = control::listen(&c_sock).map_err(|e| format!("{}: {e}", c_sock.display()))?;
+        hub.record(Body::Note {
+            text: format!(
+                "server: {} — {}; client: {} — {}",
+                cfg.server.label,
+                cfg.server.argv.join(" "),
+                cfg.client.label,
+                cfg.client.argv.join(" ")
+            ),
+        });
+        let mut server = spawn(&cfg.server, &s_sock, &dir.join("server.stderr"))?;
+        let mut client = spawn(&cfg.client, &c_sock, &dir.join("client.stderr"))?;
+        let (Some(s_in), Some(s_out), Some(c_in), Some(c_out)) = (
+            server.stdin.take(),
+            server.stdout.take(),
+            client.stdin.take(),
+            client.stdout.take(),
+        ) else {
+            return Err("adapter stdio was not piped".into());
+        };
+        let proxy = Proxy::start(hub.clone(), cfg.policy, c_out, c_in, s_out, s_in, cfg.probe_kinds);
+        let (s_ctl, c_ctl) = tokio::join!(
+            Control::accept(s_listener, Side::Server, hub.clone(), cfg.bounds.startup),
+            Control::accept(c_listener, Side::Client, hub.clone(), cfg.bounds.startup),
+        );
+        let mut run = Run {
+            hub,
+            proxy,
+            server: match s_ctl {
+                Ok(c) => c,
+                Err(e) => return Err(format!("{e}; stderr: {}", tail(&dir.join("server.stderr"), 1500))),
+            },
+            client: match c_ctl {
+                Ok(c) => c,
+                Err(e) => return Err(format!("{e}; stderr: {}", tail(&dir.join("client.stderr"), 1500))),
+            },
+            bounds: cfg.bounds,
+            kinds: cfg.kinds,
+            children: vec![(Side::Server, server), (Side::Client, client)],
+            dir,
+            batches: 0,
+        };
+        if !run.wait_ready(Side::Server, cfg.bounds.startup).await {
+            let why = format!(
+                "the server adapter did not report ready within {:?}; stderr: {}",
+                cfg.bounds.startup,
+                run.stderr_tail(Side::Server, 1500)
+            );
+            run.stop().await;
+            return Err(why);
+        }
+        Ok(run)
+    }
+
+    /// Waits for an adapter's `ready` event. False if it did not come (or the adapter exited).
+    pub async fn wait_ready(&self, side: Side, bound: Duration) -> bool {
+        let ctl = match side {
+            Side::Server => self.server.clone(),
+            Side::Client => self.client.clone(),
+        };
+        self.hub
+            .wait_until(bound, |st| {
+                if control::events(st, side, "ready").next().is_some() {
+                    Some(true)
+                } else if ctl.is_closed() {
+                    Some(false)
+                } else {
+                    None
+                }
+            })
+            .await
+            .unwrap_or(false)
+    }
+
+    /// The last bytes an adapter wrote on stderr.
+    pub fn stderr_tail(&self, side: Side, n: usize) -> String {
+        tail(&self.dir.join(format!("{}.stderr", side.as_str())), n)
+    }
+
+    /// Reads the ground truth of every tracked kind and records it.
+    pub async fn read_catalog(
+        &self,
+        after: &str,
+        since: Option<u64>,
+    ) -> Result<BTreeMap<Kind, Vec<NamedItem>>, String> {
+        let mut kinds = BTreeMap::new();
+        for k in self.kinds.iter() {
+            let reply = self
+                .server
+                .cmd("catalog", json!({"kind": k.as_str()}), self.bounds.command)
+                .await
+                .map_err(|e| format!("catalog {k}: {e}"))?;
+            let items = reply
+                .get("items")
+                .and_then(control_items)
+                .ok_or_else(|| format!("catalog {k}: the reply has no items"))?;
+            kinds.insert(k, items);
+        }
+        self.hub.record(Body::Fact(Fact::Catalog {
+            after: after.into(),
+            since,
+            kinds: kinds.clone(),
+        }));
+        Ok(kinds)
+    }
+
+    /// Sends the administrator's next batch and reads the ground truth after it is applied.
+    /// An SDK that refuses an op is not an error of the run (the reply is recorded and the
+    /// ground truth says what happened); a silent adapter is.
+    pub async fn mutate(&mut self, ops: &[Op]) -> Result<Option<CmdError>, String> {
+        let batch = self.batches;
+        self.batches += 1;
+        let issued = self.hub.record(Body::Fact(Fact::MutateIssued {
+            batch,
+            ops: ops.to_vec(),
+        }));
+        let ops_json: Vec<Value> = ops.iter().map(crate::adapters::op_json).collect();
+        let r = self
+            .server
+            .cmd("mutate", json!({ "ops": ops_json }), self.bounds.command)
+            .await;
+        let refused = match r {
+            Ok(_) => None,
+            Err(e @ CmdError::Failed { .. }) => Some(e),
+            Err(e) => return Err(format!("mutate {batch}: {e}")),
+        };
+        self.read_catalog(&format!("mutate {batch}"), Some(issued))
+            .await?;
+        Ok(refused)
+    }
+
+    /// Sends a command without waiting for its reply (the reply lands on the timeline).
+    pub async fn send(&self, side: Side, cmd: &str, fields: Value) -> Result<(), CmdError> {
+        let ctl = match side {
+            Side::Server => &self.server,
+            Side::Client => &self.client,
+        };
+        ctl.send(cmd, fields).await.map(|_| ())
+    }
+
+    /// Records a fact.
+    pub fn fact(&self, f: Fact) {
+        self.hub.record(Body::Fact(f));
+    }
+
+    /// Records a note.
+    pub fn note(&self, text: impl Into<String>) {
+        self.hub.record(Body::Note { text: text.into() });
+    }
+
+    /// Whether the link is idle: nothing held, every forwarded request answered (probes
+    /// included), and both adapters alive.
+    pub fn idle(st: &HubState) -> bool {
+        st.held.is_empty() && st.requests.values().all(|p| p.answered || is_listen(&p.method))
+    }
+
+    /// Waits until the link is idle and quiet (see [`Bounds::quiet`]). Returns whether it
+    /// settled within [`Bounds::settle`].
+    pub async fn settle(&self) -> bool {
+        self.hub
+            .wait_quiet(self.bounds.quiet, self.bounds.settle, Run::idle)
+            .await
+    }
+
+    /// Asks both adapters to shut down, then ends them (bounded), and returns the timeline with
+    /// each adapter's stderr tail appended when it wrote anything.
+    pub async fn finish(mut self) -> Vec<Record> {
+        self.stop().await;
+        for side in [Side::Server, Side::Client] {
+            let t = self.stderr_tail(side, 4000);
+            if !t.trim().is_empty() {
+                self.hub.record(Body::Note {
+                    text: format!("{} adapter stderr (tail):\n{t}", side.as_str()),
+                });
+            }
+        }
+        let st = self.hub.lock();
+        st.records.clone()
+    }
+
+    async fn stop(&mut self) {
+        let short = Duration::from_millis(1500);
+        let (a, b) = tokio::join!(
+            self.server.cmd("shutdown", json!({}), short),
+            self.client.cmd("shutdown", json!({}), short)
+        );
+        let _ = (a, b);
+        self.server.close().await;
+        self.client.close().await;
+        for (side, child) in &mut self.children {
+            match tokio::time::timeout(Duration::from_secs(3), child.wait()).await {
+                Ok(Ok(status)) if !status.success() => {
+                    self.hub.record(Body::Bad {
+                        from: format!("process {}", side.as_str()),
+                        what: format!("exited with {status}"),
+                    });
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                    self.hub.record(Body::Note {
+                        text: format!("{} adapter did not exit within 3 s: killed", side.as_str()),
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.children {
+            let _ = c.start_kill();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn is_listen(method: &str) -> bool {
+    method == "subscriptions/listen"
+}
+
+/// Every Msg record's JSON with its direction, in order (for scans).
+pub fn messages(st: &HubState) -> impl Iterator<Item = (u64, crate::timeline::Dir, &Value)> {
+    st.records.iter().filter_map(|r| match &r.body {
+        Body::Msg {
+            dir, json: Some(v), ..
+        } => Some((r.seq, *dir, v)),
+        _ => None,
+    })
+}

@@ -1,0 +1,510 @@
+//! Generated scenarios: runs driven by proxy policies instead of a trace, for implementations
+//! that do not follow the model's strategies step by step (debounce, first page only,
+//! concurrent handlers). Each scenario starts a third-party implementation in one role against
+//! our reference runtime in the other, provokes one race with holds and releases, lets the run
+//! settle, and judges the history with core's checkers.
+//!
+//! | scenario | role | what the proxy does |
+//! |---|---|---|
+//! | `stale-race` | client | holds every `tools/list` response; a mutation starts a refresh, two more mutations land while it is in flight (a burst of 3); the held responses are released newest first |
+//! | `mid-walk` | client | page size 1: a mutation starts a walk; page 1's response is held while a second mutation commits (its notification held too), then released: page 2 is asked with a cursor of the old version |
+//! | `listen-race` | client (2026-07-28) | the client's `subscriptions/listen` is held while a mutation commits, then released: a client that listed before the acknowledgement and never again stays stale |
+//! | `notify` | server | add, remove, then a two-op batch, settling in between: does the server notify, once per batch, after the change is visible? |
+//! | `notify-explicit` | server | the same, with the SDK's explicit notify API called after each mutation (for SDKs that send nothing by themselves); `notify-explicit-session`: Python's session send on the era's connection |
+//! | `call-removal` | server | a call parks inside the tool handler, the tool is removed, the call is released; then (its `list_changed` held back, so the client still lists it) the tool is called again |
+//! | `mid-walk-server` | server | page size 1: the reference client walks, page 1's response is held while the first item is removed (notification held), then page 2 is asked: does the cursor see the old or the new list? |
+
+use crate::adapters::{
+    ClientSetup, Impl, Paths, Role, ServerSetup, Subject, client_launch, server_launch,
+};
+use crate::control;
+use crate::jsonrpc::{self, Frame};
+use crate::outcome::{RunReport, RunStatus, Target};
+use crate::proxy::{Policy, listed_kind};
+use crate::run::{Bounds, Run, RunConfig};
+use crate::timeline::{Action, Body, Dir, Fact, HubState, Side};
+use listsync_core::property::Property;
+use listsync_core::vocab::{Era, Kind, KindSet, Op};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// A generated scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scenario {
+    /// Stale overwrite and bounded refresh under a burst, responses released newest first.
+    StaleRace,
+    /// A mutation between page 1 and page 2 of a client's walk.
+    MidWalk,
+    /// A mutation between the client's listen request and its acknowledgement.
+    ListenRace,
+    /// Does the server notify, once per batch, after commit?
+    Notify,
+    /// As `Notify`, with the SDK's explicit notify API after each mutation.
+    NotifyExplicit,
+    /// As `NotifyExplicit`, through Python's session (legacy) send.
+    NotifyExplicitSession,
+    /// A call in flight while its tool is removed, then a call to the removed tool.
+    CallRemoval,
+    /// A mutation between page 1 and page 2 of the reference client's walk.
+    MidWalkServer,
+}
+
+impl Scenario {
+    /// Every scenario.
+    pub const ALL: [Scenario; 8] = [
+        Scenario::StaleRace,
+        Scenario::MidWalk,
+        Scenario::ListenRace,
+        Scenario::Notify,
+        Scenario::NotifyExplicit,
+        Scenario::NotifyExplicitSession,
+        Scenario::CallRemoval,
+        Scenario::MidWalkServer,
+    ];
+
+    /// Name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::StaleRace => "stale-race",
+            Scenario::MidWalk => "mid-walk",
+            Scenario::ListenRace => "listen-race",
+            Scenario::Notify => "notify",
+            Scenario::NotifyExplicit => "notify-explicit",
+            Scenario::NotifyExplicitSession => "notify-explicit-session",
+            Scenario::CallRemoval => "call-removal",
+            Scenario::MidWalkServer => "mid-walk-server",
+        }
+    }
+
+    /// The role it tests.
+    pub fn role(self) -> Role {
+        match self {
+            Scenario::StaleRace | Scenario::MidWalk | Scenario::ListenRace => Role::Client,
+            _ => Role::Server,
+        }
+    }
+
+    /// Whether it applies to `imp` in `era` (`variant` of the role).
+    pub fn applies(self, imp: Impl, variant: &str, era: Era) -> bool {
+        let _ = variant;
+        match self {
+            Scenario::ListenRace => era == Era::V2026_07_28,
+            // For SDKs that do not notify by themselves.
+            Scenario::NotifyExplicit => matches!(imp, Impl::Python | Impl::Rmcp),
+            Scenario::NotifyExplicitSession => imp == Impl::Python && era == Era::V2026_07_28,
+            _ => true,
+        }
+    }
+
+    fn page_size(self) -> u16 {
+        match self {
+            Scenario::MidWalk | Scenario::MidWalkServer => 1,
+            _ => 0,
+        }
+    }
+
+    /// Which properties the scenario can judge.
+    pub fn judges(self, p: Property, era: Era) -> bool {
+        match p {
+            Property::AuthIsolation => false,
+            Property::ListenThenList => era == Era::V2026_07_28,
+            Property::NoCallToRemoved => self == Scenario::CallRemoval,
+            _ => true,
+        }
+    }
+}
+
+fn tools(names: &[(&str, &str)]) -> Vec<Op> {
+    names.iter().map(|(n, d)| Op::add(Kind::Tools, n, d)).collect()
+}
+
+fn is_first_page_list(v: &Value) -> bool {
+    v.get("method")
+        .and_then(Value::as_str)
+        .and_then(listed_kind)
+        == Some(Kind::Tools)
+        && !jsonrpc::has_cursor(v)
+}
+
+fn is_tools_list(v: &Value) -> bool {
+    v.get("method").and_then(Value::as_str) == Some("tools/list")
+}
+
+fn is_list_changed(v: &Value) -> bool {
+    v.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed")
+}
+
+fn policy(hold_request: fn(&Value) -> bool, hold_response: fn(&Value) -> bool, hold_notification: fn(&Value) -> bool) -> Policy {
+    Policy {
+        hold_request: Arc::new(hold_request),
+        hold_response: Arc::new(hold_response),
+        hold_notification: Arc::new(hold_notification),
+    }
+}
+
+fn no(_: &Value) -> bool {
+    false
+}
+
+fn published_tools(st: &HubState) -> usize {
+    control::events(st, Side::Client, "published")
+        .filter(|(_, e)| e.get("kind").and_then(Value::as_str) == Some("tools"))
+        .count()
+}
+
+fn held_where(st: &HubState, f: impl Fn(Dir, &Value) -> bool) -> Vec<u64> {
+    st.held.iter().filter(|h| f(h.dir, &h.json)).map(|h| h.seq).collect()
+}
+
+fn is_response(v: &Value) -> bool {
+    matches!(jsonrpc::classify(v), Frame::Response { .. })
+}
+
+struct Ctx {
+    run: Run,
+}
+
+impl Ctx {
+    /// Waits for the client's first tools snapshot, then for the link to settle.
+    async fn initial(&self) -> Result<(), String> {
+        let b = self.run.bounds.startup;
+        if self
+            .run
+            .hub
+            .wait_until(b, |st| (published_tools(st) > 0).then_some(()))
+            .await
+            .is_none()
+        {
+            self.run.note("the client published no tools snapshot at start-up");
+        }
+        self.run.settle().await;
+        Ok(())
+    }
+
+    async fn wait_held(&self, what: &str, n: usize, f: impl Fn(Dir, &Value) -> bool) -> Vec<u64> {
+        let got = self
+            .run
+            .hub
+            .wait_until(self.run.bounds.step, |st| {
+                let h = held_where(st, &f);
+                (h.len() >= n).then_some(h)
+            })
+            .await;
+        match got {
+            Some(h) => h,
+            None => {
+                let h = held_where(&self.run.hub.lock(), &f);
+                self.run.note(format!(
+                    "expected {n} held {what} within {:?}; have {}",
+                    self.run.bounds.step,
+                    h.len()
+                ));
+                h
+            }
+        }
+    }
+
+    /// Waits until nothing happens for the quiet period (a third-party client may still be
+    /// about to send requests after a debounce).
+    async fn quiet(&self) {
+        let b = self.run.bounds;
+        self.run.hub.wait_quiet(b.quiet, b.settle, |_| true).await;
+    }
+
+    fn release(&self, seqs: &[u64]) {
+        for s in seqs {
+            self.run.proxy.act(*s, Action::Deliver);
+        }
+    }
+
+    async fn finish(&self) {
+        self.run.proxy.set_policy(Policy::pass_all());
+        self.run.proxy.release_all();
+        if self.run.settle().await {
+            self.run.fact(Fact::Quiescent {
+                kinds: vec![Kind::Tools],
+            });
+        } else {
+            self.run
+                .note("the run did not settle within the bound: no quiescence is declared");
+        }
+    }
+
+    async fn mutate(&mut self, ops: Vec<Op>) -> Result<(), String> {
+        if let Some(refused) = self.run.mutate(&ops).await? {
+            self.run.note(format!("the server adapter refused the batch: {refused}"));
+        }
+        Ok(())
+    }
+}
+
+async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), String> {
+    let hold_list_responses = policy(no, is_tools_list, no);
+    match s {
+        Scenario::StaleRace => {
+            ctx.initial().await?;
+            ctx.run.proxy.set_policy(hold_list_responses);
+            ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
+            ctx.wait_held("tools/list responses", 1, |d, v| d == Dir::Down && is_response(v))
+                .await;
+            ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
+            ctx.mutate(vec![Op::update(Kind::Tools, "b", "b2")]).await?;
+            ctx.quiet().await;
+            let mut held = held_where(&ctx.run.hub.lock(), |d, v| d == Dir::Down && is_response(v));
+            held.reverse();
+            ctx.run.note(format!("releasing {} held list responses, newest first", held.len()));
+            ctx.run.proxy.set_policy(Policy::pass_all());
+            ctx.release(&held);
+            ctx.finish().await;
+        }
+        Scenario::MidWalk => {
+            ctx.initial().await?;
+            ctx.run.proxy.set_policy(policy(no, is_first_page_list, is_list_changed));
+            ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
+            // The first notification goes to the client; later ones wait.
+            let n = ctx.wait_held("list_changed", 1, |d, v| d == Dir::Down && is_list_changed(v)).await;
+            ctx.release(&n);
+            let p1 = ctx
+                .wait_held("page-1 responses", 1, |d, v| d == Dir::Down && is_response(v))
+                .await;
+            ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
+            ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
+            ctx.run.note("releasing page 1 (of the version before the removal)");
+            ctx.release(&p1);
+            ctx.quiet().await;
+            ctx.finish().await;
+        }
+        Scenario::ListenRace => {
+            let held = ctx
+                .wait_held_startup("subscriptions/listen requests", |d, v| {
+                    d == Dir::Up && v.get("method").and_then(Value::as_str) == Some("subscriptions/listen")
+                })
+                .await;
+            // Give a client that lists before its acknowledgement the time to do so.
+            ctx.quiet().await;
+            ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
+            ctx.run.note("releasing the listen request (the change is already committed)");
+            ctx.run.proxy.set_policy(Policy::pass_all());
+            ctx.release(&held);
+            ctx.finish().await;
+        }
+        Scenario::Notify | Scenario::NotifyExplicit | Scenario::NotifyExplicitSession => {
+            ctx.initial().await?;
+            let batches = vec![
+                vec![Op::add(Kind::Tools, "c", "c1")],
+                vec![Op::remove(Kind::Tools, "a")],
+                vec![Op::add(Kind::Tools, "d", "d1"), Op::update(Kind::Tools, "b", "b2")],
+            ];
+            for b in batches {
+                ctx.mutate(b).await?;
+                if s != Scenario::Notify {
+                    let mut fields = json!({"kind": "tools"});
+                    if let Some(v) = via {
+                        fields["via"] = json!(v);
+                    }
+                    if let Err(e) = ctx.run.server.cmd("notify", fields, ctx.run.bounds.command).await {
+                        ctx.run.note(format!("explicit notify failed: {e}"));
+                    }
+                }
+                ctx.run.settle().await;
+            }
+            ctx.finish().await;
+        }
+        Scenario::CallRemoval => {
+            ctx.initial().await?;
+            let bound = ctx.run.bounds.command;
+            let gate = ctx
+                .run
+                .server
+                .cmd("gate_call", json!({"tool": "a"}), bound)
+                .await
+                .map_err(|e| format!("gate_call: {e}"))?;
+            let gate = gate.get("gate").cloned().unwrap_or(Value::Null);
+            ctx.run
+                .send(Side::Client, "call", json!({"tool": "a"}))
+                .await
+                .map_err(|e| format!("call: {e}"))?;
+            let parked = ctx
+                .run
+                .hub
+                .wait_until(ctx.run.bounds.step, |st| {
+                    control::events(st, Side::Server, "call_parked").next().map(|_| ())
+                })
+                .await;
+            if parked.is_none() {
+                ctx.run.note("the call did not park at its gate");
+            }
+            ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
+            ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
+            let _ = ctx.run.server.cmd("release", json!({ "gate": gate }), bound).await;
+            ctx.wait_replies(1).await;
+            ctx.run.note("calling the removed tool (its list_changed is held back)");
+            ctx.run
+                .send(Side::Client, "call", json!({"tool": "a"}))
+                .await
+                .map_err(|e| format!("call: {e}"))?;
+            ctx.wait_replies(2).await;
+            ctx.finish().await;
+        }
+        Scenario::MidWalkServer => {
+            ctx.initial().await?;
+            ctx.run.proxy.set_policy(policy(no, is_first_page_list, is_list_changed));
+            ctx.run
+                .send(Side::Client, "refresh", json!({"kind": "tools"}))
+                .await
+                .map_err(|e| format!("refresh: {e}"))?;
+            let p1 = ctx
+                .wait_held("page-1 responses", 1, |d, v| d == Dir::Down && is_response(v))
+                .await;
+            ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
+            ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
+            ctx.run.note("releasing page 1 (of the version before the removal)");
+            ctx.release(&p1);
+            ctx.quiet().await;
+            ctx.finish().await;
+        }
+    }
+    Ok(())
+}
+
+impl Ctx {
+    async fn wait_held_startup(&self, what: &str, f: impl Fn(Dir, &Value) -> bool) -> Vec<u64> {
+        let got = self
+            .run
+            .hub
+            .wait_until(self.run.bounds.startup, |st| {
+                let h = held_where(st, &f);
+                (!h.is_empty()).then_some(h)
+            })
+            .await;
+        got.unwrap_or_else(|| {
+            self.run.note(format!("no {what} was held"));
+            Vec::new()
+        })
+    }
+
+    /// Waits until the client answered `n` `call` commands.
+    async fn wait_replies(&self, n: usize) {
+        let b = self.run.bounds.step;
+        let got = self
+            .run
+            .hub
+            .wait_until(b, |st| {
+                let calls: Vec<u64> = st
+                    .records
+                    .iter()
+                    .filter_map(|r| match &r.body {
+                        Body::Command { to: Side::Client, cmd }
+                            if cmd.get("cmd").and_then(Value::as_str) == Some("call") =>
+                        {
+                            cmd.get("id").and_then(Value::as_u64)
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let answered = st
+                    .records
+                    .iter()
+                    .filter(|r| matches!(&r.body, Body::Reply { from: Side::Client, reply }
+                        if reply.get("id").and_then(Value::as_u64).is_some_and(|i| calls.contains(&i))))
+                    .count();
+                (answered >= n).then_some(())
+            })
+            .await;
+        if got.is_none() {
+            self.run.note(format!("call {n} was not answered within {b:?}"));
+        }
+    }
+}
+
+/// Runs one scenario against `subject` (its role is the scenario's) in `era`.
+pub async fn run(s: Scenario, subject: &Subject, era: Era, paths: &Paths, bounds: Bounds) -> RunReport {
+    let started = std::time::Instant::now();
+    let role = s.role();
+    let variant = subject
+        .variant
+        .clone()
+        .unwrap_or_else(|| subject.imp.variants(role)[0].to_owned());
+    let subject = Subject {
+        imp: subject.imp,
+        role: Some(role),
+        variant: Some(variant.clone()),
+    };
+    let mut report = RunReport::new(
+        Target::Scenario {
+            name: s.name().into(),
+        },
+        &subject,
+        role,
+        era,
+    );
+    if !subject.imp.eras().contains(&era) {
+        report.status = RunStatus::Unsupported;
+        report.detail = Some(format!("{} does not speak {era}", subject.imp));
+        return report;
+    }
+    let initial = tools(&[("a", "a1"), ("b", "b1")]);
+    let kinds = KindSet::only(Kind::Tools);
+    let reference_variant = |r: Role| if r == role { variant.clone() } else { "reference".into() };
+    let server = ServerSetup {
+        imp: if role == Role::Server { subject.imp } else { Impl::Reference },
+        variant: reference_variant(Role::Server),
+        era,
+        page_size: s.page_size(),
+        initial,
+        ttl_ms: None,
+    };
+    let client = ClientSetup {
+        imp: if role == Role::Client { subject.imp } else { Impl::Reference },
+        variant: reference_variant(Role::Client),
+        era,
+        kinds,
+    };
+    report.server = format!("{} ({})", server.imp, server.variant);
+    report.client = format!("{} ({})", client.imp, client.variant);
+    let launches = server_launch(paths, &server).and_then(|sl| Ok((sl, client_launch(paths, &client)?)));
+    let (sl, cl) = match launches {
+        Ok(l) => l,
+        Err(e) => return report.failed(e, started),
+    };
+    let first_policy = if s == Scenario::ListenRace {
+        policy(
+            |v| v.get("method").and_then(Value::as_str) == Some("subscriptions/listen"),
+            no,
+            no,
+        )
+    } else {
+        Policy::pass_all()
+    };
+    let run = match Run::start(RunConfig {
+        server: sl,
+        client: cl,
+        policy: first_policy,
+        probe_kinds: kinds,
+        kinds,
+        bounds,
+    })
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => return report.failed(e, started),
+    };
+    let mut ctx = Ctx { run };
+    let result = match ctx.run.read_catalog("initial", None).await {
+        Ok(_) => {
+            let via = (s == Scenario::NotifyExplicitSession).then_some("session");
+            script(s, &mut ctx, via).await
+        }
+        Err(e) => Err(e),
+    };
+    report.status = match &result {
+        Ok(()) => RunStatus::Completed,
+        Err(_) => RunStatus::Failed,
+    };
+    report.detail = result.err();
+    let records = ctx.run.finish().await;
+    report.attach(records, kinds);
+    report.mask_with(|p| s.judges(p, era));
+    report.duration_ms = started.elapsed().as_millis() as u64;
+    report
+}

@@ -1,0 +1,101 @@
+//! `listsync replay TRACE... --against IMPL[:ROLE][@VARIANT] [--era E]`: replays traces against
+//! a real implementation through the harness (our runtime, rmcp, the TypeScript SDKs, the Python
+//! SDK), prints per trace the verdicts judged from what the implementation did next to the
+//! model's, any divergence, and the path of the message log.
+
+use anyhow::Context;
+use listsync_core::property::{Property, Verdict};
+use listsync_core::trace::Trace;
+use listsync_core::vocab::Era;
+use listsync_harness::adapters::{Paths, Subject};
+use listsync_harness::outcome::RunStatus;
+use listsync_harness::replay::{agrees, plan, replay};
+use listsync_harness::run::Bounds;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Flags of `listsync replay`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Trace files (JSON).
+    #[arg(required = true)]
+    traces: Vec<PathBuf>,
+    /// Implementation under test: IMPL[:ROLE][@VARIANT], IMPL one of reference, rmcp, ts-v1,
+    /// ts-v2, python (e.g. `ts-v1:client@listchanged-debounce0`, `reference@naive:client`,
+    /// `reference@trace` for our runtime running the trace's own strategies).
+    #[arg(long)]
+    against: String,
+    /// Protocol era (the trace's own era by default; a different one is reported unsupported).
+    #[arg(long)]
+    era: Option<Era>,
+    /// Directory for the message logs.
+    #[arg(long, default_value = "reports/replay")]
+    out: PathBuf,
+}
+
+fn cell(v: Option<&Verdict>) -> String {
+    v.map(ToString::to_string).unwrap_or_else(|| "-".into())
+}
+
+/// Runs the replays; exit 0 when every replay ran in lockstep and agreed with the model, 1 when
+/// one diverged or disagreed, 2 when one could not run.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let subject: Subject = args.against.parse().map_err(anyhow::Error::msg)?;
+    let exe = std::env::current_exe().context("locating the listsync executable")?;
+    let paths = Paths::discover(exe).map_err(anyhow::Error::msg)?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut worst = 0u8;
+    for path in &args.traces {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let trace = Trace::from_json(&text).with_context(|| format!("{}", path.display()))?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let p = plan(&trace, &name, &subject, args.era).map_err(anyhow::Error::msg)?;
+        let mut report = rt.block_on(replay(&p, &paths, Bounds::default()));
+        println!(
+            "trace {} against {} ({}, server {}, client {}): {}{}",
+            path.display(),
+            p.subject,
+            p.scenario.era,
+            report.server,
+            report.client,
+            report.status.as_str(),
+            report.detail.as_deref().map(|d| format!(" — {d}")).unwrap_or_default()
+        );
+        if report.status != RunStatus::Unsupported {
+            println!("  {:<22} {:<9} {:<9} {:<9}", "property", "judged", "model", "trace");
+            for prop in Property::ALL {
+                println!(
+                    "  {:<22} {:<9} {:<9} {:<9}",
+                    prop.as_str(),
+                    cell(report.judged.get(&prop)),
+                    cell(report.model.as_ref().and_then(|m| m.get(&prop))),
+                    cell(report.expected.as_ref().and_then(|m| m.get(&prop))),
+                );
+            }
+            for f in &report.violations {
+                println!("  violation {} (record {}): {}", f.property, f.record, f.detail);
+            }
+            for n in &report.notes {
+                println!("  note: {n}");
+            }
+            let stem = name.trim_end_matches(".json");
+            let log = args.out.join(format!("{stem}.{}.log", p.subject.to_string().replace([':', '@'], "-")));
+            report.id = stem.into();
+            listsync_harness::msglog::write(&log, &report, p.client.kinds)
+                .with_context(|| format!("writing {}", log.display()))?;
+            println!("  message log: {}", log.display());
+        }
+        let code = match report.status {
+            RunStatus::Completed
+                if report.model.as_ref().is_some_and(|m| agrees(&report.judged, m)) =>
+            {
+                0
+            }
+            RunStatus::Completed | RunStatus::Diverged => 1,
+            RunStatus::Unsupported => 0,
+            RunStatus::Failed => 2,
+        };
+        worst = worst.max(code);
+    }
+    Ok(ExitCode::from(worst))
+}
