@@ -1,0 +1,114 @@
+//! Bench (4), model-checking throughput: unique states per second of an exhaustive check of
+//! the reference configurations, breadth-first and depth-first with symmetry reduction, on 1
+//! and 2 checker threads.
+//!
+//! Runs stateright directly on `listsync_model::ListModel` (the model `listsync check` runs)
+//! and waits with `join`, so the time is the checker's own. Quick mode keeps the three smallest
+//! reference configurations; the full run adds the HTTP, 2026 and multi-client ones.
+
+mod support;
+
+use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group};
+use listsync_model::configs;
+use listsync_model::{ListModel, symmetry};
+use listsync_report::bench::{BenchFile, Dist, Group, ModelRow};
+use stateright::{Checker, Model};
+use std::time::{Duration, Instant};
+
+fn explore(model: ListModel, dfs_symmetric: bool, threads: usize) -> (Duration, usize) {
+    let t = Instant::now();
+    let builder = model.checker().threads(threads);
+    let n = if dfs_symmetric {
+        let c = builder
+            .symmetry_fn(symmetry::representative)
+            .spawn_dfs()
+            .join();
+        c.unique_state_count()
+    } else {
+        builder.spawn_bfs().join().unique_state_count()
+    };
+    (t.elapsed(), n)
+}
+
+fn bench(c: &mut Criterion) {
+    let clock = support::RunClock::start();
+    let names: &[&str] = if support::quick() {
+        &["reference", "reference-faults", "reference-auth"]
+    } else {
+        &[
+            "reference",
+            "reference-faults",
+            "reference-auth",
+            "reference-http",
+            "reference-2026",
+            "reference-multi-client",
+        ]
+    };
+    let all = configs::all();
+    let mut rows = Vec::new();
+    let mut group = c.benchmark_group("model_throughput");
+    group.sampling_mode(SamplingMode::Flat);
+    for name in names {
+        let Some(cfg) = all.iter().find(|c| c.name() == *name) else {
+            eprintln!("model_throughput: no configuration {name}");
+            continue;
+        };
+        for (search, dfs) in [("bfs", false), ("dfs_symmetric", true)] {
+            for threads in [1usize, 2] {
+                let mut secs = Vec::new();
+                let mut states = 0;
+                let id = BenchmarkId::new(format!("{name}/{search}"), format!("{threads}t"));
+                group.bench_function(id, |b| {
+                    b.iter_custom(|iters| {
+                        let mut total = Duration::ZERO;
+                        for _ in 0..iters {
+                            let model = ListModel::first_only(cfg.scenario.clone());
+                            let (d, n) = explore(model, dfs, threads);
+                            states = n;
+                            secs.push(d.as_secs_f64());
+                            total += d;
+                        }
+                        total
+                    })
+                });
+                let seconds = Dist::of(&mut secs);
+                rows.push(ModelRow {
+                    config: (*name).to_owned(),
+                    search: search.to_owned(),
+                    threads: threads as u32,
+                    unique_states: states as u64,
+                    states_per_sec: states as f64 / seconds.mean.max(1e-9),
+                    seconds,
+                });
+            }
+        }
+    }
+    group.finish();
+    let mut file = BenchFile::new();
+    file.model = Some(Group {
+        run: clock.info(),
+        driver: "stateright checker on listsync_model::ListModel (first violation per property \
+                 latched), joined"
+            .into(),
+        notes: vec![
+            "Unique states differ between BFS and DFS with symmetry: symmetry reduction visits \
+             one representative per class of states that differ only in client numbering."
+                .into(),
+        ],
+        rows,
+    });
+    support::write_figures("model", &file);
+}
+
+criterion_group! {
+    name = benches;
+    config = support::criterion_for_runs();
+    targets = bench
+}
+
+fn main() {
+    benches();
+    criterion::Criterion::default()
+        .configure_from_args()
+        .final_summary();
+}

@@ -1,0 +1,20 @@
+//! listsync-report: turns what listsync's instruments wrote (the model checker's, the
+//! simulator's, the harness's and the benches' JSON, and counterexample traces) into the pages
+//! under `reports/` that people read: Markdown tables, sequence diagrams of every counterexample
+//! (SVG), and bench plots (SVG). `listsync report` drives it; nothing here runs an instrument.
+//!
+//! * [`diagram`]: a trace as a sequence diagram;
+//! * [`model_check`], [`sim`], [`conformance`], [`bench_page`]: the Markdown pages;
+//! * [`bench`]: the bench figures file the benches write and the report reads;
+//! * [`plot`]: the bench plots;
+//! * [`md`], [`svg`]: helpers.
+
+pub mod bench;
+pub mod bench_page;
+pub mod conformance;
+pub mod diagram;
+pub mod md;
+pub mod model_check;
+pub mod plot;
+pub mod sim;
+pub mod svg;
