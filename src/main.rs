@@ -2,9 +2,14 @@
 //! (stateright's Explorer), `trace show` (read and validate a trace), and the runtime, simulator,
 //! harness and report commands as they land.
 
+mod adapter_cmd;
 mod check;
 mod explore;
+mod matrix_cmd;
+mod replay_cmd;
+mod report_cmd;
 mod serve;
+mod sim_cmd;
 mod trace_cmd;
 mod watch;
 
@@ -34,10 +39,24 @@ enum Cmd {
         #[arg(long, default_value_t = 3000)]
         port: u16,
     },
+    /// Deterministic simulation: many seeded runs under a fault plan, or one scale run
+    /// (`--burst`); violations are shrunk to traces.
+    Sim(sim_cmd::Args),
     /// Run the reference MCP server (stdio or Streamable HTTP on 127.0.0.1).
     Serve(serve::Args),
     /// Run the reference MCP client and print each snapshot change with its version.
     Watch(watch::Args),
+    /// Replay traces against a real implementation (ours or an SDK) through the harness.
+    Replay(replay_cmd::Args),
+    /// Replay the trace corpus and generated scenarios against every implementation; write
+    /// reports/conformance.md and reports/conformance.json.
+    Matrix(matrix_cmd::Args),
+    /// Regenerate every page under reports/ (tables, sequence diagrams, bench plots) from the
+    /// tools' JSON outputs.
+    Report(report_cmd::Args),
+    /// Run a harness adapter in this process (the harness starts `listsync adapter rmcp`).
+    #[command(hide = true)]
+    Adapter(adapter_cmd::Args),
     /// Work with trace files.
     Trace {
         #[command(subcommand)]
@@ -63,8 +82,13 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Check(args) => check::run(args),
         Cmd::Explore { config, port } => explore::run(&config, port),
+        Cmd::Sim(args) => sim_cmd::run(args),
         Cmd::Serve(args) => serve::run(args),
         Cmd::Watch(args) => watch::run(args),
+        Cmd::Replay(args) => replay_cmd::run(args),
+        Cmd::Matrix(args) => matrix_cmd::run(args),
+        Cmd::Report(args) => report_cmd::run(args),
+        Cmd::Adapter(args) => adapter_cmd::run(args),
         Cmd::Trace {
             cmd: TraceCmd::Show { file, quiet },
         } => trace_cmd::show(&file, quiet),

@@ -1,0 +1,275 @@
+//! The reference client against lying servers (hand-written rmcp handlers): a cursor cycle,
+//! endless pagination, duplicate names, an invalid input schema, an oversized list, a result of
+//! the wrong shape, and a server that exits in the middle of a walk. Each server first serves a
+//! good list; then it starts lying and announces a change. Every test asserts the client's error
+//! and that the previous snapshot is intact (marked stale), and that the work stayed bounded.
+
+mod common;
+
+use common::*;
+use listsync_core::client::ClientError;
+use listsync_core::vocab::{Era, Kind, KindSet};
+use listsync_rt::client::{Catalog, CatalogSettings, ClientNotice, Endpoint};
+use listsync_rt::history::History;
+use rmcp::model::{
+    ErrorCode, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use serde_json::json;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lie {
+    Honest,
+    CursorCycle,
+    Endless,
+    Duplicates,
+    InvalidSchema,
+    Oversized,
+    WrongShape,
+    ExitOnPage2,
+}
+
+#[derive(Default)]
+struct LiarState {
+    lie: Mutex<Option<Lie>>,
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+    served: AtomicU32,
+    /// Cancels the current connection (the "server exits").
+    exit: Mutex<Option<CancellationToken>>,
+}
+
+impl LiarState {
+    fn lie(&self) -> Lie {
+        self.lie.lock().unwrap().unwrap_or(Lie::Honest)
+    }
+}
+
+struct Liar {
+    state: Arc<LiarState>,
+}
+
+fn tool(name: &str) -> Tool {
+    let schema = json!({"type": "object"}).as_object().cloned().unwrap();
+    Tool::new(name.to_owned(), format!("{name} tool"), Arc::new(schema))
+}
+
+fn page(tools: Vec<Tool>, next: Option<String>) -> ListToolsResult {
+    let mut r = ListToolsResult::with_all_items(tools);
+    r.next_cursor = next;
+    r
+}
+
+impl ServerHandler for Liar {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        info.server_info = Implementation::new("liar".to_owned(), "1".to_owned());
+        info
+    }
+
+    async fn initialize(
+        &self,
+        req: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        let result = self.negotiate_initialize(&req)?;
+        ctx.peer.set_peer_info(req);
+        self.state.peers.lock().unwrap().push(ctx.peer.clone());
+        Ok(result)
+    }
+
+    async fn list_tools(
+        &self,
+        req: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let n = self.state.served.fetch_add(1, Ordering::SeqCst);
+        let cursor = req.and_then(|r| r.cursor);
+        Ok(match (self.state.lie(), cursor.as_deref()) {
+            (Lie::Honest, None) => page(vec![tool("a"), tool("b")], Some("2".into())),
+            (Lie::Honest, Some(_)) => page(vec![tool("c")], None),
+            (Lie::CursorCycle, _) => page(vec![tool("x")], Some("loop".into())),
+            (Lie::Endless, _) => page(vec![tool(&format!("e{n}"))], Some(format!("p{n}"))),
+            (Lie::Duplicates, _) => page(vec![tool("a"), tool("a")], None),
+            (Lie::InvalidSchema, _) => {
+                let mut t = tool("a");
+                t.input_schema = Arc::new(json!({"type": "string"}).as_object().cloned().unwrap());
+                page(vec![t], None)
+            }
+            (Lie::Oversized, _) => page((0..200).map(|i| tool(&format!("o{i}"))).collect(), None),
+            (Lie::WrongShape, _) => {
+                return Err(McpError::new(ErrorCode(-32603), "lists are hard", None));
+            }
+            (Lie::ExitOnPage2, None) => page(vec![tool("a"), tool("z")], Some("2".into())),
+            (Lie::ExitOnPage2, Some(_)) => {
+                // The process dies: the connection goes away with this request unanswered;
+                // the next connection is an honest server again.
+                *self.state.lie.lock().unwrap() = Some(Lie::Honest);
+                if let Some(exit) = self.state.exit.lock().unwrap().take() {
+                    exit.cancel();
+                }
+                std::future::pending::<()>().await;
+                unreachable!("pending never resolves")
+            }
+        })
+    }
+}
+
+struct Setup {
+    state: Arc<LiarState>,
+    catalog: Catalog,
+    notices: mpsc::UnboundedReceiver<ClientNotice>,
+}
+
+fn setup() -> Setup {
+    let state = Arc::new(LiarState::default());
+    let st = state.clone();
+    let endpoint = Endpoint::duplex(move |_auth| {
+        let st = st.clone();
+        async move {
+            let (client, theirs) = tokio::io::duplex(1 << 20);
+            let exit = CancellationToken::new();
+            *st.exit.lock().unwrap() = Some(exit.clone());
+            tokio::spawn(async move {
+                if let Ok(running) = (Liar { state: st }).serve_with_ct(theirs, exit).await {
+                    let _ = running.waiting().await;
+                }
+            });
+            Ok(client)
+        }
+    });
+    let history = History::new();
+    let mut settings: CatalogSettings =
+        client_settings(Era::V2025_11_25, KindSet::only(Kind::Tools), 0, &history);
+    settings.client.limits.max_pages = 20;
+    settings.client.limits.max_items = 100;
+    settings.client.limits.max_retries = 2;
+    let (tx, notices) = mpsc::unbounded_channel();
+    settings.observer = Some(tx);
+    Setup {
+        state,
+        catalog: Catalog::spawn(settings, endpoint),
+        notices,
+    }
+}
+
+fn names(catalog: &Catalog) -> Vec<String> {
+    catalog.tools().items.iter().map(|i| i.name.to_string()).collect()
+}
+
+/// Serves the honest list, then lies and announces a change; returns the first refresh error.
+async fn lie_after_a_good_list(s: &mut Setup, lie: Lie) -> ClientError {
+    wait_status("first list", &s.catalog, |st| st.ready && st.idle && st.publications == 1).await;
+    assert_eq!(names(&s.catalog), ["a", "b", "c"]);
+    *s.state.lie.lock().unwrap() = Some(lie);
+    let peer = s.state.peers.lock().unwrap().last().cloned().expect("a session");
+    within("notify", peer.notify_tool_list_changed()).await.expect("notified");
+    within("refresh error", async {
+        loop {
+            if let Some(ClientNotice::RefreshFailed { error, .. }) = s.notices.recv().await {
+                return error;
+            }
+        }
+    })
+    .await
+}
+
+/// After the retries give up: the old snapshot is what applications still read, marked stale.
+async fn assert_old_snapshot_kept(s: &Setup) {
+    let status = wait_status("retries over", &s.catalog, |st| st.idle).await;
+    assert_eq!(status.publications, 1, "nothing else was published");
+    assert_eq!(names(&s.catalog), ["a", "b", "c"]);
+    assert!(s.catalog.tools().is_stale());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursor_cycle() {
+    let mut s = setup();
+    let err = lie_after_a_good_list(&mut s, Lie::CursorCycle).await;
+    assert_eq!(err, ClientError::CursorCycle(listsync_core::wire::Cursor("loop".into())));
+    assert_old_snapshot_kept(&s).await;
+    // Two pages per attempt, three attempts (first + two retries), plus the first list.
+    assert!(s.state.served.load(Ordering::SeqCst) <= 2 + 3 * 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_pagination_stops_at_the_page_limit() {
+    let mut s = setup();
+    let err = lie_after_a_good_list(&mut s, Lie::Endless).await;
+    assert_eq!(err, ClientError::TooManyPages(20));
+    assert_old_snapshot_kept(&s).await;
+    assert!(s.state.served.load(Ordering::SeqCst) <= 2 + 3 * 21);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_names_reject_the_snapshot() {
+    let mut s = setup();
+    let err = lie_after_a_good_list(&mut s, Lie::Duplicates).await;
+    assert_eq!(err, ClientError::DuplicateName("a".into()));
+    assert_old_snapshot_kept(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_schema_rejects_the_snapshot() {
+    let mut s = setup();
+    let err = lie_after_a_good_list(&mut s, Lie::InvalidSchema).await;
+    assert!(
+        matches!(&err, ClientError::InvalidResponse(m) if m.contains("inputSchema")),
+        "{err}"
+    );
+    assert_old_snapshot_kept(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_list_is_refused() {
+    let mut s = setup();
+    let err = lie_after_a_good_list(&mut s, Lie::Oversized).await;
+    assert_eq!(err, ClientError::TooManyItems(100));
+    assert_old_snapshot_kept(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_instead_of_a_list() {
+    let mut s = setup();
+    let err = lie_after_a_good_list(&mut s, Lie::WrongShape).await;
+    assert!(matches!(&err, ClientError::Rpc(e) if e.code == -32603), "{err}");
+    assert_old_snapshot_kept(&s).await;
+}
+
+/// The server exits while page 2 of a walk is outstanding: the old snapshot is kept and marked
+/// stale, the client reconnects (a new server process), and re-lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_exits_mid_refresh() {
+    let mut s = setup();
+    wait_status("first list", &s.catalog, |st| st.ready && st.idle && st.publications == 1).await;
+    *s.state.lie.lock().unwrap() = Some(Lie::ExitOnPage2);
+    let peer = s.state.peers.lock().unwrap().last().cloned().expect("a session");
+    within("notify", peer.notify_tool_list_changed()).await.expect("notified");
+    within("disconnect", async {
+        loop {
+            if let Some(ClientNotice::Disconnected { .. }) = s.notices.recv().await {
+                return;
+            }
+        }
+    })
+    .await;
+    // Lost with the connection: the walk; kept: the snapshot, marked stale.
+    assert_eq!(names(&s.catalog), ["a", "b", "c"]);
+    let status = wait_status("reconnected and relisted", &s.catalog, |st| {
+        st.connections == 2 && st.ready && st.idle
+    })
+    .await;
+    assert_eq!(status.publications, 2);
+    assert_eq!(names(&s.catalog), ["a", "b", "c"]);
+    assert!(!s.catalog.tools().is_stale(), "fresh after the re-list");
+}
