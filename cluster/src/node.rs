@@ -4,11 +4,14 @@
 //! hands it to its [`Installer`], which makes it visible to the node's list handlers and only
 //! then notifies the node's clients. Duplicate and out-of-order events are ignored by version.
 //! When Redis is unreachable the node keeps serving its last version and reports itself stale;
-//! it never invents a version.
+//! it never invents a version, and it never goes back to an older one (a store that lost its
+//! data leaves the node stale at the version it has).
 
 use crate::store::{RedisStore, StoreError};
 use futures_util::StreamExt;
 use listsync_core::vocab::Catalog;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -30,12 +33,19 @@ pub enum Health {
     },
 }
 
+/// What [`Installer::install`] returns: resolves once the node's clients were notified.
+pub type Installing<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
 /// What a node does with the store's versions.
 pub trait Installer: Send + Sync + 'static {
-    /// Make `catalog` (cluster version `version`, newer than anything installed before)
-    /// visible to list requests, then notify this node's clients.
-    fn install(&self, version: u64, catalog: Arc<Catalog>);
-    /// The node's standing changed.
+    /// The version the node serves now (installs may also come from elsewhere, e.g. the node's
+    /// own commits).
+    fn version(&self) -> u64;
+    /// Make `catalog` (cluster version `version`) visible to list requests if it is newer than
+    /// what the node serves, then notify this node's clients. The follower awaits it before it
+    /// installs anything else.
+    fn install(&self, version: u64, catalog: Arc<Catalog>) -> Installing<'_>;
+    /// The node's standing changed (reported on every failure, and on every reconnect).
     fn health(&self, health: Health);
 }
 
@@ -63,14 +73,16 @@ impl Default for Follow {
 /// Starts following the store; the task runs until aborted.
 pub fn follow(store: RedisStore, installer: Arc<dyn Installer>, timing: Follow) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let mut local = 0u64;
         let mut backoff = timing.backoff;
         loop {
-            let err = session(&store, installer.as_ref(), timing, &mut local).await;
+            let (err, was_current) = session(&store, installer.as_ref(), timing).await;
             installer.health(Health::Stale {
-                version: local,
+                version: installer.version(),
                 reason: err.to_string(),
             });
+            if was_current {
+                backoff = timing.backoff;
+            }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(timing.max_backoff);
         }
@@ -78,26 +90,43 @@ pub fn follow(store: RedisStore, installer: Arc<dyn Installer>, timing: Follow) 
 }
 
 /// One connected stretch: subscribe, catch up, follow events until the connection fails.
+/// Returns why it ended, and whether it got as far as following.
 async fn session(
     store: &RedisStore,
     installer: &dyn Installer,
     timing: Follow,
-    local: &mut u64,
-) -> StoreError {
-    let mut pubsub =
-        match tokio::time::timeout(Duration::from_secs(2), store.client().get_async_pubsub()).await
-        {
-            Ok(Ok(p)) => p,
-            Ok(Err(e)) => return e.into(),
-            Err(_) => return StoreError::Corrupt("timed out connecting to redis".into()),
-        };
-    if let Err(e) = pubsub.subscribe(&store.keys().channel).await {
-        return e.into();
+) -> (StoreError, bool) {
+    let connect = tokio::time::timeout(Duration::from_secs(2), store.client().get_async_pubsub());
+    let mut pubsub = match connect.await {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => return (e.into(), false),
+        Err(_) => {
+            return (
+                StoreError::Corrupt("timed out connecting to redis".into()),
+                false,
+            );
+        }
+    };
+    let subscribe = tokio::time::timeout(
+        Duration::from_secs(2),
+        pubsub.subscribe(&store.keys().channel),
+    );
+    match subscribe.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return (e.into(), false),
+        Err(_) => {
+            return (
+                StoreError::Corrupt("timed out subscribing to the change channel".into()),
+                false,
+            );
+        }
     }
-    if let Err(e) = catch_up(store, installer, local).await {
-        return e;
+    if let Err(e) = catch_up(store, installer).await {
+        return (e, false);
     }
-    installer.health(Health::Current { version: *local });
+    installer.health(Health::Current {
+        version: installer.version(),
+    });
     let mut events = pubsub.into_on_message();
     let mut tick = tokio::time::interval(timing.poll);
     tick.tick().await;
@@ -105,18 +134,24 @@ async fn session(
         tokio::select! {
             msg = events.next() => match msg {
                 Some(m) => {
+                    // A payload that is not a version still means "something changed".
                     let v: u64 = m.get_payload().unwrap_or(u64::MAX);
-                    if v > *local
-                        && let Err(e) = catch_up(store, installer, local).await
+                    if v > installer.version()
+                        && let Err(e) = catch_up(store, installer).await
                     {
-                        return e;
+                        return (e, true);
                     }
                 }
-                None => return StoreError::Corrupt("redis closed the subscription".into()),
+                None => {
+                    return (
+                        StoreError::Corrupt("redis closed the subscription".into()),
+                        true,
+                    );
+                }
             },
             _ = tick.tick() => {
-                if let Err(e) = catch_up(store, installer, local).await {
-                    return e;
+                if let Err(e) = catch_up(store, installer).await {
+                    return (e, true);
                 }
             }
         }
@@ -124,15 +159,16 @@ async fn session(
 }
 
 /// Loads the store and installs its version if it is newer than what the node serves.
-async fn catch_up(
-    store: &RedisStore,
-    installer: &dyn Installer,
-    local: &mut u64,
-) -> Result<(), StoreError> {
+async fn catch_up(store: &RedisStore, installer: &dyn Installer) -> Result<(), StoreError> {
     let (v, catalog) = store.load().await?;
-    if v > *local {
-        *local = v;
-        installer.install(v, Arc::new(catalog));
+    let local = installer.version();
+    if v > local {
+        installer.install(v, Arc::new(catalog)).await;
+    } else if v < local {
+        return Err(StoreError::Behind {
+            store: v,
+            node: local,
+        });
     }
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! a batch commits atomically and bumps the version exactly once (a Lua script that checks the
 //! version it was computed from, so two admins on two nodes never lose a batch); every commit
 //! appends to a change stream (catch-up after a missed event) and publishes the version on a
-//! channel (fast broadcast).
+//! channel (fast broadcast). The store also holds the cluster's catalog identity (the version
+//! space every node's list results name), set once by the node that seeds it.
 
 use listsync_core::vocab::{Catalog, Op};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -23,6 +24,38 @@ pub enum StoreError {
     /// Too many concurrent commits in a row got in the way.
     #[error("gave up after {0} attempts: other commits kept landing first")]
     Contended(u32),
+    /// The store holds an older version than a node already serves (its data was lost or
+    /// replaced): the node keeps what it has rather than go back.
+    #[error("the store is at v{store}, behind v{node} that this node serves: refusing to go back")]
+    Behind {
+        /// Version in the store.
+        store: u64,
+        /// Version the node serves.
+        node: u64,
+    },
+}
+
+/// Why [`RedisStore::commit_with`] did not commit.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError<E> {
+    /// The batch was refused by the caller's check against the current catalog.
+    #[error("{0}")]
+    Refused(E),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a commit produced.
+#[derive(Clone, Debug)]
+pub struct Committed {
+    /// The version that holds the batch.
+    pub version: u64,
+    /// The catalog at that version.
+    pub catalog: Arc<Catalog>,
+    /// Whether this call made the version (false: the batch changed nothing, and `version`
+    /// is the one it was checked against).
+    pub landed: bool,
 }
 
 /// Names of the keys and channel of one logical server.
@@ -36,6 +69,8 @@ pub struct Keys {
     pub changes: String,
     /// Pub/sub channel carrying each new version.
     pub channel: String,
+    /// Catalog identity (version space) of this logical server.
+    pub id: String,
 }
 
 impl Keys {
@@ -46,6 +81,7 @@ impl Keys {
             catalog: format!("{prefix}:catalog"),
             changes: format!("{prefix}:changes"),
             channel: format!("{prefix}:events"),
+            id: format!("{prefix}:id"),
         }
     }
 }
@@ -67,6 +103,11 @@ const LOAD: &str = r#"
 return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('GET', KEYS[2]) or ''}
 "#;
 
+const IDENTIFY: &str = r#"
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
+"#;
+
 /// Counts of Redis round trips, for the "Redis operations per change" figure.
 #[derive(Debug, Default)]
 pub struct OpCounts {
@@ -86,6 +127,7 @@ pub struct RedisStore {
     keys: Arc<Keys>,
     commit: Arc<Script>,
     load: Arc<Script>,
+    identify: Arc<Script>,
     counts: Arc<OpCounts>,
 }
 
@@ -113,6 +155,7 @@ impl RedisStore {
             keys: Arc::new(Keys::new(prefix)),
             commit: Arc::new(Script::new(COMMIT)),
             load: Arc::new(Script::new(LOAD)),
+            identify: Arc::new(Script::new(IDENTIFY)),
             counts: Arc::new(OpCounts::default()),
         })
     }
@@ -167,33 +210,76 @@ impl RedisStore {
         }
     }
 
+    /// The catalog identity of this logical server: set once (the first caller's proposal
+    /// wins), the same for every node afterwards.
+    pub async fn catalog_id(&self, proposal: u64) -> Result<u64, StoreError> {
+        let mut conn = self.conn.clone();
+        let id: String = self
+            .identify
+            .key(&self.keys.id)
+            .arg(proposal.max(1))
+            .invoke_async(&mut conn)
+            .await?;
+        id.parse()
+            .map_err(|_| StoreError::Corrupt(format!("catalog id {id:?} is not a number")))
+    }
+
     /// Applies a batch atomically: exactly one new version if it changes anything, none if it
     /// changes nothing. Concurrent batches from other nodes are retried on top of each other,
     /// so every batch lands and versions strictly increase. Returns the version that holds the
     /// batch.
     pub async fn commit(&self, ops: &[Op]) -> Result<u64, StoreError> {
+        let done = self
+            .commit_with(|current| {
+                let mut next = current.clone();
+                for op in ops {
+                    next.apply(op);
+                }
+                Ok::<_, std::convert::Infallible>(next)
+            })
+            .await;
+        match done {
+            Ok(c) => Ok(c.version),
+            Err(CommitError::Store(e)) => Err(e),
+            Err(CommitError::Refused(never)) => match never {},
+        }
+    }
+
+    /// Commits the catalog `next` computes from the current one, atomically: `next` runs again
+    /// on the newer catalog whenever another commit lands first (so a check inside it always
+    /// sees the catalog it is applied to). One new version if the result differs from the
+    /// current catalog, none otherwise.
+    pub async fn commit_with<E>(
+        &self,
+        next: impl Fn(&Catalog) -> Result<Catalog, E>,
+    ) -> Result<Committed, CommitError<E>> {
         const ATTEMPTS: u32 = 64;
         for _ in 0..ATTEMPTS {
             self.counts
                 .commit_round_trips
                 .fetch_add(1, Ordering::Relaxed);
             let (version, catalog) = self.load_inner().await?;
-            let mut next = catalog.clone();
-            for op in ops {
-                next.apply(op);
-            }
-            if next == catalog {
-                return Ok(version);
+            let after = next(&catalog).map_err(CommitError::Refused)?;
+            if after == catalog {
+                return Ok(Committed {
+                    version,
+                    catalog: Arc::new(catalog),
+                    landed: false,
+                });
             }
             self.counts
                 .commit_round_trips
                 .fetch_add(1, Ordering::Relaxed);
-            if let Some(v) = self.compare_and_set(version, &next).await? {
+            if let Some(v) = self.compare_and_set(version, &after).await? {
                 self.counts.commits.fetch_add(1, Ordering::Relaxed);
-                return Ok(v);
+                return Ok(Committed {
+                    version: v,
+                    catalog: Arc::new(after),
+                    landed: true,
+                });
             }
         }
-        Err(StoreError::Contended(ATTEMPTS))
+        Err(StoreError::Contended(ATTEMPTS).into())
     }
 
     /// Writes `next` as version `expected + 1` if the store is still at `expected`.

@@ -3,7 +3,7 @@
 //! admins on two nodes, followers that install versions in order, a Redis restart that loses
 //! nothing, and a partitioned node that keeps its last version without inventing one.
 
-use listsync_cluster::node::{Follow, Health, Installer, follow};
+use listsync_cluster::node::{Follow, Health, Installer, Installing, follow};
 use listsync_cluster::store::RedisStore;
 use listsync_cluster::testkit::TestRedis;
 use listsync_core::vocab::{Catalog, Kind, Op};
@@ -51,10 +51,15 @@ impl Recorder {
 }
 
 impl Installer for Recorder {
-    fn install(&self, version: u64, catalog: Arc<Catalog>) {
-        self.installed.lock().unwrap().push(version);
-        *self.catalog.lock().unwrap() = (*catalog).clone();
-        self.version.send_replace(version);
+    fn version(&self) -> u64 {
+        *self.version.borrow()
+    }
+    fn install(&self, version: u64, catalog: Arc<Catalog>) -> Installing<'_> {
+        Box::pin(async move {
+            self.installed.lock().unwrap().push(version);
+            *self.catalog.lock().unwrap() = (*catalog).clone();
+            self.version.send_replace(version);
+        })
     }
     fn health(&self, health: Health) {
         self.health.send_replace(Some(health));
@@ -170,5 +175,69 @@ async fn a_redis_restart_loses_nothing_and_a_partitioned_node_keeps_its_version(
         .map(|i| i.name.to_string())
         .collect();
     assert_eq!(names, ["after", "before", "seed"]);
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalog_id_is_set_once_and_a_refused_batch_applies_nothing() {
+    let redis = TestRedis::start().expect("redis");
+    let a = RedisStore::connect(&redis.url(), "t4").await.unwrap();
+    let b = RedisStore::connect(&redis.url(), "t4").await.unwrap();
+    let id = a.catalog_id(77).await.unwrap();
+    assert_eq!(id, 77);
+    assert_eq!(b.catalog_id(99).await.unwrap(), 77, "the first proposal wins");
+    a.seed(&Catalog::from_ops(&add("seed"))).await.unwrap();
+    let refused = a
+        .commit_with(|_| Err::<Catalog, _>("no"))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(
+            refused,
+            listsync_cluster::store::CommitError::Refused("no")
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(a.load().await.unwrap().0, 1);
+    let done = b
+        .commit_with(|c| {
+            let mut next = c.clone();
+            next.apply(&add("x")[0]);
+            Ok::<_, ()>(next)
+        })
+        .await
+        .unwrap();
+    assert!(done.landed);
+    assert_eq!(done.version, 2);
+    assert_eq!(*done.catalog, a.load().await.unwrap().1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_lost_its_data_does_not_take_a_node_back() {
+    let redis = TestRedis::start().expect("redis");
+    let store = RedisStore::connect(&redis.url(), "t5").await.unwrap();
+    store.seed(&Catalog::from_ops(&add("seed"))).await.unwrap();
+    let mut v = 1;
+    for i in 0..3 {
+        v = store.commit(&add(&format!("t{i}"))).await.unwrap();
+    }
+    let rec = Recorder::new();
+    let task = follow(store.clone(), rec.clone(), fast());
+    rec.wait_version(v).await;
+    // The data goes away and a new history starts at v1, then v2.
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
+    store.seed(&Catalog::from_ops(&add("other"))).await.unwrap();
+    let newer = store.commit(&add("other2")).await.unwrap();
+    assert!(newer < v);
+    let h = rec
+        .wait_health(|h| matches!(h, Health::Stale { reason, .. } if reason.contains("behind")))
+        .await;
+    assert!(
+        matches!(h, Health::Stale { version, .. } if version == v),
+        "{h:?}"
+    );
+    assert_eq!(*rec.installed.lock().unwrap().last().unwrap(), v);
     task.abort();
 }
