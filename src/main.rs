@@ -10,6 +10,7 @@ mod replay_cmd;
 mod report_cmd;
 mod serve;
 mod sim_cmd;
+mod suite_cmd;
 mod trace_cmd;
 mod watch;
 
@@ -51,6 +52,9 @@ enum Cmd {
     /// Replay the trace corpus and generated scenarios against every implementation; write
     /// reports/conformance.md and reports/conformance.json.
     Matrix(matrix_cmd::Args),
+    /// Run the official MCP conformance suite against `listsync serve --http` (lists, list
+    /// changes, subscriptions, caching; both eras); write reports/conformance-suite.md.
+    ConformanceSuite(suite_cmd::Args),
     /// Regenerate every page under reports/ (tables, sequence diagrams, bench plots) from the
     /// tools' JSON outputs.
     Report(report_cmd::Args),
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Cmd::Replay(args) => replay_cmd::run(args),
         Cmd::Matrix(args) => matrix_cmd::run(args),
         Cmd::Report(args) => report_cmd::run(args),
+        Cmd::ConformanceSuite(args) => suite_cmd::run(args),
         Cmd::Adapter(args) => adapter_cmd::run(args),
         Cmd::Trace {
             cmd: TraceCmd::Show { file, quiet },

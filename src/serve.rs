@@ -8,6 +8,7 @@ use listsync_core::server::ServerConfig;
 use listsync_core::strategy::ServerStrategy;
 use listsync_core::vocab::Era;
 use listsync_rt::control::{self, ReadyInfo};
+use listsync_rt::fixtures::Fixtures;
 use listsync_rt::server::{Server, ServerSettings, fresh_catalog_id};
 use rmcp::ServiceExt;
 use serde_json::json;
@@ -44,6 +45,11 @@ pub struct Args {
     /// `ttlMs` on 2026-07-28 list results.
     #[arg(long)]
     ttl_ms: Option<u32>,
+    /// A named fixture set added to the initial catalog: `conformance` (the items and
+    /// `test_trigger_tool_change` / `test_trigger_prompt_change` tools the official MCP
+    /// conformance suite expects).
+    #[arg(long, value_name = "SET")]
+    fixtures: Option<Fixtures>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -85,6 +91,10 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => Vec::new(),
     };
+    let initial = match args.fixtures {
+        Some(f) => f.catalog().into_iter().chain(initial).collect(),
+        None => initial,
+    };
     let control_path = args
         .control
         .or_else(|| env("LISTSYNC_CONTROL").map(PathBuf::from));
@@ -96,6 +106,7 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
             ttl_ms: args.ttl_ms,
             catalog_id: fresh_catalog_id(),
         },
+        call_effects: args.fixtures.map(Fixtures::effects),
         ..ServerSettings::default()
     };
     let server = Server::new(settings, &initial, None);

@@ -7,6 +7,7 @@
 //!   gates that park a chosen reply);
 //! * [`client::Catalog`]: the reference client (one actor task stepping the catalog machine,
 //!   wait-free snapshot reads, a change stream, retries and reconnects);
+//! * [`fixtures`]: the items and trigger tools the official conformance suite expects;
 //! * [`control`]: the harness control protocol (`docs/harness-protocol.md`) for both roles;
 //! * [`history::History`]: a shared recorder of core history events, judged with core's
 //!   property checkers.
@@ -17,6 +18,7 @@
 pub mod canon;
 pub mod client;
 pub mod control;
+pub mod fixtures;
 pub mod gate;
 pub mod history;
 pub mod items;

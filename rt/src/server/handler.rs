@@ -338,10 +338,20 @@ impl ServerHandler for Handler {
         req: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let tool = req.name.to_string();
         let req = Request::CallTool {
-            name: req.name.as_ref().into(),
+            name: tool.as_str().into(),
         };
-        reply::call(self.serve(&ctx, req).await?).map(Into::into)
+        let result = reply::call(self.serve(&ctx, req).await?)?;
+        if let Some(effects) = &self.shared.settings.call_effects {
+            let server = super::Server {
+                shared: self.shared.clone(),
+            };
+            if let Some(batch) = effects.batch(&tool, &server.catalog()) {
+                server.apply(&batch).await;
+            }
+        }
+        Ok(result.into())
     }
 
     async fn get_prompt(

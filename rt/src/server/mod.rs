@@ -47,6 +47,33 @@ pub struct ServerSettings {
     pub name: String,
     /// Longest wait for one notification to be handed to a transport.
     pub delivery_timeout: Duration,
+    /// Batches that successful tool calls commit (the conformance suite's trigger tools).
+    pub call_effects: Option<CallEffects>,
+}
+
+/// The side effects of tool calls: for a tool that was just called successfully and the catalog
+/// it was resolved against, the batch to commit (through the registry, like an administrator's).
+#[derive(Clone)]
+pub struct CallEffects(Arc<EffectFn>);
+
+type EffectFn = dyn Fn(&str, &Catalog) -> Option<Vec<Op>> + Send + Sync;
+
+impl CallEffects {
+    /// Wraps a function from (tool, catalog) to the batch to commit.
+    pub fn new(f: Arc<EffectFn>) -> Self {
+        CallEffects(f)
+    }
+
+    /// The batch a call of `tool` commits, if any.
+    pub fn batch(&self, tool: &str, catalog: &Catalog) -> Option<Vec<Op>> {
+        (self.0)(tool, catalog)
+    }
+}
+
+impl std::fmt::Debug for CallEffects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallEffects(..)")
+    }
 }
 
 impl Default for ServerSettings {
@@ -59,6 +86,7 @@ impl Default for ServerSettings {
             },
             name: "listsync-rt".into(),
             delivery_timeout: Duration::from_secs(10),
+            call_effects: None,
         }
     }
 }
