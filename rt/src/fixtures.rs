@@ -34,7 +34,9 @@ impl std::str::FromStr for Fixtures {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "conformance" => Ok(Fixtures::Conformance),
-            other => Err(format!("unknown fixture set '{other}' (known: conformance)")),
+            other => Err(format!(
+                "unknown fixture set '{other}' (known: conformance)"
+            )),
         }
     }
 }
@@ -60,8 +62,16 @@ impl Fixtures {
                 TRIGGER_PROMPT_CHANGE,
                 "Adds or removes test_dynamic_prompt (one committed batch)",
             ),
-            add(Kind::Prompts, "test_simple_prompt", "A prompt without arguments"),
-            add(Kind::Resources, "test://static-text", "A static text resource"),
+            add(
+                Kind::Prompts,
+                "test_simple_prompt",
+                "A prompt without arguments",
+            ),
+            add(
+                Kind::Resources,
+                "test://static-text",
+                "A static text resource",
+            ),
             add(
                 Kind::Resources,
                 "test://watched-resource",
@@ -84,7 +94,11 @@ impl Fixtures {
 /// The batch a successful call of `tool` commits, if any: the trigger tools toggle their item.
 fn trigger(tool: &str, catalog: &Catalog) -> Option<Vec<Op>> {
     let (kind, name, description) = match tool {
-        TRIGGER_TOOL_CHANGE => (Kind::Tools, DYNAMIC_TOOL, "Added by test_trigger_tool_change"),
+        TRIGGER_TOOL_CHANGE => (
+            Kind::Tools,
+            DYNAMIC_TOOL,
+            "Added by test_trigger_tool_change",
+        ),
         TRIGGER_PROMPT_CHANGE => (
             Kind::Prompts,
             DYNAMIC_PROMPT,
@@ -124,7 +138,13 @@ mod tests {
         let remove = trigger(TRIGGER_TOOL_CHANGE, &catalog).unwrap();
         assert!(matches!(&remove[..], [Op::Remove { name, .. }] if &**name == DYNAMIC_TOOL));
         let prompt = trigger(TRIGGER_PROMPT_CHANGE, &catalog).unwrap();
-        assert!(matches!(&prompt[..], [Op::Add { kind: Kind::Prompts, .. }]));
+        assert!(matches!(
+            &prompt[..],
+            [Op::Add {
+                kind: Kind::Prompts,
+                ..
+            }]
+        ));
         assert!(trigger("test_simple_text", &catalog).is_none());
     }
 }
