@@ -1,40 +1,39 @@
 //! Bench (3), fan-out: one server, N clients (N = 10, 100, 1000), one mutation. Measures the
-//! time from the mutation until every client has published the new list, and the list
-//! requests the server served for it (ideal: N, one page each).
+//! time from the mutation until every client's readers see the new list, and the `tools/list`
+//! requests the server received for it (ideal: exactly N — one walk of one page per client).
 //!
-//! Driven by the bench-local in-process driver over core's machines (`support/driver.rs`), not
-//! by `rt/`.
+//! The server and clients are the shipped runtime (`listsync-rt` over rmcp, in-process pipes,
+//! see `support/rig.rs`). The N clients connect once per strategy and size; each iteration is
+//! one more mutation.
 
 mod support;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group};
 use listsync_report::bench::{BenchFile, Dist, FanoutRow, Group};
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
-use support::driver::{Client, Server, Strategy, burst, catalog_ops};
+use std::time::{Duration, Instant};
+use support::rig::{Counters, PAGE_SIZE, Rig, Strategy, Subject};
 
-const DEADLINE: Duration = Duration::from_secs(20);
+const DEADLINE: Duration = Duration::from_secs(60);
 
-async fn one_mutation(strategy: Strategy, n: u32) -> (Option<Duration>, f64) {
-    let server = Server::spawn(&catalog_ops(u32::from(support::driver::PAGE_SIZE)));
-    let clients: Vec<Arc<Client>> = (0..n)
-        .map(|i| Arc::new(Client::spawn(i, strategy, &server)))
-        .collect();
-    for c in &clients {
-        assert!(c.converged(1, DEADLINE).await.is_some(), "initial list");
-    }
-    server.counters.reset();
-    let (target, t0) = server.burst(burst(1)).await;
+/// One mutation; returns the time until every client converged (None if one did not), the
+/// list requests served meanwhile, and the time until every client settled.
+async fn one_mutation(rig: &Rig, clients: &[Subject]) -> (Option<Duration>, f64, Duration) {
+    rig.counters.reset();
+    let t0 = Instant::now();
+    let (target, _) = rig.burst(1).await;
     let mut last = Some(t0);
-    for c in &clients {
+    for c in clients {
         match (c.converged(target, DEADLINE).await, last) {
             (Some(t), Some(l)) => last = Some(l.max(t)),
             _ => last = None,
         }
     }
-    let requests = server.counters.requests.load(Ordering::SeqCst) as f64;
-    (last.map(|t| t.saturating_duration_since(t0)), requests)
+    let requests = Counters::get(&rig.counters.requests) as f64;
+    (
+        last.map(|t| t.saturating_duration_since(t0)),
+        requests,
+        t0.elapsed(),
+    )
 }
 
 fn bench(c: &mut Criterion) {
@@ -48,17 +47,29 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("fan_out");
     group.sampling_mode(SamplingMode::Flat);
     for n in [10u32, 100, 1000] {
-        for strategy in [Strategy::Reference, Strategy::Naive, Strategy::Debounce(0)] {
+        for strategy in Strategy::ALL {
             let mut conv = Vec::new();
             let mut reqs = Vec::new();
             let mut iterations = 0u64;
+            // Connected on first use, so that a filtered run does not connect clients it skips.
+            let mut setup: Option<(Rig, Vec<Subject>)> = None;
             group.bench_function(BenchmarkId::new(strategy.name(), n), |b| {
                 b.iter_custom(|iters| {
+                    let (rig, clients) = setup.get_or_insert_with(|| {
+                        rt.block_on(async {
+                            let rig = Rig::new(u32::from(PAGE_SIZE));
+                            let mut clients = Vec::new();
+                            for i in 0..n {
+                                clients.push(Subject::connect(&rig, i, strategy, DEADLINE).await);
+                            }
+                            (rig, clients)
+                        })
+                    });
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
-                        let (t, r) = rt.block_on(one_mutation(strategy, n));
+                        let (t, r, settled) = rt.block_on(one_mutation(rig, clients));
                         iterations += 1;
-                        total += t.unwrap_or(DEADLINE);
+                        total += t.unwrap_or(settled);
                         if let Some(t) = t {
                             conv.push(t.as_secs_f64() * 1e3);
                         }
@@ -67,6 +78,12 @@ fn bench(c: &mut Criterion) {
                     total
                 })
             });
+            for c in setup.iter().flat_map(|(_, cs)| cs) {
+                c.shutdown();
+            }
+            if iterations == 0 {
+                continue; // filtered out
+            }
             rows.push(FanoutRow {
                 strategy: strategy.name(),
                 clients: n,
@@ -81,10 +98,14 @@ fn bench(c: &mut Criterion) {
     let mut file = BenchFile::new();
     file.fanout = Some(Group {
         run: clock.info(),
-        driver: "bench-local in-process driver: core's Registry and CatalogClient machines on \
-                 tokio (2 workers), channels for the transport; not rt/"
+        driver: "listsync-rt's reference server and N clients (core's machines on tokio over \
+                 rmcp 3.11.0, 2025-11-25), newline-delimited JSON-RPC over in-process duplex \
+                 pipes, tokio with 2 workers"
             .into(),
-        notes: vec!["The list is one page (4 tools); the mutation updates one tool.".into()],
+        notes: vec![format!(
+            "The list is one page ({PAGE_SIZE} tools); each mutation updates one tool. The \
+             clients stay connected across iterations."
+        )],
         rows,
     });
     support::write_figures("fanout", &file);

@@ -71,6 +71,9 @@ fn bench(c: &mut Criterion) {
                         total
                     })
                 });
+                if secs.is_empty() {
+                    continue; // filtered out
+                }
                 let seconds = Dist::of(&mut secs);
                 rows.push(ModelRow {
                     config: (*name).to_owned(),

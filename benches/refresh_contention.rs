@@ -1,15 +1,17 @@
 //! Bench (1), refresh contention: a burst of K `list_changed` notifications (K = 1, 10, 100,
 //! 1000) lands while the client's refresh of a P-page list (P = 1, 10) is in flight, with M
 //! concurrent readers (M = 0, 4). For each strategy, in the same run: list round trips per
-//! burst (walks, and pages), the time from the burst's last mutation to the final list being
-//! published, and each reader's read latency.
+//! burst (walks, and page requests), the time from the burst's last mutation to the final list
+//! being what readers see, and each reader's read latency.
 //!
-//! Driven by the bench-local in-process driver over core's machines (`support/driver.rs`), not
-//! by `rt/`: see that module for what it does and does not include, and for the two bench-local
-//! strategies (trailing debounce, mutex-guarded single flight).
+//! The client and server are the shipped runtime (`listsync-rt` over rmcp, in-process pipes);
+//! see `support/rig.rs` for the tap between them and for the two strategies the project does not
+//! ship (trailing debounce, mutex-guarded single flight), which run rt's `naive` client behind
+//! what they add.
 //!
-//! Criterion's measured time per iteration is the convergence time; the other figures are
-//! collected from the same iterations and written for `listsync report`.
+//! Criterion's measured time per iteration is the convergence time (for an iteration whose
+//! client settled on another list than the server's: the time until it settled); the other
+//! figures are collected from the same iterations and written for `listsync report`.
 
 mod support;
 
@@ -17,61 +19,56 @@ use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group};
 use listsync_report::bench::{BenchFile, Dist, Group, RefreshRow};
 use std::sync::Arc;
 use std::time::Duration;
-use support::driver::{Client, Server, Strategy, burst, catalog_ops};
+use support::rig::{Counters, PAGE_SIZE, Rig, Strategy, Subject, spawn_readers};
 
-/// Longest wait for convergence after the parked request is released.
-const DEADLINE: Duration = Duration::from_secs(10);
+/// Longest wait for any one phase of an iteration.
+const DEADLINE: Duration = Duration::from_secs(30);
 
 /// One iteration's figures.
 struct Sample {
     walks: f64,
     requests: f64,
     converge: Option<Duration>,
+    /// Last mutation until the client settled (whatever it then held).
+    settled: Duration,
     reads: Vec<f64>,
 }
 
 async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32) -> Sample {
-    let server = Server::spawn(&catalog_ops(pages * u32::from(support::driver::PAGE_SIZE)));
-    let client = Arc::new(Client::spawn(0, strategy, &server));
-    // Initial list.
-    assert!(
-        client.converged(1, DEADLINE).await.is_some(),
-        "{strategy:?}: initial list"
-    );
-    client.sync_guarded().await;
+    let rig = Rig::new(pages * u32::from(PAGE_SIZE));
+    let client = Arc::new(Subject::connect(&rig, 0, strategy, DEADLINE).await);
     let (stop, _) = tokio::sync::watch::channel(false);
-    let stop = Arc::new(stop);
-    let reader_tasks = support::driver::spawn_readers(&client, readers, &stop);
+    let reader_tasks = spawn_readers(&client, readers, &stop);
     // A refresh in flight: its last page request parked at the server.
-    let parked = server.hold(0, pages);
+    let gate = rig.park_list(pages);
     client.refresh();
-    parked.await.expect("the refresh's last page request is parked");
-    server.counters.reset();
-    let (target, last_mutation) = server.burst(burst(k)).await;
+    let parked = tokio::time::timeout(DEADLINE, rig.server.gates().parked(gate)).await;
+    assert!(
+        matches!(parked, Ok(true)),
+        "{}: the refresh's last page request is parked",
+        strategy.name()
+    );
+    rig.counters.reset();
     let before = client.notifications();
+    let (target, last_mutation) = rig.burst(k).await;
     let all_in = client
-        .wait(DEADLINE, |_, _, n| n >= before + u64::from(k))
+        .wait(DEADLINE, || client.heard(before + u64::from(k)))
         .await;
-    assert!(all_in, "{strategy:?}: burst delivered");
-    server.release();
+    assert!(all_in, "{}: burst delivered", strategy.name());
+    rig.server.gates().release(gate);
     let converged = client.converged(target, DEADLINE).await;
-    // Count round trips only once everything has settled.
-    client.wait(DEADLINE, |idle, _, _| idle).await;
+    let settled = last_mutation.elapsed();
     let _ = stop.send(true);
     let mut reads = Vec::new();
     for t in reader_tasks {
         reads.extend(t.await.unwrap_or_default());
     }
+    client.shutdown();
     Sample {
-        walks: server
-            .counters
-            .walks
-            .load(std::sync::atomic::Ordering::SeqCst) as f64,
-        requests: server
-            .counters
-            .requests
-            .load(std::sync::atomic::Ordering::SeqCst) as f64,
+        walks: Counters::get(&rig.counters.walks) as f64,
+        requests: Counters::get(&rig.counters.requests) as f64,
         converge: converged.map(|t| t.saturating_duration_since(last_mutation)),
+        settled,
         reads,
     }
 }
@@ -96,12 +93,15 @@ fn bench(c: &mut Criterion) {
                             let mut total = Duration::ZERO;
                             for _ in 0..iters {
                                 let s = rt.block_on(one_burst(strategy, k, pages, readers));
-                                total += s.converge.unwrap_or(DEADLINE);
+                                total += s.converge.unwrap_or(s.settled);
                                 samples.push(s);
                             }
                             total
                         })
                     });
+                    if samples.is_empty() {
+                        continue; // filtered out
+                    }
                     let mut walks: Vec<f64> = samples.iter().map(|s| s.walks).collect();
                     let mut requests: Vec<f64> = samples.iter().map(|s| s.requests).collect();
                     let mut conv: Vec<f64> = samples
@@ -109,8 +109,10 @@ fn bench(c: &mut Criterion) {
                         .filter_map(|s| s.converge)
                         .map(|d| d.as_secs_f64() * 1e3)
                         .collect();
-                    let mut reads: Vec<f64> =
-                        samples.iter().flat_map(|s| s.reads.iter().copied()).collect();
+                    let mut reads: Vec<f64> = samples
+                        .iter()
+                        .flat_map(|s| s.reads.iter().copied())
+                        .collect();
                     rows.push(RefreshRow {
                         strategy: strategy.name(),
                         k,
@@ -131,15 +133,22 @@ fn bench(c: &mut Criterion) {
     let mut file = BenchFile::new();
     file.refresh = Some(Group {
         run: clock.info(),
-        driver: "bench-local in-process driver: core's Registry and CatalogClient machines on \
-                 tokio (2 workers), channels for the transport; not rt/"
+        driver: "listsync-rt's reference server and client (core's machines on tokio over rmcp \
+                 3.11.0, 2025-11-25), newline-delimited JSON-RPC over in-process duplex pipes, \
+                 tokio with 2 workers"
             .into(),
         notes: vec![
-            "Round trips count the list requests the server received from the burst's first \
-             mutation until the client was idle again; the request of the walk in flight (parked \
-             at the server when the burst starts) is not counted."
+            "Round trips count the `tools/list` requests the server received from the burst's \
+             first mutation until the client was settled again; the request of the walk in \
+             flight (parked at the server when the burst starts) is not counted."
                 .into(),
-            "Every iteration criterion ran is included (warm-up too).".into(),
+            format!(
+                "A list of P pages holds {PAGE_SIZE}·P tools; each burst is K one-update \
+                 batches, so the server sends K notifications."
+            ),
+            "Every iteration criterion ran is included (warm-up too); each iteration starts a \
+             fresh server and client."
+                .into(),
         ],
         rows,
     });

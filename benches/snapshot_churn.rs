@@ -209,6 +209,9 @@ fn bench(c: &mut Criterion) {
                 })
             });
             churn.stop();
+            if mean_ns == 0.0 {
+                continue; // filtered out
+            }
             let (mut samples, publishes_per_sec) = sample_reads(name, readers, sample_for);
             rows.push(ChurnRow {
                 store: name.to_owned(),

@@ -1,9 +1,19 @@
-//! `listsync report`: regenerates every page under `reports/` from the tools' JSON outputs —
-//! `model-check.md` (+ a sequence diagram per counterexample trace), `sim.md` (+ diagrams of
-//! the simulator's shrunk traces), `conformance.md` (only when the harness has not rendered it
-//! itself), `bench.md` (+ plots) and the index
-//! `README.md`. Bench figures that `cargo bench` left under `target/listsync-bench/` are first
-//! merged into `reports/bench.json` (a group is replaced only by a newer run of it).
+//! `listsync report`: regenerates every page under `reports/` from scratch, from the tools'
+//! JSON outputs:
+//!
+//! * `model-check.md` from `model-check.json` (`listsync check`);
+//! * `sim.md` from `sim.json` and `sim/*.json` (`listsync sim --report ...`);
+//! * `conformance.md` from `conformance.json` (`listsync matrix`);
+//! * `bench.md` and `plots/*.svg` from `target/listsync-bench/*.json` (`cargo bench`), merged into
+//!   `bench.json` so the page can be regenerated without re-running the benches (a group is
+//!   replaced only by a newer run of it);
+//! * a sequence diagram (`diagrams/**.svg`) of every counterexample trace: the model's
+//!   (`reports/traces/`), the corpus (`traces/`) and the simulator's shrunk ones
+//!   (`reports/sim-traces/`), linked from the pages' tables;
+//! * the index `README.md` with the headline numbers.
+//!
+//! A missing input gives a page that says how to produce it; an unreadable one is reported and
+//! makes the command exit 1 after every other page was written.
 //!
 //! `listsync check` calls [`model_check`] so that the model-check page has one renderer.
 
@@ -22,40 +32,65 @@ pub struct Args {
     /// The reports directory (inputs and outputs).
     #[arg(long, default_value = "reports")]
     out: PathBuf,
+    /// The committed trace corpus (each trace gets a diagram).
+    #[arg(long, default_value = "traces")]
+    traces: PathBuf,
     /// Where `cargo bench` wrote its figures (merged into bench.json if present).
     #[arg(long, default_value = "target/listsync-bench")]
     bench_figures: PathBuf,
 }
 
+/// Diagram directories under `reports/`, for the corpus and the simulator's traces.
+const CORPUS_DIAGRAMS: &str = "diagrams/corpus";
+const SIM_DIAGRAMS: &str = "diagrams/sim";
+
 /// What one regeneration wrote.
 #[derive(Default)]
 struct Written {
     pages: Vec<String>,
-    diagrams: usize,
+    /// Diagrams written, relative to `reports/`.
+    diagrams: Vec<String>,
     failed: Vec<String>,
+}
+
+impl Written {
+    fn has(&self, rel: &str) -> bool {
+        self.diagrams.iter().any(|d| d == rel)
+    }
 }
 
 /// Runs `listsync report`.
 pub fn run(args: Args) -> Result<ExitCode> {
     let out = &args.out;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let diagrams = out.join("diagrams");
-    // From scratch: every diagram is regenerated from its trace.
-    if diagrams.exists() {
-        std::fs::remove_dir_all(&diagrams)?;
+    // From scratch: every diagram and plot is regenerated from its input.
+    for dir in ["diagrams", "plots"] {
+        let d = out.join(dir);
+        if d.exists() {
+            std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+        }
     }
     let mut w = Written::default();
     let check = model_check_into(out, &mut w)?;
+    let corpus = corpus_diagrams(out, &args.traces, &mut w);
     let sims = sim_page(out, &mut w)?;
     let conf = conformance_page(out, &mut w)?;
     let bench = bench_pages(out, &args.bench_figures, &mut w)?;
-    index(out, check.as_ref(), &sims, conf.as_ref(), bench.as_ref())?;
+    index(
+        out,
+        check.as_ref(),
+        &corpus,
+        &sims,
+        conf.as_ref(),
+        &bench,
+        &w,
+    )?;
     w.pages.push("README.md".into());
     println!(
         "listsync report: wrote {} in {} and {} diagrams",
         w.pages.join(", "),
         out.display(),
-        w.diagrams
+        w.diagrams.len()
     );
     for f in &w.failed {
         eprintln!("listsync report: {f}");
@@ -67,7 +102,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     })
 }
 
-/// Renders `model-check.md` and the diagrams of its counterexample traces from
+/// Renders `model-check.md` and the diagrams of the model's counterexample traces from
 /// `out/model-check.json` (used by `listsync check` too). Returns the parsed JSON if present.
 pub fn model_check(out: &Path) -> Result<Option<ModelCheck>> {
     let mut w = Written::default();
@@ -80,19 +115,40 @@ pub fn model_check(out: &Path) -> Result<Option<ModelCheck>> {
 
 fn model_check_into(out: &Path, w: &mut Written) -> Result<Option<ModelCheck>> {
     let json = out.join("model-check.json");
-    let Ok(text) = std::fs::read_to_string(&json) else {
-        return Ok(None);
+    let page = out.join("model-check.md");
+    let parsed = match std::fs::read_to_string(&json) {
+        Err(_) => None,
+        Ok(text) => match ModelCheck::parse(&text) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                w.failed.push(format!("{}: {e:#}", json.display()));
+                None
+            }
+        },
     };
-    let m = ModelCheck::parse(&text).with_context(|| format!("reading {}", json.display()))?;
-    for (_, _, file) in m.violations() {
-        render_diagram(&out.join("traces").join(&file), &out.join(mc::diagram_for(&file)), w);
+    // Every trace the model wrote gets a diagram (the table links those of its violations).
+    for trace in json_files(&out.join("traces")) {
+        let Some(name) = file_name(&trace) else {
+            continue;
+        };
+        render_diagram(out, &trace, &mc::diagram_for(&name), w);
     }
-    std::fs::write(out.join("model-check.md"), mc::render(&m))?;
+    let text = match &parsed {
+        Some(m) => mc::render(m),
+        None => mc::render_missing(json.exists()),
+    };
+    std::fs::write(&page, text).with_context(|| format!("writing {}", page.display()))?;
     w.pages.push("model-check.md".into());
-    Ok(Some(m))
+    Ok(parsed)
 }
 
-fn render_diagram(trace: &Path, svg: &Path, w: &mut Written) {
+fn file_name(p: &Path) -> Option<String> {
+    p.file_name().map(|n| n.to_string_lossy().into_owned())
+}
+
+/// Renders `trace` to `out/rel` (an SVG path relative to `out`).
+fn render_diagram(out: &Path, trace: &Path, rel: &str, w: &mut Written) {
+    let svg = out.join(rel);
     let result = std::fs::read_to_string(trace)
         .map_err(anyhow::Error::from)
         .and_then(|t| diagram::trace_to_svg(&t))
@@ -100,10 +156,10 @@ fn render_diagram(trace: &Path, svg: &Path, w: &mut Written) {
             if let Some(dir) = svg.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            Ok(std::fs::write(svg, s)?)
+            Ok(std::fs::write(&svg, s)?)
         });
     match result {
-        Ok(()) => w.diagrams += 1,
+        Ok(()) => w.diagrams.push(rel.to_owned()),
         Err(e) => w.failed.push(format!("{}: {e:#}", trace.display())),
     }
 }
@@ -121,6 +177,26 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+fn stem(file: &str) -> &str {
+    file.strip_suffix(".json").unwrap_or(file)
+}
+
+/// Diagrams of the committed corpus; returns the trace file names rendered.
+fn corpus_diagrams(out: &Path, traces: &Path, w: &mut Written) -> Vec<String> {
+    let mut names = Vec::new();
+    for trace in json_files(traces) {
+        let Some(name) = file_name(&trace) else {
+            continue;
+        };
+        let rel = format!("{CORPUS_DIAGRAMS}/{}.svg", stem(&name));
+        render_diagram(out, &trace, &rel, w);
+        if w.has(&rel) {
+            names.push(name);
+        }
+    }
+    names
+}
+
 fn sim_page(out: &Path, w: &mut Written) -> Result<Vec<sim::Summary>> {
     let mut sums = Vec::new();
     let mut files = json_files(&out.join("sim"));
@@ -128,12 +204,19 @@ fn sim_page(out: &Path, w: &mut Written) -> Result<Vec<sim::Summary>> {
         files.insert(0, out.join("sim.json"));
     }
     for f in files {
-        let text = std::fs::read_to_string(&f)?;
-        let v: Value = serde_json::from_str(&text).with_context(|| format!("{}", f.display()))?;
+        let parsed = std::fs::read_to_string(&f)
+            .map_err(anyhow::Error::from)
+            .and_then(|t| Ok(serde_json::from_str::<Value>(&t)?));
+        let v = match parsed {
+            Ok(v) => v,
+            Err(e) => {
+                w.failed.push(format!("{}: {e:#}", f.display()));
+                continue;
+            }
+        };
         let source = f
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+            .strip_prefix(out)
+            .map_or_else(|_| f.display().to_string(), |p| p.display().to_string());
         match v {
             Value::Array(items) => sums.extend(items.into_iter().map(|json| sim::Summary {
                 source: source.clone(),
@@ -142,26 +225,20 @@ fn sim_page(out: &Path, w: &mut Written) -> Result<Vec<sim::Summary>> {
             json => sums.push(sim::Summary { source, json }),
         }
     }
-    // Diagrams of the shrunk traces the summaries name.
-    let trace_dir = out.join("sim-traces");
-    let mut rendered = Vec::new();
-    for s in &sums {
-        for (_, file) in sim::traces(s) {
-            let trace = trace_dir.join(&file);
-            if trace.exists() && !rendered.contains(&file) {
-                let stem = file.strip_suffix(".json").unwrap_or(&file).to_owned();
-                render_diagram(&trace, &out.join(format!("diagrams/sim/{stem}.svg")), w);
-                rendered.push(file);
-            }
+    // Every shrunk trace the simulator wrote gets a diagram.
+    for trace in json_files(&out.join("sim-traces")) {
+        if let Some(name) = file_name(&trace) {
+            render_diagram(
+                out,
+                &trace,
+                &format!("{SIM_DIAGRAMS}/{}.svg", stem(&name)),
+                w,
+            );
         }
     }
     let link = |file: &str| -> Option<String> {
-        rendered.iter().any(|r| r == file).then(|| {
-            format!(
-                "diagrams/sim/{}.svg",
-                file.strip_suffix(".json").unwrap_or(file)
-            )
-        })
+        let rel = format!("{SIM_DIAGRAMS}/{}.svg", stem(file));
+        w.has(&rel).then_some(rel)
     };
     std::fs::write(out.join("sim.md"), sim::render(&sums, &link))?;
     w.pages.push("sim.md".into());
@@ -171,29 +248,39 @@ fn sim_page(out: &Path, w: &mut Written) -> Result<Vec<sim::Summary>> {
 fn conformance_page(out: &Path, w: &mut Written) -> Result<Option<Value>> {
     let path = out.join("conformance.json");
     let v = match std::fs::read_to_string(&path) {
-        Ok(t) => Some(serde_json::from_str(&t).with_context(|| format!("{}", path.display()))?),
         Err(_) => None,
+        Ok(t) => match serde_json::from_str(&t) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                w.failed.push(format!("{}: {e}", path.display()));
+                None
+            }
+        },
     };
-    // The harness (`listsync matrix`) renders its own page from the matrix it ran, which holds
-    // more than the JSON (message logs); keep that page when it is there.
-    let md = out.join("conformance.md");
-    if v.is_none() || !md.exists() {
-        std::fs::write(&md, conformance::render(v.as_ref()))?;
-        w.pages.push("conformance.md".into());
-    }
+    let link = |file: &str| -> Option<String> {
+        let rel = format!("{CORPUS_DIAGRAMS}/{}.svg", stem(file));
+        w.has(&rel).then_some(rel)
+    };
+    std::fs::write(
+        out.join("conformance.md"),
+        conformance::render(v.as_ref(), &link),
+    )?;
+    w.pages.push("conformance.md".into());
     Ok(v)
 }
 
-fn bench_pages(out: &Path, figures: &Path, w: &mut Written) -> Result<Option<BenchFile>> {
+fn bench_pages(out: &Path, figures: &Path, w: &mut Written) -> Result<BenchFile> {
     let path = out.join("bench.json");
-    let mut bench = if path.exists() {
-        BenchFile::read(&path)?
-    } else {
-        BenchFile::new()
-    };
+    let mut bench = BenchFile::new();
+    if path.exists() {
+        match BenchFile::read(&path) {
+            Ok(b) => bench = b,
+            Err(e) => w.failed.push(format!("{e:#}")),
+        }
+    }
     let mut imported = false;
     for f in json_files(figures) {
-        match BenchFile::read(&f) {
+        match BenchFile::read_figures(&f) {
             Ok(b) => {
                 bench.merge_newer(b);
                 imported = true;
@@ -201,36 +288,94 @@ fn bench_pages(out: &Path, figures: &Path, w: &mut Written) -> Result<Option<Ben
             Err(e) => w.failed.push(format!("{e:#}")),
         }
     }
-    let any = bench.refresh.is_some()
-        || bench.churn.is_some()
-        || bench.fanout.is_some()
-        || bench.model.is_some();
-    if imported || any {
+    if imported {
         std::fs::write(&path, serde_json::to_string_pretty(&bench)? + "\n")?;
     }
     let plots = out.join("plots");
-    std::fs::create_dir_all(&plots)?;
+    let mut write_plot = |name: &str, svg: Result<String>| {
+        let result = svg.and_then(|s| {
+            std::fs::create_dir_all(&plots)?;
+            Ok(std::fs::write(plots.join(name), s)?)
+        });
+        if let Err(e) = result {
+            w.failed.push(format!("plots/{name}: {e:#}"));
+        }
+    };
     if let Some(g) = &bench.refresh {
-        std::fs::write(plots.join("refresh-walks.svg"), plot::refresh_walks(&g.rows)?)?;
-        std::fs::write(
-            plots.join("refresh-converge.svg"),
-            plot::refresh_converge(&g.rows)?,
-        )?;
+        write_plot(
+            "refresh-round-trips.svg",
+            plot::refresh_round_trips(&g.rows),
+        );
+        write_plot("refresh-walks.svg", plot::refresh_walks(&g.rows));
+        write_plot("refresh-converge.svg", plot::refresh_converge(&g.rows));
     }
     if let Some(g) = &bench.churn {
-        std::fs::write(plots.join("read-latency.svg"), plot::read_latency(&g.rows)?)?;
+        write_plot("read-latency.svg", plot::read_latency(&g.rows));
     }
     std::fs::write(out.join("bench.md"), bench_page::render(&bench))?;
     w.pages.push("bench.md".into());
-    Ok(any.then_some(bench))
+    Ok(bench)
+}
+
+/// The conformance matrix's headline: rows, runs, reference rows clean, third-party rows with a
+/// violation, known-bad strategies caught.
+fn conformance_headline(v: &Value) -> String {
+    let rows: Vec<&Value> = v
+        .get("rows")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let violated = |r: &Value| {
+        r.get("cells").and_then(Value::as_object).is_some_and(|c| {
+            c.values()
+                .any(|c| c.get("state") == Some(&"violated".into()))
+        })
+    };
+    let is_ref = |r: &Value| r.get("imp").and_then(Value::as_str) == Some("reference");
+    let refs = rows.iter().filter(|r| is_ref(r)).count();
+    let refs_bad = rows.iter().filter(|r| is_ref(r) && violated(r)).count();
+    let others: Vec<&&Value> = rows
+        .iter()
+        .filter(|r| {
+            !is_ref(r)
+                && r.get("runs")
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| !a.is_empty())
+        })
+        .collect();
+    let others_bad = others.iter().filter(|r| violated(r)).count();
+    let validation: Vec<&Value> = v
+        .get("validation")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter(|x| x.get("shows").is_some_and(|s| !s.is_null()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let caught = validation
+        .iter()
+        .filter(|x| x.get("caught").and_then(Value::as_bool) == Some(true))
+        .count();
+    let runs = v.get("runs").and_then(Value::as_array).map_or(0, Vec::len);
+    format!(
+        "{} rows, {runs} runs; reference rows violating a property: {refs_bad} of {refs}; \
+         third-party rows that ran and violate at least one property: {others_bad} of {}; \
+         known-bad corpus traces caught when replayed: {caught} of {}",
+        rows.len(),
+        others.len(),
+        validation.len()
+    )
 }
 
 fn index(
     out: &Path,
     check: Option<&ModelCheck>,
+    corpus: &[String],
     sims: &[sim::Summary],
     conf: Option<&Value>,
-    bench: Option<&BenchFile>,
+    bench: &BenchFile,
+    w: &Written,
 ) -> Result<()> {
     let mut s = String::new();
     let _ = writeln!(s, "# listsync reports\n");
@@ -238,28 +383,26 @@ fn index(
         s,
         "Generated by `listsync report` from the JSON the instruments wrote; do not edit by \
          hand. Regenerate with `cargo run --release -- report` (after `listsync check`, \
-         `listsync sim --report`, the harness, or `cargo bench`).\n"
+         `listsync sim --report reports/sim.json`, `listsync matrix`, or `cargo bench`).\n"
     );
     let _ = writeln!(s, "| page | what | headline |");
     let _ = writeln!(s, "|---|---|---|");
     let mc_head = match check {
         Some(m) => {
-            let reference: Vec<_> = m
+            let reference = m
                 .configs
                 .iter()
                 .filter(|c| {
                     c.strategies.get("client").map(String::as_str) == Some("reference")
                         && c.strategies.get("server").map(String::as_str) == Some("reference")
                 })
-                .collect();
+                .collect::<Vec<_>>();
             format!(
-                "{} configurations, {} unique states; {} reference configurations hold every applicable property; {} counterexamples; {}",
+                "{} configurations, {} unique states; {} of {} reference configurations hold every applicable property; {} counterexamples; {}",
                 m.configs.len(),
                 m.total_unique_states,
-                reference
-                    .iter()
-                    .filter(|c| c.as_expected)
-                    .count(),
+                reference.iter().filter(|c| c.as_expected).count(),
+                reference.len(),
                 m.violations().len(),
                 if m.all_as_expected {
                     "every verdict as expected"
@@ -268,61 +411,108 @@ fn index(
                 }
             )
         }
-        None => "not run yet".into(),
+        None => "not run yet (`listsync check`)".into(),
     };
     let _ = writeln!(
         s,
-        "| [model check](model-check.md) | exhaustive model checking of every configuration; each counterexample as a [sequence diagram](diagrams/) | {mc_head} |"
+        "| [model check](model-check.md) | exhaustive model checking of every configuration; each counterexample as a sequence diagram | {mc_head} |"
     );
     let sim_head = if sims.is_empty() {
-        "no summary committed yet".to_owned()
+        "not run yet (`listsync sim --report reports/sim.json`)".to_owned()
     } else {
         let runs: u64 = sims
             .iter()
             .filter_map(|x| x.json.get("runs").and_then(Value::as_u64))
             .sum();
-        format!("{} summaries, {runs} simulated runs", sims.len())
+        let expected = sims
+            .iter()
+            .filter(|x| x.json.get("as_expected").and_then(Value::as_bool) == Some(true))
+            .count();
+        format!(
+            "{} summaries, {runs} simulated runs; {expected} of {} as expected",
+            sims.len(),
+            sims.len()
+        )
     };
     let _ = writeln!(
         s,
-        "| [simulation](sim.md) | seeded simulation under fault plans; shrunk failures | {sim_head} |"
+        "| [simulation](sim.md) | seeded simulation of the shipped machines under fault plans; shrunk failures | {sim_head} |"
     );
     let _ = writeln!(
         s,
-        "| [conformance](conformance.md) | traces replayed against real SDKs | {} |",
-        if conf.is_some() {
-            "see the matrix"
-        } else {
-            "harness output not available yet"
+        "| [conformance](conformance.md) | the trace corpus and scenarios replayed against our runtime and real SDKs | {} |",
+        match conf {
+            Some(v) => conformance_headline(v),
+            None => "not run yet (`listsync matrix`)".into(),
         }
     );
     let mut bench_head = Vec::new();
-    if let Some(b) = bench {
-        if let Some(g) = &b.refresh {
-            bench_head.extend(bench_page::headline_refresh(&g.rows));
-        }
-        if let Some(g) = &b.churn {
-            bench_head.extend(bench_page::headline_churn(&g.rows));
-        }
+    if let Some(g) = &bench.refresh {
+        bench_head.extend(bench_page::headline_refresh(&g.rows));
+    }
+    if let Some(g) = &bench.churn {
+        bench_head.extend(bench_page::headline_churn(&g.rows));
     }
     let _ = writeln!(
         s,
-        "| [benchmarks](bench.md) | refresh contention, snapshot reads under churn, fan-out, model-checking throughput | {} |",
+        "| [benchmarks](bench.md) | refresh contention, snapshot reads under churn, fan-out, model-checking throughput, replay throughput | {} |",
         if bench_head.is_empty() {
-            "not run yet".to_owned()
+            "not run yet (`cargo bench`)".to_owned()
         } else {
             bench_head.join("<br>")
         }
     );
+
+    let _ = writeln!(s, "\n## Sequence diagrams\n");
+    let _ = writeln!(
+        s,
+        "One per counterexample trace: lanes for the server, the network (each message in \
+         flight on its own track) and every client; the step after which the property first \
+         fails is highlighted in red.\n"
+    );
     if let Some(m) = check {
-        let _ = writeln!(s, "\n## Counterexample diagrams\n");
+        let _ = writeln!(s, "### Model checker (`reports/traces/`)\n");
         for (config, p, file) in m.violations() {
+            let rel = mc::diagram_for(&file);
+            if w.has(&rel) {
+                let _ = writeln!(
+                    s,
+                    "- `{config}` violates `{p}`: [diagram]({rel}) · [trace](traces/{file})"
+                );
+            }
+        }
+        let _ = writeln!(s);
+    }
+    if !corpus.is_empty() {
+        let _ = writeln!(s, "### Corpus (`traces/`)\n");
+        for name in corpus {
             let _ = writeln!(
                 s,
-                "- `{config}` violates `{p}`: [diagram]({}) · [trace](traces/{file})",
-                mc::diagram_for(&file)
+                "- `{}`: [diagram]({CORPUS_DIAGRAMS}/{}.svg) · [trace](../traces/{name})",
+                stem(name),
+                stem(name)
             );
         }
+        let _ = writeln!(s);
+    }
+    let sim_diagrams: Vec<&String> = w
+        .diagrams
+        .iter()
+        .filter(|d| d.starts_with(SIM_DIAGRAMS))
+        .collect();
+    if !sim_diagrams.is_empty() {
+        let _ = writeln!(s, "### Simulator (`reports/sim-traces/`)\n");
+        for d in sim_diagrams {
+            let name = d
+                .trim_start_matches(SIM_DIAGRAMS)
+                .trim_start_matches('/')
+                .trim_end_matches(".svg");
+            let _ = writeln!(
+                s,
+                "- `{name}`: [diagram]({d}) · [trace](sim-traces/{name}.json)"
+            );
+        }
+        let _ = writeln!(s);
     }
     std::fs::write(out.join("README.md"), s)?;
     Ok(())

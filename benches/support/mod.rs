@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each bench target uses a different part of this module
 
-pub mod driver;
+pub mod rig;
 
 use criterion::Criterion;
 use listsync_report::bench::{BenchFile, RunInfo};
@@ -80,9 +80,46 @@ pub fn figures_dir() -> PathBuf {
     target.join("listsync-bench")
 }
 
-/// Writes one group's figures (`file` holds just that group).
+/// Criterion options that take a value (so the value is not a filter).
+const VALUED: [&str; 14] = [
+    "--save-baseline",
+    "--baseline",
+    "--baseline-lenient",
+    "--load-baseline",
+    "--measurement-time",
+    "--warm-up-time",
+    "--sample-size",
+    "--nresamples",
+    "--noise-threshold",
+    "--confidence-level",
+    "--significance-level",
+    "--profile-time",
+    "--output-format",
+    "--color",
+];
+
+/// Whether criterion was given a filter (a positional argument), so that only some benchmarks
+/// of the group run.
+pub fn filtered() -> bool {
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if VALUED.contains(&a.as_str()) {
+            args.next();
+        } else if !a.starts_with('-') {
+            return true;
+        }
+    }
+    false
+}
+
+/// Writes one group's figures (`file` holds just that group). A filtered run writes under
+/// `partial/` instead, where `listsync report` does not look, so that it never replaces the
+/// figures of a whole run.
 pub fn write_figures(group: &str, file: &BenchFile) {
-    let dir = figures_dir();
+    let mut dir = figures_dir();
+    if filtered() {
+        dir = dir.join("partial");
+    }
     let path = dir.join(format!("{group}.json"));
     let result = std::fs::create_dir_all(&dir).and_then(|()| {
         std::fs::write(
@@ -94,4 +131,15 @@ pub fn write_figures(group: &str, file: &BenchFile) {
         Ok(()) => eprintln!("listsync bench: figures written to {}", path.display()),
         Err(e) => eprintln!("listsync bench: cannot write {}: {e}", path.display()),
     }
+}
+
+/// Writes the figures of a group `listsync report` does not model field by field (replay
+/// throughput, cluster convergence...). `figures` should look like a [`listsync_report::bench::Group`]:
+/// `{"run": RunInfo, "driver": "...", "notes": ["..."], "rows": [{...}, ...]}`; the report
+/// renders `rows` as a table, one column per key, in its section for groups named `replay*` or
+/// `cluster*` (others under "Other figures").
+pub fn write_extra(group: &str, figures: serde_json::Value) {
+    let mut file = BenchFile::new();
+    file.extra.insert(group.to_owned(), figures);
+    write_figures(group, &file);
 }

@@ -5,8 +5,15 @@
 //! there into the committed `reports/bench.json` (a group replaces the committed one only if it
 //! is newer) and renders `reports/bench.md` and its plots from that. Times are in the unit their
 //! field names say; counts are per iteration unless the name says otherwise.
+//!
+//! Groups this crate does not model field by field (replay throughput, the cluster's commit to
+//! convergence, anything added later) are kept as JSON in [`BenchFile::extra`], under their key
+//! in a bench file, or under the file's stem when the file is some other JSON document; the
+//! page renders them as tables.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// `format` of a bench file.
@@ -33,6 +40,10 @@ pub struct BenchFile {
     /// (4) Model-checking throughput.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<Group<ModelRow>>,
+    /// Every other group, as its JSON (ideally `{"run": RunInfo, "driver": .., "notes": [..],
+    /// "rows": [{..}, ..]}`, like [`Group`]).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
 }
 
 /// One group's run.
@@ -198,12 +209,34 @@ impl BenchFile {
     /// Reads a bench file.
     pub fn read(path: &Path) -> anyhow::Result<BenchFile> {
         let text = std::fs::read_to_string(path)?;
-        let f: BenchFile = serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{}: not a bench file: {e}", path.display()))?;
+        Self::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+
+    /// Reads any figures file `cargo bench` left: a bench file, or some other JSON document,
+    /// which becomes the extra group named after the file's stem.
+    pub fn read_figures(path: &Path) -> anyhow::Result<BenchFile> {
+        let text = std::fs::read_to_string(path)?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", path.display()))?;
+        if v.get("format").and_then(Value::as_str) == Some(BENCH_FORMAT) {
+            return Self::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+        }
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "figures".into());
+        let mut f = BenchFile::new();
+        f.extra.insert(stem, v);
+        Ok(f)
+    }
+
+    /// Parses a bench file's text.
+    pub fn parse(text: &str) -> anyhow::Result<BenchFile> {
+        let f: BenchFile =
+            serde_json::from_str(text).map_err(|e| anyhow::anyhow!("not a bench file: {e}"))?;
         if f.format != BENCH_FORMAT || f.version != BENCH_VERSION {
             anyhow::bail!(
-                "{}: format {} version {}, expected {BENCH_FORMAT} version {BENCH_VERSION}",
-                path.display(),
+                "format {} version {}, expected {BENCH_FORMAT} version {BENCH_VERSION}",
                 f.format,
                 f.version
             );
@@ -226,7 +259,33 @@ impl BenchFile {
         take(&mut self.churn, other.churn);
         take(&mut self.fanout, other.fanout);
         take(&mut self.model, other.model);
+        for (k, v) in other.extra {
+            let newer = match self.extra.get(&k) {
+                None => true,
+                Some(mine) => started(mine) <= started(&v),
+            };
+            if newer {
+                self.extra.insert(k, v);
+            }
+        }
     }
+
+    /// Whether any group is present.
+    pub fn is_empty(&self) -> bool {
+        self.refresh.is_none()
+            && self.churn.is_none()
+            && self.fanout.is_none()
+            && self.model.is_none()
+            && self.extra.is_empty()
+    }
+}
+
+/// When an extra group's run started (0 if it does not say).
+fn started(v: &Value) -> u64 {
+    v.get("run")
+        .and_then(|r| r.get("started_unix"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -241,5 +300,25 @@ mod tests {
         assert_eq!(d.p50, 51.0);
         assert_eq!(d.mean, 50.5);
         assert_eq!(Dist::of(&mut []), Dist::default());
+    }
+
+    #[test]
+    fn other_groups_are_kept_and_newer_runs_win() {
+        let old = r#"{"format":"listsync-bench","version":1,
+            "replay":{"run":{"started_unix":5},"rows":[{"adapter":"reference","traces_per_sec":10}]}}"#;
+        let new = r#"{"format":"listsync-bench","version":1,
+            "replay":{"run":{"started_unix":9},"rows":[{"adapter":"reference","traces_per_sec":12}]}}"#;
+        let mut a = BenchFile::parse(new).unwrap();
+        a.merge_newer(BenchFile::parse(old).unwrap());
+        assert_eq!(a.extra["replay"]["rows"][0]["traces_per_sec"], 12);
+        let text = serde_json::to_string(&a).unwrap();
+        assert!(
+            BenchFile::parse(&text)
+                .unwrap()
+                .extra
+                .contains_key("replay")
+        );
+        assert!(!a.is_empty());
+        assert!(BenchFile::new().is_empty());
     }
 }

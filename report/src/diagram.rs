@@ -382,10 +382,7 @@ impl<'a> Builder<'a> {
     }
 
     fn client_lane(&self, c: ClientId) -> usize {
-        self.clients
-            .get(c as usize)
-            .copied()
-            .unwrap_or(self.net)
+        self.clients.get(c as usize).copied().unwrap_or(self.net)
     }
 
     fn node_lane(&self, n: u8) -> usize {
@@ -437,7 +434,11 @@ impl<'a> Builder<'a> {
             Event::Committed { version, catalog } => Self::note(
                 lines,
                 self.commit_lane(),
-                format!("commit v{version} ({} items)", catalog.items.len()),
+                format!(
+                    "commit v{version} ({} item{})",
+                    catalog.items.len(),
+                    if catalog.items.len() == 1 { "" } else { "s" }
+                ),
                 Tone::Plain,
             ),
             Event::Connected { client } => {
@@ -461,7 +462,12 @@ impl<'a> Builder<'a> {
             } => {
                 let lane = self.server_lane(w, *client);
                 if *present {
-                    Self::note(lines, lane, format!("run {tool} for c{client}"), Tone::Plain);
+                    Self::note(
+                        lines,
+                        lane,
+                        format!("run {tool} for c{client}"),
+                        Tone::Plain,
+                    );
                 } else {
                     Self::note(
                         lines,
@@ -570,7 +576,12 @@ impl<'a> Builder<'a> {
         }
         if let Some(ops) = n.strip_prefix("admin applies batch ") {
             let ops = ops.split_once(": ").map_or(ops, |(_, o)| o);
-            Self::note(lines, self.commit_lane(), format!("admin: {ops}"), Tone::Plain);
+            Self::note(
+                lines,
+                self.commit_lane(),
+                format!("admin: {ops}"),
+                Tone::Plain,
+            );
             return;
         }
         let skip = [
@@ -648,7 +659,10 @@ impl<'a> Builder<'a> {
         }
         // Which row lines are sends from which place.
         let send_place = |line: &Line, place: Place, b: &Builder| -> bool {
-            let Line::Send { from, track: None, .. } = line else {
+            let Line::Send {
+                from, track: None, ..
+            } = line
+            else {
                 return false;
             };
             match place {
@@ -677,7 +691,10 @@ impl<'a> Builder<'a> {
                     });
                 }
                 None => {
-                    let copy = self.flights.iter().find(|f| f.place == place && f.key == key);
+                    let copy = self
+                        .flights
+                        .iter()
+                        .find(|f| f.place == place && f.key == key);
                     let of = copy.map(|f| f.track);
                     let bus_send = matches!(place, Place::Bus(_)) && of.is_none();
                     lines.push(if bus_send {
@@ -788,6 +805,32 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// A link as a direction between participants.
+fn link_text(client: ClientId, link: Link) -> String {
+    match link {
+        Link::Up => format!("c{client} → server"),
+        Link::Down => format!("server → c{client}"),
+        Link::Stream => format!("server → c{client} stream"),
+    }
+}
+
+/// A step as the row's label: core's wording, with message queues named by direction (`[i]` is
+/// the position in the queue, 0 the oldest message).
+pub fn step_label(step: &Step) -> String {
+    match *step {
+        Step::Deliver {
+            client,
+            link,
+            index,
+        } => format!("deliver {} [{index}]", link_text(client, link)),
+        Step::Duplicate { client, link } => {
+            format!("duplicate oldest on {}", link_text(client, link))
+        }
+        Step::Drop { client, link } => format!("lose oldest on {}", link_text(client, link)),
+        _ => step.to_string(),
+    }
+}
+
 /// Replays `trace` and builds its diagram. Fails if the trace does not replay.
 pub fn build(trace: &Trace) -> Result<Diagram> {
     let scn = &trace.scenario;
@@ -818,10 +861,10 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
             } => {
                 let l = world.links.get(client as usize);
                 let found = l.and_then(|l| match link {
-                    Link::Up => l
-                        .up
-                        .get(usize::from(index))
-                        .map(|m| (format!("{m:?}"), m.describe())),
+                    Link::Up => {
+                        l.up.get(usize::from(index))
+                            .map(|m| (format!("{m:?}"), m.describe()))
+                    }
                     Link::Down => l
                         .down
                         .get(usize::from(index))
@@ -875,7 +918,7 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
         let violation = b.violations(&world, i, &mut lines);
         b.rows.push(Row {
             step: Some(i),
-            label: step.to_string(),
+            label: step_label(step),
             lines,
             violation,
         });
@@ -1049,6 +1092,14 @@ fn bands(line: &Line, lay: &Layout) -> usize {
     }
 }
 
+/// A lane's second header line, without its `role: ` prefix when the whole does not fit.
+fn header_about(about: &str, chars: usize) -> &str {
+    if about.chars().count() <= chars {
+        return about;
+    }
+    about.split_once(": ").map_or(about, |(_, rest)| rest)
+}
+
 fn track_x(d: &Diagram, lay: &Layout, t: usize) -> f64 {
     let tr = &d.tracks[t];
     let left = lay.lane_x[tr.lane] - lay.lane_w[tr.lane] / 2.0;
@@ -1217,7 +1268,7 @@ text.halo, text.label, text.msg, text.dim, text.bad, text.lost {{ paint-order: s
                 top + 32.0,
                 "middle",
                 "dim",
-                &truncate(&lane.about, chars),
+                &truncate(header_about(&lane.about, chars), chars),
                 &lane.about,
             );
         }
@@ -1329,7 +1380,7 @@ text.halo, text.label, text.msg, text.dim, text.bad, text.lost {{ paint-order: s
         ly2,
         "start",
         "dim",
-        "Generated by `listsync report` from the trace's JSON; step numbers are the trace's step indices.",
+        "Generated by `listsync report` from the trace's JSON; step numbers are the trace's step indices; [i]: position in the message queue, 0 = oldest.",
         "",
     );
     let _ = writeln!(s, "</svg>");
@@ -1341,7 +1392,11 @@ fn draw_line(s: &mut String, d: &Diagram, lay: &Layout, line: &Line, by: f64, ri
     let arrow_y = by + 18.0;
     let left_limit = MARGIN + lay.label_w + 2.0;
     match line {
-        Line::Note { lane, text: t, tone } => {
+        Line::Note {
+            lane,
+            text: t,
+            tone,
+        } => {
             let x = lay.lane_x[*lane];
             let lines = wrap(t, lay.lane_chars[*lane]);
             let longest = lines.iter().map(|l| text_width(l)).fold(0.0, f64::max);
@@ -1364,7 +1419,16 @@ fn draw_line(s: &mut String, d: &Diagram, lay: &Layout, line: &Line, by: f64, ri
                 text(s, x, text_y + 1.0 + k as f64 * BAND, "middle", class, l, "");
             }
         }
-        Line::Send { from, track, text: t } | Line::Deliver { to: from, track, text: t } => {
+        Line::Send {
+            from,
+            track,
+            text: t,
+        }
+        | Line::Deliver {
+            to: from,
+            track,
+            text: t,
+        } => {
             let Some(tk) = *track else {
                 let x = lay.lane_x[*from];
                 text(s, x + 8.0, text_y, "start", "dim", t, "");
@@ -1394,10 +1458,26 @@ fn draw_line(s: &mut String, d: &Diagram, lay: &Layout, line: &Line, by: f64, ri
             // The label sits by the participant's lane, on the side facing the network.
             if lane_x < tx {
                 let chars = ((right_edge - lane_x - 8.0) / CHAR_PX) as usize;
-                text(s, lane_x + 8.0, text_y, "start", "msg", &truncate(t, chars), t);
+                text(
+                    s,
+                    lane_x + 8.0,
+                    text_y,
+                    "start",
+                    "msg",
+                    &truncate(t, chars),
+                    t,
+                );
             } else {
                 let chars = ((lane_x - 8.0 - left_limit) / CHAR_PX) as usize;
-                text(s, lane_x - 8.0, text_y, "end", "msg", &truncate(t, chars), t);
+                text(
+                    s,
+                    lane_x - 8.0,
+                    text_y,
+                    "end",
+                    "msg",
+                    &truncate(t, chars),
+                    t,
+                );
             }
         }
         Line::Lost { track } => {

@@ -98,6 +98,27 @@ pub fn diagram_for(trace_file: &str) -> String {
     )
 }
 
+/// The page when `model-check.json` is missing (or, with `unreadable`, could not be read).
+pub fn render_missing(unreadable: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Model check\n");
+    if unreadable {
+        let _ = writeln!(
+            s,
+            "_`reports/model-check.json` could not be read (see the output of `listsync \
+             report`); run `listsync check` to write it again, then `listsync report`._"
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "_No `reports/model-check.json` yet: run `listsync check` (it model-checks every \
+             configuration, writes the JSON and the counterexample traces, and renders this \
+             page)._"
+        );
+    }
+    s
+}
+
 /// Renders `model-check.md`.
 pub fn render(m: &ModelCheck) -> String {
     let mut s = String::new();

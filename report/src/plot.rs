@@ -1,4 +1,4 @@
-//! Bench plots as SVG, drawn with plotters: list round trips per burst against K per
+//! Bench plots as SVG, drawn with plotters: list round trips and walks per burst against K per
 //! strategy, convergence time against K, and read-latency percentiles per store.
 
 use crate::bench::{ChurnRow, RefreshRow};
@@ -42,8 +42,17 @@ fn refresh_panels(
     pages.sort_unstable();
     pages.dedup();
     let names = strategies(rows);
-    let values: Vec<f64> = rows.iter().filter_map(metric).filter(|v| *v > 0.0).collect();
-    let floor = values.iter().copied().fold(f64::INFINITY, f64::min).min(0.5) / 2.0;
+    let values: Vec<f64> = rows
+        .iter()
+        .filter_map(metric)
+        .filter(|v| *v > 0.0)
+        .collect();
+    let floor = values
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .min(0.5)
+        / 2.0;
     let top = values.iter().copied().fold(1.0, f64::max) * 3.0;
     let mut buf = String::new();
     {
@@ -61,7 +70,10 @@ fn refresh_panels(
         for (panel, p) in panels.iter().zip(&pages) {
             let mut chart = ChartBuilder::on(panel)
                 .caption(
-                    format!("{p} page{} per list, no readers", if *p == 1 { "" } else { "s" }),
+                    format!(
+                        "{p} page{} per list, no readers",
+                        if *p == 1 { "" } else { "s" }
+                    ),
                     ("sans-serif", 15),
                 )
                 .margin(12)
@@ -132,7 +144,18 @@ fn refresh_panels(
     Ok(buf)
 }
 
-/// Walks (list round trips) per burst against K.
+/// List round trips (page requests) per burst against K.
+pub fn refresh_round_trips(rows: &[RefreshRow]) -> Result<String> {
+    refresh_panels(
+        rows,
+        "List round trips per burst (mean; every page request)",
+        "round trips per burst",
+        &|r| Some(r.requests.mean),
+        None,
+    )
+}
+
+/// Walks (first-page list requests) per burst against K.
 pub fn refresh_walks(rows: &[RefreshRow]) -> Result<String> {
     refresh_panels(
         rows,
@@ -198,7 +221,10 @@ pub fn read_latency(rows: &[ChurnRow]) -> Result<String> {
         for (panel, m) in panels.iter().zip(&readers) {
             let mut chart = ChartBuilder::on(panel)
                 .caption(
-                    format!("{m} reader thread{} + 1 writer", if *m == 1 { "" } else { "s" }),
+                    format!(
+                        "{m} reader thread{} + 1 writer",
+                        if *m == 1 { "" } else { "s" }
+                    ),
                     ("sans-serif", 15),
                 )
                 .margin(12)

@@ -96,7 +96,10 @@ mod tests {
     fn wraps_at_commas_and_spaces() {
         let w = wrap("publish [a=a1,b=b1,c=c1,d=d1] v2", 14);
         assert!(w.iter().all(|l| l.chars().count() <= 14), "{w:?}");
-        assert_eq!(w.concat().replace(' ', ""), "publish[a=a1,b=b1,c=c1,d=d1]v2");
+        assert_eq!(
+            w.concat().replace(' ', ""),
+            "publish[a=a1,b=b1,c=c1,d=d1]v2"
+        );
         assert_eq!(wrap("short", 20), vec!["short".to_string()]);
         assert_eq!(truncate("abcdef", 4), "abc…");
     }

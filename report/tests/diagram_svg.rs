@@ -42,14 +42,37 @@ fn offset_cursor_trace_renders_as_a_sequence_diagram() {
         .collect();
     want.extend(clients.iter().map(String::as_str));
     assert_eq!(lanes, want);
+    // Each lane is labelled with its name (header and footer).
+    for lane in doc.descendants().filter(|n| has_class(n, "lane")) {
+        let name = lane.attribute("data-lane").unwrap();
+        let heads = lane
+            .descendants()
+            .filter(|n| has_class(n, "lanehead") && n.text() == Some(name))
+            .count();
+        assert_eq!(heads, 2, "lane {name} has a header and a footer");
+    }
 
     // One row per step, in order.
     let rows: Vec<usize> = doc
         .descendants()
         .filter(|n| has_class(n, "row"))
-        .map(|n| n.attribute("data-step").expect("a step row").parse().unwrap())
+        .map(|n| {
+            n.attribute("data-step")
+                .expect("a step row")
+                .parse()
+                .unwrap()
+        })
         .collect();
     assert_eq!(rows, (0..trace.steps.len()).collect::<Vec<_>>());
+    // Each step row is labelled with its step number.
+    for row in doc.descendants().filter(|n| has_class(n, "row")) {
+        let step = row.attribute("data-step").unwrap();
+        assert!(
+            row.descendants()
+                .any(|n| has_class(&n, "stepno") && n.text() == Some(step)),
+            "row {step} shows its number"
+        );
+    }
 
     // Exactly one highlighted row: the step after which the property first fails.
     let violations: Vec<Node> = doc
@@ -69,6 +92,24 @@ fn offset_cursor_trace_renders_as_a_sequence_diagram() {
         said.contains(&format!("{shown} violated")),
         "the row explains the violation: {said}"
     );
+    // The highlight: the violating row carries the red marker bar and the red background;
+    // no other row does.
+    let marker = |n: &Node| {
+        n.children()
+            .any(|c| c.has_tag_name("rect") && c.attribute("fill") == Some("#c62828"))
+    };
+    assert!(marker(&v), "the violating row has its marker bar");
+    let marked = doc
+        .descendants()
+        .filter(|n| has_class(n, "row") || has_class(n, "row-extra"))
+        .filter(|n| marker(n))
+        .count();
+    assert_eq!(marked, 1);
+    let red_backgrounds = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#fde7e7"))
+        .count();
+    assert_eq!(red_backgrounds, 1);
 
     // Message deliveries are arrows into lanes; every step here delivers or sends something.
     let arrows = doc
@@ -76,7 +117,10 @@ fn offset_cursor_trace_renders_as_a_sequence_diagram() {
         .filter(|n| has_class(n, "deliver") || has_class(n, "send"))
         .count();
     assert!(arrows >= trace.steps.len(), "{arrows} arrows");
-    let delivered = doc.descendants().filter(|n| has_class(n, "deliver")).count();
+    let delivered = doc
+        .descendants()
+        .filter(|n| has_class(n, "deliver"))
+        .count();
     let deliveries = trace
         .steps
         .iter()
@@ -94,8 +138,7 @@ fn every_committed_trace_renders() {
             let text = std::fs::read_to_string(e.path()).unwrap();
             let svg = diagram::trace_to_svg(&text)
                 .unwrap_or_else(|err| panic!("{}: {err:#}", e.path().display()));
-            Document::parse(&svg)
-                .unwrap_or_else(|err| panic!("{}: {err}", e.path().display()));
+            Document::parse(&svg).unwrap_or_else(|err| panic!("{}: {err}", e.path().display()));
             n += 1;
         }
     }

@@ -1,0 +1,544 @@
+//! What benches 1 and 3 measure: the shipped runtime. `listsync-rt`'s reference server and its
+//! clients (core's `Registry` and `CatalogClient` machines driven by tokio over rmcp, the
+//! snapshot store's `SnapshotCell` for reads), each client connected to the server by a pair of
+//! `tokio::io::duplex` pipes carrying newline-delimited JSON-RPC, as stdio would.
+//!
+//! Between each client and the server sits a *tap*: two pumps that copy lines across, count the
+//! `tools/list` requests (walks and pages) and the `notifications/tools/list_changed` the server
+//! sends, and — for the two strategies the project does not ship — do what those strategies add
+//! in front of the shipped client. Every strategy's list walks are rt's:
+//!
+//! * `reference`: rt's client with core's reference strategy; the tap only counts;
+//! * `naive`: rt's client with core's `naive` strategy (one walk per notification, concurrent,
+//!   last response wins);
+//! * `debounce-<D>ms`: a trailing debounce like the TypeScript SDK's `listChanged` option in
+//!   front of rt's `naive` client: the tap holds each notification and restarts a D ms timer;
+//!   when the timer fires it lets the last one through, and the client walks once. With D = 0
+//!   the timer fires as soon as no further line is already waiting (notifications that arrived
+//!   together coalesce, as with `setTimeout(.., 0)`);
+//! * `mutex-single-flight`: every notification spawns a task that takes one
+//!   `tokio::sync::Mutex`, asks rt's `naive` client for a refresh (`Catalog::refresh`, which
+//!   returns once the walk is done), stores the result in the mutex-guarded slot and releases the
+//!   lock. The tap hands notifications to that code instead of to the client. Walks never
+//!   overlap, nothing coalesces them, and readers (who lock the slot) wait while a walk holds it.
+//!
+//! A refresh is put "in flight" with one of rt's gates: the server parks the n-th `tools/list`
+//! request before serving it, and serves it (at the version current then) on release.
+
+use listsync_core::strategy::ClientStrategy;
+use listsync_core::vocab::{Era, Kind, KindSet, Op};
+use listsync_rt::client::{BoxRead, BoxWrite, Catalog, CatalogSettings, Endpoint, View};
+use listsync_rt::gate::{GateId, Phase, Target};
+use listsync_rt::server::{Server, ServerSettings};
+use rmcp::ServiceExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// Items per page.
+pub const PAGE_SIZE: u16 = 4;
+
+/// A client refresh strategy under measurement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// rt's client, core's reference strategy.
+    Reference,
+    /// rt's client, core's `naive` strategy.
+    Naive,
+    /// A trailing debounce of this many ms in front of rt's `naive` client.
+    Debounce(u64),
+    /// One `tokio::sync::Mutex` around every refresh of rt's `naive` client, no coalescing.
+    MutexSingleFlight,
+}
+
+impl Strategy {
+    /// The strategies of the refresh-contention bench, in report order.
+    pub const ALL: [Strategy; 5] = [
+        Strategy::Reference,
+        Strategy::Naive,
+        Strategy::Debounce(300),
+        Strategy::Debounce(0),
+        Strategy::MutexSingleFlight,
+    ];
+
+    /// Name in reports.
+    pub fn name(self) -> String {
+        match self {
+            Strategy::Reference => "reference".into(),
+            Strategy::Naive => "naive".into(),
+            Strategy::Debounce(ms) => format!("debounce-{ms}ms"),
+            Strategy::MutexSingleFlight => "mutex-single-flight".into(),
+        }
+    }
+
+    fn machine(self) -> ClientStrategy {
+        match self {
+            Strategy::Reference => ClientStrategy::Reference,
+            _ => ClientStrategy::Naive,
+        }
+    }
+}
+
+/// What every tap of one rig counted (reset by the bench around a burst).
+#[derive(Default)]
+pub struct Counters {
+    /// First-page `tools/list` requests (walks started, restarts included).
+    pub walks: AtomicU64,
+    /// All `tools/list` requests (pages).
+    pub requests: AtomicU64,
+    /// `notifications/tools/list_changed` the server sent.
+    pub notifications: AtomicU64,
+}
+
+impl Counters {
+    /// Zeroes every counter.
+    pub fn reset(&self) {
+        self.walks.store(0, Ordering::SeqCst);
+        self.requests.store(0, Ordering::SeqCst);
+        self.notifications.store(0, Ordering::SeqCst);
+    }
+
+    /// Reads one counter.
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::SeqCst)
+    }
+}
+
+/// One rt reference server and the counters of every tap in front of it.
+pub struct Rig {
+    /// The server.
+    pub server: Server,
+    /// What the taps counted.
+    pub counters: Arc<Counters>,
+}
+
+impl Rig {
+    /// A 2025-11-25 reference server holding `items` tools, [`PAGE_SIZE`] per page (call inside
+    /// a tokio runtime).
+    pub fn new(items: u32) -> Rig {
+        let ops: Vec<Op> = (0..items)
+            .map(|i| Op::add(Kind::Tools, &format!("t{i:04}"), "d0"))
+            .collect();
+        Rig {
+            server: Server::new(ServerSettings::new(Era::V2025_11_25, PAGE_SIZE), &ops, None),
+            counters: Arc::new(Counters::default()),
+        }
+    }
+
+    /// Applies `k` one-update batches back to back (each a new version, so one `list_changed`
+    /// per client each); returns the final version and when its commit began.
+    pub async fn burst(&self, k: u32) -> (u64, Instant) {
+        let mut last = Instant::now();
+        for i in 0..k {
+            last = Instant::now();
+            let batch = [Op::update(Kind::Tools, "t0000", &format!("b{i}-{last:?}"))];
+            self.server.apply(&batch).await;
+        }
+        (self.server.version(), last)
+    }
+
+    /// Arms a gate on the `nth` next `tools/list` request (parked before it is served).
+    pub fn park_list(&self, nth: u32) -> GateId {
+        self.server.gates().arm(
+            Target::Request {
+                method: "tools/list".into(),
+                phase: Phase::Before,
+            },
+            nth,
+        )
+    }
+}
+
+/// What one client's tap knows.
+#[derive(Default)]
+struct Tap {
+    /// Notifications the server sent to this client.
+    seen: AtomicU64,
+    /// Notifications let through to the client.
+    forwarded: AtomicU64,
+    /// A debounce timer is running.
+    pending: AtomicBool,
+}
+
+/// What the tap does with a `list_changed` from the server.
+#[derive(Clone)]
+enum Relay {
+    Forward,
+    Debounce(Duration),
+    Divert(Arc<dyn Fn() + Send + Sync>),
+}
+
+fn is_list_changed(line: &str) -> bool {
+    line.contains("notifications/tools/list_changed")
+}
+
+/// (is a `tools/list` request, is its first page).
+fn list_request(line: &str) -> Option<bool> {
+    if !line.contains("tools/list") {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    if v.get("method")?.as_str()? != "tools/list" {
+        return None;
+    }
+    let cursor = v
+        .get("params")
+        .and_then(|p| p.get("cursor"))
+        .is_some_and(|c| !c.is_null());
+    Some(!cursor)
+}
+
+async fn write_line(to: &mut (impl AsyncWrite + Unpin), line: &str) -> std::io::Result<()> {
+    to.write_all(line.as_bytes()).await?;
+    to.write_all(b"\n").await?;
+    to.flush().await
+}
+
+/// Client to server: copy, counting list requests.
+async fn pump_up(
+    from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    counters: Arc<Counters>,
+) {
+    let mut lines = BufReader::new(from).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if let Some(first) = list_request(&line) {
+            counters.requests.fetch_add(1, Ordering::SeqCst);
+            if first {
+                counters.walks.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        if write_line(&mut to, &line).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Server to client: copy, counting notifications and relaying them per strategy.
+async fn pump_down(
+    from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    relay: Relay,
+    tap: Arc<Tap>,
+    counters: Arc<Counters>,
+) {
+    let mut lines = BufReader::new(from).lines();
+    let mut held: Option<String> = None;
+    let mut deadline: Option<tokio::time::Instant> = None;
+    loop {
+        let timer = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            line = lines.next_line() => {
+                let Ok(Some(line)) = line else { break };
+                if !is_list_changed(&line) {
+                    if write_line(&mut to, &line).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                match &relay {
+                    Relay::Forward => {
+                        if write_line(&mut to, &line).await.is_err() {
+                            break;
+                        }
+                        tap.forwarded.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Relay::Debounce(d) => {
+                        tap.pending.store(true, Ordering::SeqCst);
+                        held = Some(line);
+                        deadline = Some(tokio::time::Instant::now() + *d);
+                    }
+                    Relay::Divert(f) => f(),
+                }
+                tap.seen.fetch_add(1, Ordering::SeqCst);
+                counters.notifications.fetch_add(1, Ordering::SeqCst);
+            }
+            () = timer => {
+                deadline = None;
+                if let Some(line) = held.take() {
+                    if write_line(&mut to, &line).await.is_err() {
+                        break;
+                    }
+                    tap.forwarded.fetch_add(1, Ordering::SeqCst);
+                }
+                tap.pending.store(false, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+/// Connections to `server` through a tap.
+fn tapped(server: &Server, relay: Relay, tap: Arc<Tap>, counters: Arc<Counters>) -> Endpoint {
+    let server = server.clone();
+    Endpoint::io(move |auth| {
+        let (server, relay, tap, counters) =
+            (server.clone(), relay.clone(), tap.clone(), counters.clone());
+        async move {
+            let (client_end, tap_client) = tokio::io::duplex(1 << 16);
+            let (tap_server, server_end) = tokio::io::duplex(1 << 16);
+            tokio::spawn(async move {
+                if let Ok(running) = server.service_as(auth).serve(server_end).await {
+                    let _ = running.waiting().await;
+                }
+            });
+            let (cr, cw) = tokio::io::split(tap_client);
+            let (sr, sw) = tokio::io::split(tap_server);
+            tokio::spawn(pump_up(cr, sw, counters.clone()));
+            tokio::spawn(pump_down(sr, cw, relay, tap, counters));
+            let (r, w) = tokio::io::split(client_end);
+            Ok((Box::new(r) as BoxRead, Box::new(w) as BoxWrite))
+        }
+    })
+}
+
+/// The catalog version a client's readers see, and since when.
+#[derive(Default)]
+struct Current {
+    version: Option<u64>,
+    since: Option<Instant>,
+}
+
+impl Current {
+    fn set(&mut self, version: Option<u64>) {
+        if self.version != version {
+            self.version = version;
+            self.since = Some(Instant::now());
+        }
+    }
+}
+
+/// One client under a strategy.
+pub struct Subject {
+    strategy: Strategy,
+    catalog: Catalog,
+    tap: Arc<Tap>,
+    /// `mutex-single-flight`: the slot its readers read.
+    guarded: Arc<tokio::sync::Mutex<Option<Arc<View>>>>,
+    /// `mutex-single-flight`: refresh tasks started and not finished.
+    workers: Arc<AtomicUsize>,
+    current: Arc<Mutex<Current>>,
+}
+
+/// `mutex-single-flight`: lock, refresh through rt, store, unlock.
+fn locked_refresh(
+    catalog: &Catalog,
+    guarded: &Arc<tokio::sync::Mutex<Option<Arc<View>>>>,
+    workers: &Arc<AtomicUsize>,
+    current: &Arc<Mutex<Current>>,
+) {
+    workers.fetch_add(1, Ordering::SeqCst);
+    let (catalog, guarded, workers, current) = (
+        catalog.clone(),
+        guarded.clone(),
+        workers.clone(),
+        current.clone(),
+    );
+    tokio::spawn(async move {
+        let mut slot = guarded.lock().await;
+        if let Some(done) = catalog.refresh(Kind::Tools).await {
+            *slot = Some(done.view);
+        }
+        let version = slot.as_ref().and_then(|v| v.value().version);
+        current.lock().expect("current").set(version);
+        drop(slot);
+        workers.fetch_sub(1, Ordering::SeqCst);
+    });
+}
+
+impl Subject {
+    /// Connects client `id` of `strategy` to the rig's server and waits for its first list
+    /// (call inside a tokio runtime).
+    pub async fn connect(rig: &Rig, id: u32, strategy: Strategy, limit: Duration) -> Subject {
+        let tap = Arc::new(Tap::default());
+        let guarded = Arc::new(tokio::sync::Mutex::new(None));
+        let workers = Arc::new(AtomicUsize::new(0));
+        let current = Arc::new(Mutex::new(Current::default()));
+        // The catalog exists only once spawned; the divert closure reaches it through a cell.
+        let cell: Arc<std::sync::OnceLock<Catalog>> = Arc::new(std::sync::OnceLock::new());
+        let relay = match strategy {
+            Strategy::Reference | Strategy::Naive => Relay::Forward,
+            Strategy::Debounce(ms) => Relay::Debounce(Duration::from_millis(ms)),
+            Strategy::MutexSingleFlight => {
+                let (cell, guarded, workers, current) = (
+                    cell.clone(),
+                    guarded.clone(),
+                    workers.clone(),
+                    current.clone(),
+                );
+                Relay::Divert(Arc::new(move || {
+                    if let Some(c) = cell.get() {
+                        locked_refresh(c, &guarded, &workers, &current);
+                    }
+                }))
+            }
+        };
+        let mut settings = CatalogSettings::new(Era::V2025_11_25, KindSet::only(Kind::Tools));
+        settings.client.strategy = strategy.machine();
+        settings.id = id;
+        let endpoint = tapped(&rig.server, relay, tap.clone(), rig.counters.clone());
+        let catalog = Catalog::spawn(settings, endpoint);
+        let _ = cell.set(catalog.clone());
+        if strategy != Strategy::MutexSingleFlight {
+            // What readers read is the catalog's snapshot: note when its version changes.
+            let mut changes = catalog.changes();
+            let current = current.clone();
+            tokio::spawn(async move {
+                while changes.changed().await.is_ok() {
+                    let c = changes.borrow_and_update().clone();
+                    if c.kind == Kind::Tools {
+                        current.lock().expect("current").set(c.version);
+                    }
+                }
+            });
+        }
+        let s = Subject {
+            strategy,
+            catalog,
+            tap,
+            guarded,
+            workers,
+            current,
+        };
+        let version = rig.server.version();
+        let ok = s
+            .wait(limit, || {
+                s.settled() && s.catalog.tools().value().version == Some(version)
+            })
+            .await;
+        assert!(ok, "{}: no first list within {limit:?}", strategy.name());
+        if strategy == Strategy::MutexSingleFlight {
+            *s.guarded.lock().await = Some(s.catalog.tools());
+            s.current.lock().expect("current").set(Some(version));
+        }
+        s
+    }
+
+    /// The strategy.
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+
+    /// Starts a refresh as the application would, without waiting for it.
+    pub fn refresh(&self) {
+        if self.strategy == Strategy::MutexSingleFlight {
+            locked_refresh(&self.catalog, &self.guarded, &self.workers, &self.current);
+        } else {
+            let c = self.catalog.clone();
+            tokio::spawn(async move { c.refresh(Kind::Tools).await });
+        }
+    }
+
+    /// One read of the current list, as an application does it.
+    pub async fn read(&self) -> usize {
+        if self.strategy == Strategy::MutexSingleFlight {
+            self.guarded
+                .lock()
+                .await
+                .as_ref()
+                .map_or(0, |v| v.value().items.len())
+        } else {
+            self.catalog.tools().value().items.len()
+        }
+    }
+
+    /// Nothing left to do: every notification the tap let through was handled, no debounce
+    /// timer or locked refresh is pending, and the client is idle.
+    pub fn settled(&self) -> bool {
+        let st = self.catalog.status().borrow().clone();
+        st.ready
+            && st.idle
+            && !self.tap.pending.load(Ordering::SeqCst)
+            && self.workers.load(Ordering::SeqCst) == 0
+            && st.notifications >= self.tap.forwarded.load(Ordering::SeqCst)
+    }
+
+    /// The server has sent `n` notifications to this client since it connected, and the client
+    /// took in every one the tap let through.
+    pub fn heard(&self, n: u64) -> bool {
+        let st = self.catalog.status().borrow().clone();
+        self.tap.seen.load(Ordering::SeqCst) >= n
+            && st.notifications >= self.tap.forwarded.load(Ordering::SeqCst)
+    }
+
+    /// Notifications the server has sent to this client.
+    pub fn notifications(&self) -> u64 {
+        self.tap.seen.load(Ordering::SeqCst)
+    }
+
+    /// The version readers see now, and since when.
+    pub fn current(&self) -> (Option<u64>, Option<Instant>) {
+        let c = self.current.lock().expect("current");
+        (c.version, c.since)
+    }
+
+    /// Waits until `cond` holds (checked on every status change of the client, and at least
+    /// every millisecond) or `limit` passes; returns whether it held.
+    pub async fn wait(&self, limit: Duration, cond: impl Fn() -> bool) -> bool {
+        let end = tokio::time::Instant::now() + limit;
+        let mut status = self.catalog.status();
+        loop {
+            if cond() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= end {
+                return false;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(1), status.changed()).await;
+        }
+    }
+
+    /// Waits until settled; returns when readers started seeing `version`, if that is what
+    /// they see then.
+    pub async fn converged(&self, version: u64, limit: Duration) -> Option<Instant> {
+        if !self.wait(limit, || self.settled()).await {
+            return None;
+        }
+        match self.current() {
+            (Some(v), since) if v == version => since,
+            _ => None,
+        }
+    }
+
+    /// Stops the client.
+    pub fn shutdown(&self) {
+        self.catalog.shutdown();
+    }
+}
+
+/// Runs `m` reader tasks reading `subject` until `stop` turns true; returns every read's
+/// latency in ns.
+pub fn spawn_readers(
+    subject: &Arc<Subject>,
+    m: u32,
+    stop: &tokio::sync::watch::Sender<bool>,
+) -> Vec<tokio::task::JoinHandle<Vec<f64>>> {
+    (0..m)
+        .map(|_| {
+            let subject = subject.clone();
+            let mut stop = stop.subscribe();
+            tokio::spawn(async move {
+                let mut samples = Vec::new();
+                let mut n = 0u32;
+                while !*stop.borrow_and_update() {
+                    let t = Instant::now();
+                    std::hint::black_box(subject.read().await);
+                    if samples.len() < 200_000 {
+                        samples.push(t.elapsed().as_nanos() as f64);
+                    }
+                    n += 1;
+                    if n % 32 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+                samples
+            })
+        })
+        .collect()
+}
