@@ -1,7 +1,11 @@
 //! `listsync serve`: the reference MCP server (core's registry over rmcp) on stdio or Streamable
 //! HTTP, optionally driven by the harness control channel. Settings come from flags, else from
 //! the harness environment (`LISTSYNC_ERA`, `LISTSYNC_PAGE_SIZE`, `LISTSYNC_CONTROL`,
-//! `LISTSYNC_VARIANT`, `LISTSYNC_INITIAL`). Logs go to stderr; on stdio, stdout is MCP.
+//! `LISTSYNC_VARIANT`, `LISTSYNC_INITIAL`). Logs go to stderr; on stdio, stdout is MCP. With
+//! `--redis URL --node NAME` the server is one node of a multi-instance server whose catalog
+//! lives in Redis ([`node`]).
+
+mod node;
 
 use anyhow::{Context, bail};
 use listsync_core::server::ServerConfig;
@@ -9,7 +13,7 @@ use listsync_core::strategy::ServerStrategy;
 use listsync_core::vocab::Era;
 use listsync_rt::control::{self, ReadyInfo};
 use listsync_rt::fixtures::Fixtures;
-use listsync_rt::server::{Server, ServerSettings, fresh_catalog_id};
+use listsync_rt::server::{ServerSettings, fresh_catalog_id};
 use rmcp::ServiceExt;
 use serde_json::json;
 use std::net::SocketAddr;
@@ -50,6 +54,8 @@ pub struct Args {
     /// conformance suite expects).
     #[arg(long, value_name = "SET")]
     fixtures: Option<Fixtures>,
+    #[command(flatten)]
+    cluster: node::ClusterArgs,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -109,10 +115,11 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
         call_effects: args.fixtures.map(Fixtures::effects),
         ..ServerSettings::default()
     };
-    let server = Server::new(settings, &initial, None);
+    let (server, _node) = node::server(&args.cluster, settings, &initial).await?;
     let stop = CancellationToken::new();
 
     let mut extra = json!({ "page_size": page_size });
+    node::ready_fields(&server, &mut extra);
     let transport_done = CancellationToken::new();
     let mut http = None;
     if let Some(addr) = args.http {
@@ -154,6 +161,7 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
             let out = control::run_server(server.clone(), path, info, stop.clone())
                 .await
                 .with_context(|| format!("control socket {}", path.display()))?;
+            node::report_health(&server, out.clone());
             Some(out)
         }
         None => None,

@@ -102,7 +102,7 @@ async fn session(
         Ok(Err(e)) => return (e.into(), false),
         Err(_) => {
             return (
-                StoreError::Corrupt("timed out connecting to redis".into()),
+                StoreError::Unreachable("timed out connecting".into()),
                 false,
             );
         }
@@ -116,7 +116,7 @@ async fn session(
         Ok(Err(e)) => return (e.into(), false),
         Err(_) => {
             return (
-                StoreError::Corrupt("timed out subscribing to the change channel".into()),
+                StoreError::Unreachable("timed out subscribing to the change channel".into()),
                 false,
             );
         }
@@ -144,7 +144,7 @@ async fn session(
                 }
                 None => {
                     return (
-                        StoreError::Corrupt("redis closed the subscription".into()),
+                        StoreError::Unreachable("the change subscription was closed".into()),
                         true,
                     );
                 }

@@ -18,6 +18,9 @@ pub enum StoreError {
     /// Redis could not be reached or answered with an error.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// The connection to Redis was lost or could not be made in time.
+    #[error("redis: {0}")]
+    Unreachable(String),
     /// The stored catalog is not readable.
     #[error("the catalog stored in redis is not valid: {0}")]
     Corrupt(String),

@@ -8,7 +8,10 @@
 //!   registry, not in handlers; `subscriptions/listen` is a long POST whose SSE stream carries the
 //!   acknowledgement and the tagged notifications.
 //!
-//! Any path serves MCP (rmcp ignores it); use `http://127.0.0.1:PORT/mcp`.
+//! Any path serves MCP (rmcp ignores it); use `http://127.0.0.1:PORT/mcp`. The one exception is
+//! `GET /health`: the server's [`Health`](super::Health) as JSON — 200 while it is current, 503
+//! while a node of a multi-instance server is cut off from its shared store (it still serves its
+//! last version; a load balancer may prefer other nodes).
 
 use super::Server;
 use listsync_core::vocab::{AuthCtx, Era};
@@ -84,6 +87,7 @@ impl Server {
             .with_sse_keep_alive(Some(Duration::from_secs(15)))
             .with_cancellation_token(stop.clone());
         let server = self.clone();
+        let health_of = self.clone();
         let svc = StreamableHttpService::new(
             move || Ok(server.service()),
             Arc::new(LocalSessionManager::default()),
@@ -101,7 +105,20 @@ impl Server {
                 let Ok((tcp, _)) = accepted else {
                     continue;
                 };
-                let svc = hyper_util::service::TowerToHyperService::new(svc.clone());
+                let svc = svc.clone();
+                let health_of = health_of.clone();
+                let svc = hyper::service::service_fn(move |req: http::Request<_>| {
+                    let svc = svc.clone();
+                    let health_of = health_of.clone();
+                    async move {
+                        if req.method() == http::Method::GET && req.uri().path() == "/health" {
+                            return Ok::<_, std::convert::Infallible>(health_response(
+                                &health_of.health(),
+                            ));
+                        }
+                        Ok(svc.handle(req).await)
+                    }
+                });
                 let conn_stop = accept_stop.clone();
                 tokio::spawn(async move {
                     let conn = hyper::server::conn::http1::Builder::new()
@@ -116,6 +133,26 @@ impl Server {
         });
         Ok(HttpEndpoint { addr, stop, task })
     }
+}
+
+/// `GET /health`'s answer.
+fn health_response(
+    health: &super::Health,
+) -> http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>> {
+    use http_body_util::BodyExt;
+    let status = if health.is_stale() {
+        http::StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        http::StatusCode::OK
+    };
+    let body = http_body_util::Full::new(bytes::Bytes::from(health.to_json().to_string()));
+    let mut resp = http::Response::new(body.boxed());
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp
 }
 
 #[cfg(test)]

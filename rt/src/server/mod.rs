@@ -12,14 +12,18 @@
 //! stream. They live in their own number space, starting at [`FIRST_SESSION`], unrelated to the
 //! ids clients record their own events under.
 
+#[cfg(feature = "cluster")]
+pub mod cluster;
 mod deliver;
 mod handler;
+mod health;
 #[cfg(feature = "http")]
 pub mod http;
 mod reply;
 
 pub use deliver::Outlet;
 pub use handler::Handler;
+pub use health::Health;
 pub use reply::{CATALOG_KEY, VERSION_KEY};
 
 use crate::gate::{Gates, Parked};
@@ -31,9 +35,11 @@ use listsync_core::vocab::{AuthCtx, Catalog, Era, Item, Kind, Op};
 use listsync_core::wire::{ClientMsg, Notification, ReqId, Request, Response, ServerMsg};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 /// The first session id the server hands out.
 pub const FIRST_SESSION: ClientId = 1_000;
@@ -154,6 +160,10 @@ pub enum BatchError {
     /// Setting the content of a resource that does not exist.
     #[error("resource '{0}' does not exist")]
     NoResource(String),
+    /// (multi-instance) The shared store could not take the batch (unreachable, or too
+    /// contended); nothing was committed by this attempt.
+    #[error("the shared catalog store failed: {0}")]
+    Store(String),
 }
 
 /// What [`Server::apply`] did.
@@ -176,6 +186,23 @@ pub(crate) struct Shared {
     observers: Mutex<Vec<mpsc::UnboundedSender<ServerNotice>>>,
     /// Notifications handed to transports, in total.
     sent: AtomicU32,
+    /// Where batches commit when the catalog lives outside this process (None: the registry).
+    backend: Option<Arc<dyn Backend>>,
+    /// (multi-instance) This node's name.
+    node: Option<String>,
+    /// Why this node is cut off from its shared store, if it is.
+    stale: watch::Sender<Option<String>>,
+}
+
+/// What [`Backend::commit`] returns.
+pub(crate) type Committing<'a> = Pin<Box<dyn Future<Output = Result<Applied, BatchError>> + Send + 'a>>;
+
+/// A catalog that lives outside this process (a multi-instance server's shared store): batches
+/// commit there, and come back to the registry as installs.
+pub(crate) trait Backend: Send + Sync {
+    /// Commits `ops` as one batch (checked first if `check`), makes the result visible here
+    /// and notifies this server's sessions.
+    fn commit<'a>(&'a self, shared: &'a Arc<Shared>, ops: &'a [Op], check: bool) -> Committing<'a>;
 }
 
 /// A handle on one reference server (cheap to clone). Serve it over any number of connections.
@@ -201,6 +228,17 @@ impl Server {
         if let Some(h) = &history {
             h.record(&registry.initial_event());
         }
+        Server::assemble(settings, registry, history, None, None)
+    }
+
+    /// A server around `registry`, committing through `backend` if given.
+    fn assemble(
+        settings: ServerSettings,
+        registry: Registry,
+        history: Option<History>,
+        backend: Option<Arc<dyn Backend>>,
+        node: Option<String>,
+    ) -> Server {
         Server {
             shared: Arc::new(Shared {
                 settings,
@@ -212,8 +250,31 @@ impl Server {
                 gates: Gates::new(),
                 observers: Mutex::new(Vec::new()),
                 sent: AtomicU32::new(0),
+                backend,
+                node,
+                stale: watch::channel(None).0,
             }),
         }
+    }
+
+    /// The version served, and (for a node of a multi-instance server) whether it follows the
+    /// shared store.
+    pub fn health(&self) -> Health {
+        let (version, catalog_id) = {
+            let reg = lock(&self.shared.registry);
+            (reg.version(), reg.config().catalog_id)
+        };
+        Health {
+            node: self.shared.node.clone(),
+            version,
+            catalog_id,
+            stale: self.shared.stale.borrow().clone(),
+        }
+    }
+
+    /// Changes between current and stale (the value is why the node is stale).
+    pub fn staleness(&self) -> watch::Receiver<Option<String>> {
+        self.shared.stale.subscribe()
     }
 
     /// Settings.
@@ -283,7 +344,8 @@ impl Server {
     pub async fn apply(&self, ops: &[Op]) -> Applied {
         match self.apply_inner(ops, false).await {
             Ok(applied) => applied,
-            // Only the check can refuse a batch, and it is off here.
+            // The check is off here; only a shared store that failed refuses (and the batch
+            // is then not committed).
             Err(_) => Applied {
                 version: self.version(),
                 notified: 0,
@@ -299,6 +361,9 @@ impl Server {
     }
 
     async fn apply_inner(&self, ops: &[Op], check: bool) -> Result<Applied, BatchError> {
+        if let Some(backend) = &self.shared.backend {
+            return backend.commit(&self.shared, ops, check).await;
+        }
         let out = {
             let mut reg = lock(&self.shared.registry);
             let mut view = (**reg.catalog()).clone();

@@ -1,0 +1,76 @@
+//! `listsync serve --redis URL --node NAME`: one node of a multi-instance server. The catalog
+//! and its version live in Redis; control-channel batches on any node commit there, and every
+//! node installs each new version before it notifies its own clients. The node's health (current,
+//! or stale while cut off from Redis) is logged, answered on `GET /health`, and reported on the
+//! control channel as `health` events.
+
+use anyhow::Context;
+use listsync_core::vocab::Op;
+use listsync_rt::control::Outbox;
+use listsync_rt::server::cluster::{Node, NodeOptions};
+use listsync_rt::server::{Server, ServerSettings};
+use serde_json::Value;
+
+/// The multi-instance flags of `listsync serve`.
+#[derive(clap::Args)]
+pub struct ClusterArgs {
+    /// Keep the catalog in this Redis, shared with the other nodes of the same logical server
+    /// (e.g. redis://127.0.0.1:6379). The first node up seeds it with the initial catalog.
+    #[arg(long, value_name = "URL", requires = "node")]
+    redis: Option<String>,
+    /// This node's name (logs, health); needs --redis.
+    #[arg(long, value_name = "NAME", requires = "redis")]
+    node: Option<String>,
+    /// Key prefix of the logical server in Redis (nodes with the same prefix serve one catalog).
+    #[arg(long, value_name = "PREFIX", default_value = "listsync", requires = "redis")]
+    redis_prefix: String,
+}
+
+/// The server to serve: a node of a cluster with --redis, else a standalone server.
+pub async fn server(
+    args: &ClusterArgs,
+    settings: ServerSettings,
+    initial: &[Op],
+) -> anyhow::Result<(Server, Option<Node>)> {
+    let (Some(redis), Some(name)) = (&args.redis, &args.node) else {
+        return Ok((Server::new(settings, initial, None), None));
+    };
+    let mut opts = NodeOptions::new(redis, name);
+    opts.prefix = args.redis_prefix.clone();
+    let node = Node::join(settings, initial, None, opts)
+        .await
+        .with_context(|| format!("node {name}: cannot join the catalog in {redis}"))?;
+    let health = node.server().health();
+    eprintln!(
+        "listsync serve: node {name} joined {redis} (prefix {}): catalog {} at v{}",
+        args.redis_prefix, health.catalog_id, health.version
+    );
+    Ok((node.server().clone(), Some(node)))
+}
+
+/// Adds the node's identity to the `ready` event's fields.
+pub fn ready_fields(server: &Server, extra: &mut Value) {
+    let health = server.health();
+    if let Some(n) = &health.node {
+        extra["node"] = Value::from(n.as_str());
+        extra["catalog_id"] = Value::from(health.catalog_id);
+        extra["version"] = Value::from(health.version);
+    }
+}
+
+/// Reports the node's health on the control channel now and on every change.
+pub fn report_health(server: &Server, out: Outbox) {
+    if server.health().node.is_none() {
+        return;
+    }
+    let server = server.clone();
+    let mut changes = server.staleness();
+    tokio::spawn(async move {
+        loop {
+            out.event("health", server.health().to_json());
+            if changes.changed().await.is_err() {
+                break;
+            }
+        }
+    });
+}
