@@ -738,12 +738,17 @@ impl CatalogClient {
         let current = self.auth;
         let mut marked = Vec::new();
         for ((k, a), l) in self.lists.iter_mut() {
-            if *k == kind
-                && *a != current
-                && let Some(s) = l.snapshot.as_mut().filter(|s| !s.stale)
-            {
+            if *k != kind || *a == current {
+                continue;
+            }
+            if let Some(s) = l.snapshot.as_mut().filter(|s| !s.stale) {
                 s.stale = true;
                 marked.push(*a);
+            }
+            if l.flight.is_running() {
+                // A refresh of that context is in flight: what it publishes may predate this
+                // change, so one more refresh follows it (the dirty flag).
+                l.flight = l.flight.on_notify().0;
             }
         }
         for auth in marked {

@@ -13,7 +13,7 @@ const REFERENCE_STATES: &[(&str, usize)] = &[
     ("reference-2026", 197126),
     ("reference-2026-lossy", 9916),
     ("reference-multi-client", 64255),
-    ("reference-auth", 598),
+    ("reference-auth", 589),
     ("reference-resources", 148),
     ("reference-faults", 6416),
     ("reference-cluster", 483881),
