@@ -122,6 +122,8 @@ pub(crate) struct Actor {
     now: Status,
     epoch: u32,
     live: Option<Live>,
+    /// A connection attempt of the current epoch is under way.
+    connecting: bool,
     /// Local id of the listen stream core currently relies on (2026-07-28).
     listen: Option<SubId>,
     next_listen: SubId,
@@ -258,10 +260,12 @@ impl Actor {
         views: Arc<Views>,
         status: watch::Sender<Status>,
     ) -> Self {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-            ^ u64::from(settings.id).rotate_left(32);
+        let seed = settings.jitter_seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+                ^ u64::from(settings.id).rotate_left(32)
+        });
         Actor {
             machine: CatalogClient::new(settings.id, Arc::new(settings.client.clone())),
             settings,
@@ -272,6 +276,7 @@ impl Actor {
             now: Status::default(),
             epoch: 0,
             live: None,
+            connecting: false,
             listen: None,
             next_listen: 0,
             queue: VecDeque::new(),
@@ -330,6 +335,7 @@ impl Actor {
 
     fn connect(&mut self) {
         self.epoch += 1;
+        self.connecting = true;
         let epoch = self.epoch;
         let endpoint = self.endpoint.clone();
         let tx = self.tx.clone();
@@ -424,6 +430,7 @@ impl Actor {
         let current = self.epoch;
         match input {
             Input::Connected { epoch, live } if epoch == current => {
+                self.connecting = false;
                 self.reconnects = 0;
                 let identity = format!(
                     "{}|{}|{}",
@@ -473,6 +480,7 @@ impl Actor {
             }
             Input::Connected { live, .. } => live.kill.cancel(),
             Input::ConnectFailed { epoch, why } if epoch == current => {
+                self.connecting = false;
                 self.notice(ClientNotice::Log(format!("connect failed: {why}")));
                 self.schedule_reconnect(&why);
             }
@@ -597,8 +605,13 @@ impl Actor {
                     // the in-memory connection's context): reconnect under the new one, so no
                     // request of the old connection can fill the new context's cache.
                     let was_live = self.live.is_some();
+                    let was_connecting = !was_live && self.connecting;
                     if was_live {
                         self.drop_connection();
+                    } else if was_connecting {
+                        // A connection being opened under the old context is abandoned (it
+                        // is closed when it arrives, from an older epoch).
+                        self.epoch += 1;
                     }
                     self.step(ClientInput::SetAuth(auth));
                     let mut seq = self.seq;
@@ -607,7 +620,7 @@ impl Actor {
                         seq
                     });
                     self.seq = seq;
-                    if was_live {
+                    if was_live || was_connecting {
                         self.connect();
                     }
                 }

@@ -62,6 +62,9 @@ pub struct CatalogSettings {
     pub history: Option<History>,
     /// Where to report what happens (the control channel).
     pub observer: Option<mpsc::UnboundedSender<ClientNotice>>,
+    /// Seed of the retry and reconnect jitter (None: drawn from the clock). A simulator sets it
+    /// so that one seed reproduces a whole run.
+    pub jitter_seed: Option<u64>,
 }
 
 impl CatalogSettings {
@@ -81,6 +84,7 @@ impl CatalogSettings {
             probe_interval: Duration::from_secs(5),
             history: None,
             observer: None,
+            jitter_seed: None,
         }
     }
 }
