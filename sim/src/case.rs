@@ -337,6 +337,10 @@ pub mod streams {
     pub const ENV: u64 = 10;
     /// The network (latency, reordering, duplication, loss).
     pub const NET: u64 = 11;
+    /// (stack level) The run's network fault budgets.
+    pub const STACK: u64 = 12;
+    /// (stack level) One connection's network draws.
+    pub const LINKS: u64 = 13;
 }
 
 const POOL: usize = 6;

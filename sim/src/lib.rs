@@ -10,6 +10,8 @@
 //! - [`case`]: run shapes (a proptest strategy) and the scenarios built from them;
 //! - [`engine`]: the machine-level scheduler over core's `World`;
 //! - [`shrink`]: shrinking a failing run to a short trace;
+//! - [`stack`]: the full-stack level — the runtime's tokio + rmcp code on a paused clock over a
+//!   simulated network;
 //! - [`campaign`]: many seeds on many threads, with statistics and a JSON summary.
 
 pub mod campaign;
@@ -17,6 +19,7 @@ pub mod case;
 pub mod engine;
 pub mod plan;
 pub mod shrink;
+pub mod stack;
 pub mod stats;
 
 use case::{Params, Shape};

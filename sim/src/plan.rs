@@ -72,6 +72,14 @@ pub struct Plan {
     pub poll: (Micros, Micros),
     /// (cluster) Most client connections moved to another node in one run.
     pub max_migrations: u32,
+    /// (stack level) Per mille of list requests the network answers with a JSON-RPC internal
+    /// error in the server's place.
+    pub fail_permille: u32,
+    /// (stack level) Per mille of list requests the network swallows, so that the client's
+    /// request timeout fires.
+    pub timeout_permille: u32,
+    /// (stack level) Most failed or timed-out list requests in one run.
+    pub max_request_faults: u32,
 }
 
 impl fmt::Display for Plan {
@@ -112,6 +120,9 @@ impl Plan {
             max_bus_faults: 0,
             poll: (50 * MS, 200 * MS),
             max_migrations: 0,
+            fail_permille: 0,
+            timeout_permille: 0,
+            max_request_faults: 0,
         }
     }
 
@@ -119,7 +130,7 @@ impl Plan {
     pub fn default_plan() -> Plan {
         Plan {
             name: "default",
-            about: "latency 1-20 ms, 5% slow messages (+50-300 ms), duplicated notifications, a lost notification that breaks the stream, a cut connection, sometimes a server crash; steady batches with short storms",
+            about: "latency 1-20 ms, 5% slow messages (+50-300 ms), duplicated notifications, a lost notification that breaks the stream, a cut connection, sometimes a server crash; steady batches with short storms; (stack level) up to 2 list requests that fail (3%) or time out (1%)",
             latency: (MS, 20 * MS),
             slow_permille: 50,
             slow: (50 * MS, 300 * MS),
@@ -144,6 +155,9 @@ impl Plan {
             max_bus_faults: 2,
             poll: (50 * MS, 200 * MS),
             max_migrations: 1,
+            fail_permille: 30,
+            timeout_permille: 10,
+            max_request_faults: 2,
         }
     }
 
@@ -169,12 +183,15 @@ impl Plan {
     pub fn crashy() -> Plan {
         Plan {
             name: "crashy",
-            about: "up to 4 cut connections and 3 server crashes per run (clients reconnect, re-initialize or re-listen, re-list); latency 1-20 ms",
+            about: "up to 4 cut connections and 3 server crashes per run (clients reconnect, re-initialize or re-listen, re-list); latency 1-20 ms; (stack level) up to 4 list requests that fail (8%) or time out (4%)",
             max_disconnects: 4,
             max_crashes: 3,
             max_migrations: 3,
             drop_permille: 100,
             max_drop: 3,
+            fail_permille: 80,
+            timeout_permille: 40,
+            max_request_faults: 4,
             ..Plan::default_plan()
         }
     }
