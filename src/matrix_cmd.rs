@@ -31,17 +31,24 @@ pub struct Args {
 /// goes uncaught, else 0.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().context("locating the listsync executable")?;
-    let paths = Paths::discover(exe).map_err(anyhow::Error::msg)?;
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()).max(2));
+    let mut paths = Paths::discover(exe.clone()).map_err(anyhow::Error::msg)?;
+    // Adapters start from a pinned copy, so a concurrent rebuild cannot swap builds mid-run.
+    let pinned = listsync_harness::pin::PinnedExe::new(&exe).map_err(anyhow::Error::msg)?;
+    paths.listsync = pinned.path().to_path_buf();
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .max(2)
+    });
     let opts = Options {
         jobs,
         traces: args.traces,
         only: args.only,
         bounds: Bounds::default(),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let progress = |line: &str| eprintln!("{line}");
     let mut m = rt.block_on(matrix::run(&paths, &opts, &progress));
     std::fs::create_dir_all(&args.out)?;
@@ -53,7 +60,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let uncaught: Vec<&str> = m
         .validation
         .iter()
-        .filter(|v| v.shows.is_some() && !v.caught && m.runs.iter().any(|r| r.id == v.run && r.status != listsync_harness::outcome::RunStatus::Unsupported))
+        .filter(|v| {
+            v.shows.is_some()
+                && !v.caught
+                && m.runs.iter().any(|r| {
+                    r.id == v.run && r.status != listsync_harness::outcome::RunStatus::Unsupported
+                })
+        })
         .map(|v| v.trace.as_str())
         .collect();
     println!(
@@ -67,7 +80,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("FAIL: the reference implementation violates a property (see the report)");
     }
     if !uncaught.is_empty() {
-        println!("FAIL: known-bad variants not caught: {}", uncaught.join(", "));
+        println!(
+            "FAIL: known-bad variants not caught: {}",
+            uncaught.join(", ")
+        );
     }
     Ok(if reference_bad || !uncaught.is_empty() {
         ExitCode::from(1)

@@ -42,14 +42,25 @@ fn cell(v: Option<&Verdict>) -> String {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let subject: Subject = args.against.parse().map_err(anyhow::Error::msg)?;
     let exe = std::env::current_exe().context("locating the listsync executable")?;
-    let paths = Paths::discover(exe).map_err(anyhow::Error::msg)?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut paths = Paths::discover(exe.clone()).map_err(anyhow::Error::msg)?;
+    // Adapters start from a pinned copy, so a concurrent rebuild cannot swap builds mid-run.
+    let pinned = listsync_harness::pin::PinnedExe::new(&exe).map_err(anyhow::Error::msg)?;
+    paths.listsync = pinned.path().to_path_buf();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let mut worst = 0u8;
     for path in &args.traces {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let trace = Trace::from_json(&text).with_context(|| format!("{}", path.display()))?;
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let p = plan(&trace, &name, &subject, args.era).map_err(anyhow::Error::msg)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let p = plan(&trace, &name, &subject, args.era)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("{}", path.display()))?;
         let mut report = rt.block_on(replay(&p, &paths, Bounds::default()));
         println!(
             "trace {} against {} ({}, server {}, client {}): {}{}",
@@ -59,10 +70,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             report.server,
             report.client,
             report.status.as_str(),
-            report.detail.as_deref().map(|d| format!(" — {d}")).unwrap_or_default()
+            report
+                .detail
+                .as_deref()
+                .map(|d| format!(" — {d}"))
+                .unwrap_or_default()
         );
         if report.status != RunStatus::Unsupported {
-            println!("  {:<22} {:<9} {:<9} {:<9}", "property", "judged", "model", "trace");
+            println!(
+                "  {:<22} {:<9} {:<9} {:<9}",
+                "property", "judged", "model", "trace"
+            );
             for prop in Property::ALL {
                 println!(
                     "  {:<22} {:<9} {:<9} {:<9}",
@@ -73,13 +91,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 );
             }
             for f in &report.violations {
-                println!("  violation {} (record {}): {}", f.property, f.record, f.detail);
+                println!(
+                    "  violation {} (record {}): {}",
+                    f.property, f.record, f.detail
+                );
             }
             for n in &report.notes {
                 println!("  note: {n}");
             }
             let stem = name.trim_end_matches(".json");
-            let log = args.out.join(format!("{stem}.{}.log", p.subject.to_string().replace([':', '@'], "-")));
+            let log = args.out.join(format!(
+                "{stem}.{}.log",
+                p.subject.to_string().replace([':', '@'], "-")
+            ));
             report.id = stem.into();
             listsync_harness::msglog::write(&log, &report, p.client.kinds)
                 .with_context(|| format!("writing {}", log.display()))?;
@@ -87,7 +111,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let code = match report.status {
             RunStatus::Completed
-                if report.model.as_ref().is_some_and(|m| agrees(&report.judged, m)) =>
+                if report
+                    .model
+                    .as_ref()
+                    .is_some_and(|m| agrees(&report.judged, m)) =>
             {
                 0
             }

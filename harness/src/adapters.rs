@@ -38,7 +38,13 @@ pub enum Impl {
 
 impl Impl {
     /// Every implementation, in report order.
-    pub const ALL: [Impl; 5] = [Impl::Reference, Impl::Rmcp, Impl::TsV1, Impl::TsV2, Impl::Python];
+    pub const ALL: [Impl; 5] = [
+        Impl::Reference,
+        Impl::Rmcp,
+        Impl::TsV1,
+        Impl::TsV2,
+        Impl::Python,
+    ];
 
     /// The name used on the command line and in reports.
     pub fn as_str(self) -> &'static str {
@@ -257,7 +263,11 @@ pub fn provision(paths: &Paths, imp: Impl) -> Result<Provisioned, String> {
 }
 
 fn run_provision(paths: &Paths, imp: Impl) -> Result<Provisioned, String> {
-    let needs = if imp == Impl::Python { "python3" } else { "node" };
+    let needs = if imp == Impl::Python {
+        "python3"
+    } else {
+        "node"
+    };
     if which(needs).is_none() {
         return Err(format!(
             "{imp} adapters need `{needs}` on PATH, and it is not installed"
@@ -292,7 +302,8 @@ fn run_provision(paths: &Paths, imp: Impl) -> Result<Provisioned, String> {
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().last().unwrap_or_default();
-    serde_json::from_str(line).map_err(|e| format!("provision.sh {imp} printed no launch JSON: {e}"))
+    serde_json::from_str(line)
+        .map_err(|e| format!("provision.sh {imp} printed no launch JSON: {e}"))
 }
 
 fn which(program: &str) -> Option<PathBuf> {
@@ -353,17 +364,22 @@ pub fn op_json(op: &Op) -> Value {
             def,
             scope,
         } => {
-            let mut v = json!({"op": "add", "kind": kind.as_str(), "name": &**name, "description": &**def});
+            let mut v =
+                json!({"op": "add", "kind": kind.as_str(), "name": &**name, "description": &**def});
             if let Scope::Only(a) = scope {
                 v["auth"] = json!(a.0);
             }
             v
         }
-        Op::Remove { kind, name } => json!({"op": "remove", "kind": kind.as_str(), "name": &**name}),
+        Op::Remove { kind, name } => {
+            json!({"op": "remove", "kind": kind.as_str(), "name": &**name})
+        }
         Op::Update { kind, name, def } => {
             json!({"op": "update", "kind": kind.as_str(), "name": &**name, "description": &**def})
         }
-        Op::SetContent { uri, text } => json!({"op": "set_content", "uri": &**uri, "text": &**text}),
+        Op::SetContent { uri, text } => {
+            json!({"op": "set_content", "uri": &**uri, "text": &**text})
+        }
     }
 }
 
@@ -409,7 +425,10 @@ pub fn server_launch(paths: &Paths, s: &ServerSetup) -> Result<Launch, String> {
 pub fn client_launch(paths: &Paths, c: &ClientSetup) -> Result<Launch, String> {
     let exe = paths.listsync.to_string_lossy().into_owned();
     let (variant, extra): (&str, Vec<(String, String)>) = match c.variant.as_str() {
-        "listchanged-debounce0" => ("listchanged", vec![("LISTSYNC_DEBOUNCE_MS".into(), "0".into())]),
+        "listchanged-debounce0" => (
+            "listchanged",
+            vec![("LISTSYNC_DEBOUNCE_MS".into(), "0".into())],
+        ),
         v => (v, Vec::new()),
     };
     let mut env = common_env(Role::Client, c.era, variant);

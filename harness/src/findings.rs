@@ -45,7 +45,7 @@ pub struct Finding {
     pub status: Status,
     /// What was observed, per row.
     pub evidence: Vec<String>,
-    /// Runs it rests on.
+    /// The run behind each line of `evidence` (same index; empty when no run completed).
     pub runs: Vec<String>,
 }
 
@@ -97,9 +97,13 @@ fn fold(c: Claim, runs: &[RunReport]) -> Finding {
                 evidence.push(format!("{} `{scenario}`: {what}", label(r)));
                 ids.push(r.id.clone());
             }
-            None => evidence.push(format!(
-                "{imp} {role} ({variant}) {era} `{scenario}`: no completed run"
-            )),
+            None => {
+                evidence.push(format!(
+                    "{imp} {role} ({variant}) {era} `{scenario}`: no completed run"
+                ));
+                // Keeps `runs[i]` the run behind `evidence[i]`.
+                ids.push(String::new());
+            }
         }
     }
     let status = match (yes, no) {
@@ -127,7 +131,12 @@ fn calls_text(r: &RunReport) -> String {
         .iter()
         .map(|c| {
             if !c.ok {
-                format!("error {}", c.code.map(|c| c.to_string()).unwrap_or_else(|| c.text.clone()))
+                format!(
+                    "error {}",
+                    c.code
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| c.text.clone())
+                )
             } else if c.is_error {
                 format!("result isError ({})", c.text)
             } else {
@@ -169,12 +178,44 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
         },
         Claim {
             section: "TypeScript",
-            claim: "v1 refresh fetches only the first page (v2 walks all pages)",
-            rows: vec![(TsV1, Client, "listchanged", E25, "mid-walk")],
+            claim: "v1 refresh fetches only the first page",
+            rows: vec![
+                (TsV1, Client, "listchanged", E25, "mid-walk"),
+                (TsV1, Client, "listchanged-debounce0", E25, "mid-walk"),
+            ],
             check: |r| {
+                let o = &r.observations;
                 (
-                    violated(r, Property::NoTornSnapshot),
-                    format!("no_torn_snapshot {}", r.verdict(Property::NoTornSnapshot)),
+                    o.paginated && o.cursor_lists == 0,
+                    format!(
+                        "page size 1, {} pages asked with a cursor ({}); no_torn_snapshot {}",
+                        o.cursor_lists,
+                        if o.paginated {
+                            "the server sent nextCursor"
+                        } else {
+                            "the server sent no nextCursor"
+                        },
+                        r.verdict(Property::NoTornSnapshot)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "TypeScript",
+            claim: "v2 walks all pages",
+            rows: vec![
+                (TsV2, Client, "listchanged", E25, "mid-walk"),
+                (TsV2, Client, "listchanged", E26, "mid-walk"),
+            ],
+            check: |r| {
+                let o = &r.observations;
+                (
+                    o.cursor_lists > 0,
+                    format!(
+                        "page size 1, {} pages asked with a cursor; no_torn_snapshot {}",
+                        o.cursor_lists,
+                        r.verdict(Property::NoTornSnapshot)
+                    ),
                 )
             },
         },
@@ -200,7 +241,10 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             rows: vec![(TsV1, Server, "mcpserver-coalesced", E25, "notify")],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
-                (n.iter().all(|x| *x == 1), format!("notifications per batch: {n:?}"))
+                (
+                    n.iter().all(|x| *x == 1),
+                    format!("notifications per batch: {n:?}"),
+                )
             },
         },
         Claim {
@@ -215,7 +259,11 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                     !r.observations.paginated,
                     format!(
                         "page size 1 asked; {}",
-                        if r.observations.paginated { "a nextCursor was sent" } else { "every list came in one page" }
+                        if r.observations.paginated {
+                            "a nextCursor was sent"
+                        } else {
+                            "every list came in one page"
+                        }
                     ),
                 )
             },
@@ -247,19 +295,49 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 let n = &r.observations.notifications_per_batch;
                 (
                     n.iter().all(|x| *x == 0),
-                    format!("notifications per batch: {n:?}; converges {}", r.verdict(Property::Converges)),
+                    format!(
+                        "notifications per batch: {n:?}; converges {}",
+                        r.verdict(Property::Converges)
+                    ),
                 )
             },
         },
         Claim {
             section: "Python",
-            claim: "the legacy ServerSession.send_tool_list_changed() is silently dropped on 2026-07-28 connections (so a 2026-07-28 client such as mcp.Client receives nothing from a server that only uses it)",
+            claim: "the legacy ServerSession.send_tool_list_changed() is silently dropped on 2026-07-28 connections",
             rows: vec![(Python, Server, "mcpserver", E26, "notify-explicit-session")],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
                 (
                     n.iter().all(|x| *x == 0),
-                    format!("explicit session sends after each batch; list_changed on the wire per batch: {n:?}"),
+                    format!(
+                        "explicit session sends after each batch; list_changed on the wire per batch: {n:?}"
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "Python",
+            claim: "mcp.Client on 2026-07-28 receives nothing from a server that only uses the legacy send",
+            rows: vec![(
+                Python,
+                Server,
+                "mcpserver",
+                E26,
+                "session-send-to-python-client",
+            )],
+            check: |r| {
+                let o = &r.observations;
+                (
+                    o.notifications_per_batch.iter().all(|x| *x == 0)
+                        && violated(r, Property::Converges),
+                    format!(
+                        "Python server (legacy session send after each batch) with Python's mcp.Client (pinned to 2026-07-28, negotiated {}): list_changed on the wire per batch {:?}; the client published {} snapshot(s); converges {}",
+                        o.negotiated.as_deref().unwrap_or("?"),
+                        o.notifications_per_batch,
+                        o.published,
+                        r.verdict(Property::Converges)
+                    ),
                 )
             },
         },
@@ -276,8 +354,13 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                     a == Some(false),
                     format!(
                         "tools.listChanged in the {} result: {}",
-                        if r.era == E25 { "initialize" } else { "server/discover" },
-                        a.map(|b| b.to_string()).unwrap_or_else(|| "not seen".into())
+                        if r.era == E25 {
+                            "initialize"
+                        } else {
+                            "server/discover"
+                        },
+                        a.map(|b| b.to_string())
+                            .unwrap_or_else(|| "not seen".into())
                     ),
                 )
             },
@@ -312,7 +395,10 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             ],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
-                (n.iter().all(|x| *x == 0), format!("notifications per batch: {n:?}"))
+                (
+                    n.iter().all(|x| *x == 0),
+                    format!("notifications per batch: {n:?}"),
+                )
             },
         },
         Claim {
@@ -386,7 +472,10 @@ pub fn extra(runs: &[RunReport]) -> Vec<String> {
         if let Target::Scenario { name } = &r.target {
             if name == "call-removal"
                 && r.imp == Impl::TsV2
-                && r.observations.calls.get(1).is_some_and(|c| !c.ok && c.code == Some(-32602))
+                && r.observations
+                    .calls
+                    .get(1)
+                    .is_some_and(|c| !c.ok && c.code == Some(-32602))
             {
                 out.push(format!(
                     "{}: calling a removed tool is a JSON-RPC error -32602 (sdk-facts.md says TypeScript returns a result with isError: true; true of v1 only)",

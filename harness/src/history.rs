@@ -86,14 +86,24 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
     let mut expected: Option<Catalog> = None;
     for r in records {
         match &r.body {
-            Body::Fact(Fact::Catalog { since, kinds: k, .. }) => {
+            Body::Fact(Fact::Catalog {
+                since, kinds: k, ..
+            }) => {
                 let cat = Arc::new(catalog_of(k));
                 let changed = commits.last().is_none_or(|(_, c)| **c != *cat);
                 if changed {
                     let v = commits.len() as u64 + 1;
                     commits.push((v, cat.clone()));
                     let at = if v == 1 { 0 } else { since.unwrap_or(r.seq) };
-                    push(&mut out, at, 0, Event::Committed { version: v, catalog: cat.clone() });
+                    push(
+                        &mut out,
+                        at,
+                        0,
+                        Event::Committed {
+                            version: v,
+                            catalog: cat.clone(),
+                        },
+                    );
                     if v == 1 {
                         push(&mut out, 0, 1, Event::Connected { client: CLIENT });
                     }
@@ -147,16 +157,20 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
         .iter()
         .filter_map(|r| match &r.body {
             Body::Fact(Fact::Probe {
-                notification, items, ..
+                notification,
+                items,
+                ..
             }) => Some((*notification, items)),
             _ => None,
         })
         .collect();
     let msg_of = |seq: u64| -> Option<&Value> {
-        records.get(usize::try_from(seq).ok()?).and_then(|r| match &r.body {
-            Body::Msg { json: Some(v), .. } if r.seq == seq => Some(v),
-            _ => None,
-        })
+        records
+            .get(usize::try_from(seq).ok()?)
+            .and_then(|r| match &r.body {
+                Body::Msg { json: Some(v), .. } if r.seq == seq => Some(v),
+                _ => None,
+            })
     };
     let uses_history = records.iter().any(|r| {
         matches!(&r.body, Body::Event { from: Side::Client, event }
@@ -297,8 +311,13 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
                 // The original's payload (a duplicate's copy names the original in `of` of its
                 // own Release record).
                 let mut src = *of;
-                while let Some(Body::Release { of, action: Action::Duplicate, .. }) =
-                    records.get(usize::try_from(src).unwrap_or(usize::MAX)).map(|x| &x.body)
+                while let Some(Body::Release {
+                    of,
+                    action: Action::Duplicate,
+                    ..
+                }) = records
+                    .get(usize::try_from(src).unwrap_or(usize::MAX))
+                    .map(|x| &x.body)
                 {
                     src = *of;
                 }
@@ -311,15 +330,24 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
                 }
             }
             Body::Event { from, event } => {
-                let name = event.get("event").and_then(Value::as_str).unwrap_or_default();
+                let name = event
+                    .get("event")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 let kind = event
                     .get("kind")
                     .and_then(Value::as_str)
                     .and_then(|k| k.parse::<Kind>().ok());
                 match (from, name) {
                     (Side::Server, "dispatched") => {
-                        let tool = event.get("tool").and_then(Value::as_str).unwrap_or_default();
-                        let present = event.get("present").and_then(Value::as_bool).unwrap_or(true);
+                        let tool = event
+                            .get("tool")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        let present = event
+                            .get("present")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(true);
                         push(
                             &mut out,
                             r.seq,
@@ -335,7 +363,10 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
                         let Some(k) = kind.filter(|k| kinds.contains(*k)) else {
                             continue;
                         };
-                        let items = event.get("items").and_then(control_items).unwrap_or_default();
+                        let items = event
+                            .get("items")
+                            .and_then(control_items)
+                            .unwrap_or_default();
                         push(
                             &mut out,
                             r.seq,
@@ -379,7 +410,10 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
                     }
                     (Side::Client, "history") => {
                         let entry = event.get("entry").unwrap_or(&Value::Null);
-                        let ev = entry.get("event").and_then(Value::as_str).unwrap_or_default();
+                        let ev = entry
+                            .get("event")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
                         let k = entry
                             .get("kind")
                             .and_then(Value::as_str)
@@ -440,7 +474,9 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
         }
     }
     if commits.is_empty() {
-        notes.push("no ground-truth catalog was read: nothing can be judged against the server".into());
+        notes.push(
+            "no ground-truth catalog was read: nothing can be judged against the server".into(),
+        );
     }
     out.sort_by_key(|(at, prio, order, _)| (*at, *prio, *order));
     History {

@@ -14,6 +14,7 @@ pub mod jsonrpc;
 pub mod matrix;
 pub mod msglog;
 pub mod outcome;
+pub mod pin;
 pub mod proxy;
 pub mod replay;
 pub mod report;

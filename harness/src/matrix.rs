@@ -177,7 +177,8 @@ pub fn rows(only: &[Impl]) -> Vec<RowKey> {
     out
 }
 
-/// Reads the corpus (sorted by file name); unreadable files are reported, not fatal.
+/// Reads the corpus (sorted by file name); unreadable files and traces whose steps their own
+/// strategies cannot take are reported, not fatal.
 pub fn corpus(dir: &Path) -> (Vec<(String, Trace)>, Vec<String>) {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| {
@@ -190,11 +191,17 @@ pub fn corpus(dir: &Path) -> (Vec<(String, Trace)>, Vec<String>) {
     let mut traces = Vec::new();
     let mut errors = Vec::new();
     for f in files {
-        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         match std::fs::read_to_string(&f)
             .map_err(|e| e.to_string())
             .and_then(|t| Trace::from_json(&t).map_err(|e| e.to_string()))
-        {
+            .and_then(|t| match t.replay() {
+                Ok(_) => Ok(t),
+                Err(e) => Err(format!("the trace cannot be replayed: {e}")),
+            }) {
             Ok(t) => traces.push((name, t)),
             Err(e) => errors.push(format!("{name}: {e}")),
         }
@@ -209,7 +216,13 @@ enum Job {
 
 fn safe(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect()
 }
 
@@ -278,6 +291,16 @@ pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)
             }
         }
     }
+    // Pair runs (both ends an SDK), for the findings only.
+    for s in Scenario::ALL {
+        if let Some((subject, _, era)) = s.pair()
+            && (opts.only.is_empty() || opts.only.contains(&subject.imp))
+            && matches!(versions.get(&subject.imp), Some(Ok(_)))
+        {
+            let id = safe(&format!("pair.{}", s.name()));
+            jobs.push((None, Job::Scenario(s, subject, era, id)));
+        }
+    }
     // Harness validation: our runtime running each trace's own strategies.
     if opts.only.is_empty() || opts.only.contains(&Impl::Reference) {
         for (name, t) in &traces {
@@ -303,7 +326,9 @@ pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)
             let _permit = sem.acquire_owned().await;
             let mut r = match &job {
                 Job::Replay(p, _) => replay::replay(p, &paths, bounds).await,
-                Job::Scenario(s, subj, era, _) => crate::scenarios::run(*s, subj, *era, &paths, bounds).await,
+                Job::Scenario(s, subj, era, _) => {
+                    crate::scenarios::run(*s, subj, *era, &paths, bounds).await
+                }
             };
             r.id = match job {
                 Job::Replay(_, id) | Job::Scenario(_, _, _, id) => id,
@@ -368,7 +393,9 @@ pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)
                         shows: *shows,
                         caught: shows.is_some_and(|p| r.verdict(p) == Verdict::Violated),
                         agrees: r.status == RunStatus::Completed
-                            && r.model.as_ref().is_some_and(|m| replay::agrees(&r.judged, m)),
+                            && r.model
+                                .as_ref()
+                                .is_some_and(|m| replay::agrees(&r.judged, m)),
                         run: r.id.clone(),
                     });
                 }
@@ -378,7 +405,11 @@ pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)
     }
     let by_id: BTreeMap<&str, &RunReport> = runs.iter().map(|r| (r.id.as_str(), r)).collect();
     for row in &mut rows_out {
-        let rr: Vec<&RunReport> = row.runs.iter().filter_map(|id| by_id.get(id.as_str()).copied()).collect();
+        let rr: Vec<&RunReport> = row
+            .runs
+            .iter()
+            .filter_map(|id| by_id.get(id.as_str()).copied())
+            .collect();
         for p in Property::ALL {
             row.cells.insert(p, cell(&row.key, p, &rr));
         }
@@ -406,7 +437,12 @@ fn cell(key: &RowKey, p: Property, runs: &[&RunReport]) -> Cell {
     let violating = judged
         .iter()
         .filter(|r| r.verdict(p) == Verdict::Violated)
-        .min_by_key(|r| (r.status != RunStatus::Completed, matches!(r.target, Target::Trace { .. })));
+        .min_by_key(|r| {
+            (
+                r.status != RunStatus::Completed,
+                matches!(r.target, Target::Trace { .. }),
+            )
+        });
     if let Some(r) = violating {
         return Cell {
             state: CellState::Violated,

@@ -23,7 +23,11 @@ fn compact(v: &Value) -> String {
 fn line(r: &Record) -> String {
     let what = match &r.body {
         Body::Msg {
-            dir, json, text, fate, len,
+            dir,
+            json,
+            text,
+            fate,
+            len,
         } => {
             let arrow = match dir {
                 Dir::Up => "client→server",
@@ -34,9 +38,14 @@ fn line(r: &Record) -> String {
                 (None, Some(t)) => format!("(not JSON, {len} bytes) {t}"),
                 (None, None) => format!("({len} bytes)"),
             };
-            format!("{arrow} {:<11} {payload}", format!("{fate:?}").to_lowercase())
+            format!(
+                "{arrow} {:<11} {payload}",
+                format!("{fate:?}").to_lowercase()
+            )
         }
-        Body::Release { of, action, .. } => format!("{} #{of}", format!("{action:?}").to_lowercase()),
+        Body::Release { of, action, .. } => {
+            format!("{} #{of}", format!("{action:?}").to_lowercase())
+        }
         Body::Inject { json, .. } => format!("probe→server {}", compact(json)),
         Body::Event { from, event } => format!("event {:<6} {}", from.as_str(), compact(event)),
         Body::Command { to, cmd } => format!("cmd→{} {}", to.as_str(), compact(cmd)),
@@ -48,17 +57,31 @@ fn line(r: &Record) -> String {
                 if model.is_empty() {
                     String::new()
                 } else {
-                    format!("\n{}", model.iter().map(|l| format!("                      model: {l}")).collect::<Vec<_>>().join("\n"))
+                    format!(
+                        "\n{}",
+                        model
+                            .iter()
+                            .map(|l| format!("                      model: {l}"))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    )
                 }
             ),
-            Fact::Skipped { index, step, reason } => format!("SKIPPED step {index} ({step}): {reason}"),
+            Fact::Skipped {
+                index,
+                step,
+                reason,
+            } => format!("SKIPPED step {index} ({step}): {reason}"),
             Fact::Divergence { step, reason } => format!(
                 "DIVERGENCE{}: {reason}",
                 step.map(|s| format!(" at step {s}")).unwrap_or_default()
             ),
             Fact::MutateIssued { batch, ops } => format!(
                 "MUTATE batch {batch}: {}",
-                ops.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+                ops.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ),
             Fact::Catalog { after, kinds, .. } => format!(
                 "GROUND TRUTH ({after}): {}",
@@ -66,17 +89,33 @@ fn line(r: &Record) -> String {
                     .iter()
                     .map(|(k, items)| format!(
                         "{k} [{}]",
-                        items.iter().map(|i| format!("{}={}", i.name, i.description)).collect::<Vec<_>>().join(",")
+                        items
+                            .iter()
+                            .map(|i| format!("{}={}", i.name, i.description))
+                            .collect::<Vec<_>>()
+                            .join(",")
                     ))
                     .collect::<Vec<_>>()
                     .join(" ")
             ),
-            Fact::Probe { notification, kind, items, error } => match items {
+            Fact::Probe {
+                notification,
+                kind,
+                items,
+                error,
+            } => match items {
                 Some(items) => format!(
                     "PROBE after #{notification}: {kind} [{}]",
-                    items.iter().map(|i| format!("{}={}", i.name, i.description)).collect::<Vec<_>>().join(",")
+                    items
+                        .iter()
+                        .map(|i| format!("{}={}", i.name, i.description))
+                        .collect::<Vec<_>>()
+                        .join(",")
                 ),
-                None => format!("PROBE after #{notification}: {kind} failed: {}", error.as_deref().unwrap_or("?")),
+                None => format!(
+                    "PROBE after #{notification}: {kind} failed: {}",
+                    error.as_deref().unwrap_or("?")
+                ),
             },
             Fact::Quiescent { .. } => "QUIESCENT: everything released, the run settled".into(),
         },
@@ -103,7 +142,11 @@ pub fn render(report: &RunReport, kinds: KindSet) -> String {
         s,
         "# status: {}{}",
         report.status.as_str(),
-        report.detail.as_deref().map(|d| format!(" — {d}")).unwrap_or_default()
+        report
+            .detail
+            .as_deref()
+            .map(|d| format!(" — {d}"))
+            .unwrap_or_default()
     );
     let _ = writeln!(s, "# columns: record, time since start, what\n");
     for r in &report.records {
@@ -122,7 +165,11 @@ pub fn render(report: &RunReport, kinds: KindSet) -> String {
         let _ = writeln!(s, "{:<22} {v}", p.as_str());
     }
     for f in &report.violations {
-        let _ = writeln!(s, "# VIOLATION {} at record {}: {}", f.property, f.record, f.detail);
+        let _ = writeln!(
+            s,
+            "# VIOLATION {} at record {}: {}",
+            f.property, f.record, f.detail
+        );
     }
     s
 }

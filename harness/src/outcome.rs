@@ -119,6 +119,9 @@ pub struct Observations {
     pub published: usize,
     /// Whether any list response of a kept kind carried a `nextCursor`.
     pub paginated: bool,
+    /// List requests of kept kinds with a cursor (pages after the first) the client sent.
+    #[serde(default)]
+    pub cursor_lists: usize,
     /// Malformed or oversized lines, adapter failures.
     pub bad: Vec<String>,
 }
@@ -239,7 +242,10 @@ impl RunReport {
 
     /// The judged verdict of a property.
     pub fn verdict(&self, p: Property) -> Verdict {
-        self.judged.get(&p).copied().unwrap_or(Verdict::NotApplicable)
+        self.judged
+            .get(&p)
+            .copied()
+            .unwrap_or(Verdict::NotApplicable)
     }
 }
 
@@ -258,7 +264,10 @@ pub fn observe(records: &[Record], kinds: KindSet) -> Observations {
                 Some(format!(
                     "{} {}",
                     event.get("sdk").and_then(Value::as_str).unwrap_or("?"),
-                    event.get("sdk_version").and_then(Value::as_str).unwrap_or("?")
+                    event
+                        .get("sdk_version")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
                 ))
             }
             _ => None,
@@ -290,7 +299,9 @@ pub fn observe(records: &[Record], kinds: KindSet) -> Observations {
                         list_req_by_id.insert(id, r.seq);
                         in_flight.insert(r.seq, ());
                         o.max_concurrent_lists = o.max_concurrent_lists.max(in_flight.len());
-                        if mutated && !jsonrpc::has_cursor(v) {
+                        if jsonrpc::has_cursor(v) {
+                            o.cursor_lists += 1;
+                        } else if mutated {
                             o.relists += 1;
                         }
                     }
@@ -299,10 +310,14 @@ pub fn observe(records: &[Record], kinds: KindSet) -> Observations {
                     let method = methods.get(&id).map(String::as_str);
                     if matches!(method, Some("initialize") | Some("server/discover")) {
                         let res = jsonrpc::result(v);
-                        if let Some(b) = res
-                            .get("capabilities")
-                            .and_then(|c| c.get("tools"))
-                            .map(|t| t.get("listChanged").and_then(Value::as_bool).unwrap_or(false))
+                        if let Some(b) =
+                            res.get("capabilities")
+                                .and_then(|c| c.get("tools"))
+                                .map(|t| {
+                                    t.get("listChanged")
+                                        .and_then(Value::as_bool)
+                                        .unwrap_or(false)
+                                })
                         {
                             o.tools_list_changed_advertised = Some(b);
                         }
@@ -311,7 +326,10 @@ pub fn observe(records: &[Record], kinds: KindSet) -> Observations {
                         }
                     }
                     if let Some(req) = list_req_by_id.get(&id) {
-                        if jsonrpc::result(v).get("nextCursor").is_some_and(|c| !c.is_null()) {
+                        if jsonrpc::result(v)
+                            .get("nextCursor")
+                            .is_some_and(|c| !c.is_null())
+                        {
                             o.paginated = true;
                         }
                         response_of.insert(r.seq, *req);
@@ -373,23 +391,39 @@ fn calls(records: &[Record]) -> Vec<CallOutcome> {
     let mut out = Vec::new();
     for r in records {
         match &r.body {
-            Body::Command { to: Side::Client, cmd } if cmd.get("cmd").and_then(Value::as_str) == Some("call") => {
+            Body::Command {
+                to: Side::Client,
+                cmd,
+            } if cmd.get("cmd").and_then(Value::as_str) == Some("call") => {
                 if let Some(id) = cmd.get("id").and_then(Value::as_u64) {
-                    sent.insert(id, cmd.get("tool").and_then(Value::as_str).unwrap_or_default().to_owned());
+                    sent.insert(
+                        id,
+                        cmd.get("tool")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    );
                 }
             }
             Body::Reply {
                 from: Side::Client,
                 reply,
             } => {
-                let Some(tool) = reply.get("id").and_then(Value::as_u64).and_then(|id| sent.remove(&id)) else {
+                let Some(tool) = reply
+                    .get("id")
+                    .and_then(Value::as_u64)
+                    .and_then(|id| sent.remove(&id))
+                else {
                     continue;
                 };
                 let ok = reply.get("ok").and_then(Value::as_bool) == Some(true);
                 out.push(CallOutcome {
                     tool,
                     ok,
-                    is_error: reply.get("is_error").and_then(Value::as_bool).unwrap_or(!ok),
+                    is_error: reply
+                        .get("is_error")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(!ok),
                     code: reply.get("code").and_then(Value::as_i64),
                     text: reply
                         .get(if ok { "text" } else { "error" })

@@ -177,7 +177,10 @@ impl Proxy {
     }
 
     fn policy(&self) -> Policy {
-        self.policy.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.policy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn send(&self, dir: Dir, raw: Arc<[u8]>) {
@@ -221,7 +224,9 @@ impl Proxy {
                     // 2026-07-28 requests carry the protocol metadata every request needs;
                     // probes copy it (without the request's own progress token).
                     if let Some(meta) = jsonrpc::params(&v).get("_meta")
-                        && meta.get("io.modelcontextprotocol/protocolVersion").is_some()
+                        && meta
+                            .get("io.modelcontextprotocol/protocolVersion")
+                            .is_some()
                     {
                         let mut meta = meta.clone();
                         if let Some(o) = meta.as_object_mut() {
@@ -249,7 +254,11 @@ impl Proxy {
                     match st.requests.get_mut(&(Dir::Up, id)) {
                         Some(p) => {
                             p.answered = true;
-                            if p.hold_response { Fate::Held } else { Fate::Passed }
+                            if p.hold_response {
+                                Fate::Held
+                            } else {
+                                Fate::Passed
+                            }
                         }
                         None => Fate::Passed,
                     }
@@ -260,7 +269,11 @@ impl Proxy {
                     {
                         probe = Some(k);
                     }
-                    if (policy.hold_notification)(&v) { Fate::Held } else { Fate::Passed }
+                    if (policy.hold_notification)(&v) {
+                        Fate::Held
+                    } else {
+                        Fate::Passed
+                    }
                 }
                 (Dir::Down, Frame::Request { id, method }) => {
                     let seq = st.records.len() as u64 + st.lost_records;
@@ -397,7 +410,9 @@ impl Proxy {
         match tokio::time::timeout(PROBE_BOUND, rx).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(_)) => Err("probe abandoned".into()),
-            Err(_) => Err(format!("no answer to {method} probe within {PROBE_BOUND:?}")),
+            Err(_) => Err(format!(
+                "no answer to {method} probe within {PROBE_BOUND:?}"
+            )),
         }
     }
 
@@ -463,7 +478,10 @@ pub(crate) enum Line {
 }
 
 /// Reads one `\n`-terminated line of at most `max` bytes; longer lines are skipped whole.
-pub(crate) async fn read_line(r: &mut (impl AsyncBufReadExt + Unpin), max: usize) -> std::io::Result<Line> {
+pub(crate) async fn read_line(
+    r: &mut (impl AsyncBufReadExt + Unpin),
+    max: usize,
+) -> std::io::Result<Line> {
     let mut buf = Vec::new();
     let mut skipped = 0usize;
     loop {
@@ -578,7 +596,10 @@ mod tests {
     async fn long_lines_are_skipped_and_reading_goes_on() {
         let data = format!("{}\nok\n{}", "x".repeat(100), "tail");
         let mut r = BufReader::with_capacity(8, data.as_bytes());
-        assert!(matches!(read_line(&mut r, 10).await.unwrap(), Line::TooLong(100)));
+        assert!(matches!(
+            read_line(&mut r, 10).await.unwrap(),
+            Line::TooLong(100)
+        ));
         assert!(matches!(read_line(&mut r, 10).await.unwrap(), Line::Data(l) if l == b"ok"));
         assert!(matches!(read_line(&mut r, 10).await.unwrap(), Line::Data(l) if l == b"tail"));
         assert!(matches!(read_line(&mut r, 10).await.unwrap(), Line::Eof));

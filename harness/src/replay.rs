@@ -89,7 +89,16 @@ pub fn trace_role(scn: &Scenario) -> Option<Role> {
 }
 
 /// Resolves a replay of `trace` against `subject`.
-pub fn plan(trace: &Trace, trace_name: &str, subject: &Subject, era: Option<Era>) -> Result<Plan, String> {
+pub fn plan(
+    trace: &Trace,
+    trace_name: &str,
+    subject: &Subject,
+    era: Option<Era>,
+) -> Result<Plan, String> {
+    // A trace whose own strategies cannot take its steps is malformed, whatever is replayed.
+    trace
+        .replay()
+        .map_err(|e| format!("the trace cannot be replayed: {e}"))?;
     let role = subject
         .role
         .or_else(|| trace_role(&trace.scenario))
@@ -145,12 +154,18 @@ pub fn plan(trace: &Trace, trace_name: &str, subject: &Subject, era: Option<Era>
     let server_variant = if server_imp == Impl::Reference {
         scenario.server.strategy.as_str().to_owned()
     } else {
-        subject.variant.clone().unwrap_or_else(|| default_variant(server_imp, Role::Server))
+        subject
+            .variant
+            .clone()
+            .unwrap_or_else(|| default_variant(server_imp, Role::Server))
     };
     let client_variant = if client_imp == Impl::Reference {
         scenario.client_strategy().as_str().to_owned()
     } else {
-        subject.variant.clone().unwrap_or_else(|| default_variant(client_imp, Role::Client))
+        subject
+            .variant
+            .clone()
+            .unwrap_or_else(|| default_variant(client_imp, Role::Client))
     };
     let kinds = scenario
         .clients
@@ -187,10 +202,15 @@ pub fn plan(trace: &Trace, trace_name: &str, subject: &Subject, era: Option<Era>
 
 fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
     if scn.cluster.is_some() {
-        return Some("cluster scenarios (several server nodes) are out of the harness's scope".into());
+        return Some(
+            "cluster scenarios (several server nodes) are out of the harness's scope".into(),
+        );
     }
     if scn.clients.len() != 1 {
-        return Some(format!("{} clients: the harness runs one client per run", scn.clients.len()));
+        return Some(format!(
+            "{} clients: the harness runs one client per run",
+            scn.clients.len()
+        ));
     }
     if scn.clients.iter().any(|c| !c.watch.is_empty()) {
         return Some("resource content subscriptions are not replayed".into());
@@ -199,7 +219,15 @@ fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
         .initial
         .iter()
         .chain(scn.script.iter().flatten())
-        .any(|o| matches!(o, listsync_core::vocab::Op::Add { scope: Scope::Only(_), .. }));
+        .any(|o| {
+            matches!(
+                o,
+                listsync_core::vocab::Op::Add {
+                    scope: Scope::Only(_),
+                    ..
+                }
+            )
+        });
     if scoped || !scn.auth_changes.is_empty() {
         return Some("authorization contexts need HTTP; the harness runs stdio".into());
     }
@@ -207,7 +235,9 @@ fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
         Step::Disconnect { .. } | Step::Reconnect { .. } => {
             Some("disconnects are not replayed (the harness keeps one connection)".into())
         }
-        Step::Retry { .. } => Some("retry timers fire by themselves in real clients: not replayed".into()),
+        Step::Retry { .. } => {
+            Some("retry timers fire by themselves in real clients: not replayed".into())
+        }
         Step::SetAuth { .. } => Some("authorization changes need HTTP".into()),
         Step::BusDeliver { .. }
         | Step::BusDuplicate { .. }
@@ -231,7 +261,8 @@ pub fn tracked_policy(kinds: KindSet) -> Policy {
     let tracked_notification = move |v: &Value| -> bool {
         let m = v.get("method").and_then(Value::as_str).unwrap_or_default();
         m == "notifications/subscriptions/acknowledged"
-            || notified_kind(m).is_some_and(|k| k.notification_group().iter().any(|g| kinds.contains(*g)))
+            || notified_kind(m)
+                .is_some_and(|k| k.notification_group().iter().any(|g| kinds.contains(*g)))
     };
     let req = Arc::new(tracked_request);
     Policy {
@@ -260,7 +291,11 @@ enum Shape {
 impl Shape {
     fn describe(&self) -> String {
         match self {
-            Shape::Request { method, cursor, tool } => format!(
+            Shape::Request {
+                method,
+                cursor,
+                tool,
+            } => format!(
                 "{method}{}{}",
                 if *cursor { " (with cursor)" } else { "" },
                 tool.as_deref().map(|t| format!(" {t}")).unwrap_or_default()
@@ -273,7 +308,14 @@ impl Shape {
 
     fn matches(&self, v: &Value) -> bool {
         match (self, jsonrpc::classify(v)) {
-            (Shape::Request { method, cursor, tool }, Frame::Request { method: m, .. }) => {
+            (
+                Shape::Request {
+                    method,
+                    cursor,
+                    tool,
+                },
+                Frame::Request { method: m, .. },
+            ) => {
                 *method == m
                     && jsonrpc::has_cursor(v) == *cursor
                     && tool.as_deref().is_none_or(|t| {
@@ -290,7 +332,13 @@ impl Shape {
 fn up_shape(m: &ClientMsg) -> Shape {
     Shape::Request {
         method: m.req.method(),
-        cursor: matches!(&m.req, Request::List { cursor: Some(_), .. }),
+        cursor: matches!(
+            &m.req,
+            Request::List {
+                cursor: Some(_),
+                ..
+            }
+        ),
         tool: match &m.req {
             Request::CallTool { name } => Some(name.to_string()),
             _ => None,
@@ -313,16 +361,30 @@ fn down_shape(m: &ServerMsg, ids: &HashMap<ReqId, String>) -> Shape {
 }
 
 /// The model's in-flight messages of one direction, with their shapes, in link order.
-fn model_in_flight(world: &World, dir: Dir, ids: &HashMap<ReqId, String>) -> Vec<(Link, usize, Shape)> {
+fn model_in_flight(
+    world: &World,
+    dir: Dir,
+    ids: &HashMap<ReqId, String>,
+) -> Vec<(Link, usize, Shape)> {
     let l = &world.links[0];
     match dir {
-        Dir::Up => l.up.iter().enumerate().map(|(i, m)| (Link::Up, i, up_shape(m))).collect(),
+        Dir::Up => {
+            l.up.iter()
+                .enumerate()
+                .map(|(i, m)| (Link::Up, i, up_shape(m)))
+                .collect()
+        }
         Dir::Down => l
             .down
             .iter()
             .enumerate()
             .map(|(i, m)| (Link::Down, i, down_shape(m, ids)))
-            .chain(l.stream.iter().enumerate().map(|(i, m)| (Link::Stream, i, down_shape(m, ids))))
+            .chain(
+                l.stream
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| (Link::Stream, i, down_shape(m, ids))),
+            )
             .collect(),
     }
 }
@@ -393,6 +455,46 @@ fn count_real(st: &HubState, kinds: KindSet) -> (usize, usize) {
     (published, dispatched)
 }
 
+/// The client machine's steps that may leave no message behind: wake-ups and ended refreshes
+/// (a discarded page). For our runtime as the client, each step of the trace waits for them
+/// too, so a delivery cannot overtake the client's handling of the one before.
+fn count_model_client_steps(events: &[Event]) -> usize {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Woken { client: 0, .. } | Event::RefreshEnded { client: 0, .. }
+            )
+        })
+        .count()
+}
+
+fn count_real_client_steps(st: &HubState) -> usize {
+    control::events(st, Side::Client, "history")
+        .filter(|(_, e)| {
+            matches!(
+                e.get("entry")
+                    .and_then(|x| x.get("event"))
+                    .and_then(Value::as_str),
+                Some("woken" | "refresh_ended")
+            )
+        })
+        .count()
+}
+
+/// `list_changed` notifications of kept kinds the client adapter reported handling.
+fn count_real_notifications(st: &HubState, kinds: KindSet) -> usize {
+    control::events(st, Side::Client, "notification")
+        .filter(|(_, e)| {
+            e.get("method")
+                .and_then(Value::as_str)
+                .and_then(notified_kind)
+                .is_some_and(|k| k.notification_group().iter().any(|g| kinds.contains(*g)))
+        })
+        .count()
+}
+
 /// The lockstep state.
 struct Lockstep<'a> {
     plan: &'a Plan,
@@ -403,6 +505,8 @@ struct Lockstep<'a> {
     kinds: KindSet,
     commit_gate: Option<(u64, tokio::sync::oneshot::Receiver<Value>)>,
     exact: bool,
+    /// `list_changed` notifications delivered to the client by trace steps.
+    notifications_delivered: usize,
 }
 
 enum Wait {
@@ -415,6 +519,8 @@ impl Lockstep<'_> {
     async fn sync(&self, bound: Duration) -> Wait {
         let want = count_model(&self.model_events, self.kinds);
         let kinds = self.kinds;
+        let steps_wanted = (self.plan.client.imp == Impl::Reference)
+            .then(|| count_model_client_steps(&self.model_events));
         let check = |st: &HubState| -> Option<Result<(), String>> {
             let m = match_links(&self.world, st, &self.ids);
             if let Some((seq, s)) = m.unpredicted.first() {
@@ -435,7 +541,8 @@ impl Lockstep<'_> {
                     got.1, want.1
                 )));
             }
-            if m.missing.is_empty() && got == want {
+            let steps_done = steps_wanted.is_none_or(|w| count_real_client_steps(st) >= w);
+            if m.missing.is_empty() && got == want && steps_done {
                 Some(Ok(()))
             } else {
                 None
@@ -464,6 +571,27 @@ impl Lockstep<'_> {
                         got.1, want.1
                     ));
                 }
+                if let Some(w) = steps_wanted {
+                    let done = count_real_client_steps(&st);
+                    if done < w {
+                        why.push(format!(
+                            "the client's machine woke or ended a refresh {done} times, the trace predicts {w}"
+                        ));
+                    }
+                }
+                // What the implementation sent that the trace's next step still holds back:
+                // often what it is waiting on instead (a response, an acknowledgement).
+                let held: Vec<String> = st
+                    .held
+                    .iter()
+                    .map(|h| format!("{} (record {})", jsonrpc::summary(&h.json), h.seq))
+                    .collect();
+                if !held.is_empty() {
+                    why.push(format!(
+                        "held, as the trace prescribes: {}",
+                        held.join(", ")
+                    ));
+                }
                 Wait::Diverged(format!("within {bound:?}: {}", why.join("; ")))
             }
         }
@@ -480,8 +608,14 @@ impl Lockstep<'_> {
     async fn step(&mut self, index: Option<usize>, step: &Step) -> Result<(), String> {
         // The real counterpart of the message a delivery or fault concerns.
         let target = match step {
-            Step::Deliver { client: 0, link, index } => Some((*link, usize::from(*index))),
-            Step::Duplicate { client: 0, link } | Step::Drop { client: 0, link } => Some((*link, 0)),
+            Step::Deliver {
+                client: 0,
+                link,
+                index,
+            } => Some((*link, usize::from(*index))),
+            Step::Duplicate { client: 0, link } | Step::Drop { client: 0, link } => {
+                Some((*link, 0))
+            }
             _ => None,
         };
         let real = match target {
@@ -493,8 +627,38 @@ impl Lockstep<'_> {
             None => None,
         };
         let before_up: Option<ClientMsg> = match step {
-            Step::Deliver { client: 0, link: Link::Up, index } => {
-                self.world.links[0].up.get(usize::from(*index)).cloned()
+            Step::Deliver {
+                client: 0,
+                link: Link::Up,
+                index,
+            } => self.world.links[0].up.get(usize::from(*index)).cloned(),
+            _ => None,
+        };
+        // A list_changed of a kept kind delivered to the client: wait below until the client
+        // reports handling it, so the next delivery cannot overtake it inside the client.
+        let notification = match step {
+            Step::Deliver {
+                client: 0,
+                link: link @ (Link::Down | Link::Stream),
+                index,
+            } => {
+                let l = &self.world.links[0];
+                let q = if *link == Link::Down {
+                    &l.down
+                } else {
+                    &l.stream
+                };
+                match q.get(usize::from(*index)) {
+                    Some(ServerMsg::Notification(Notification::ListChanged { kind, .. }))
+                        if kind
+                            .notification_group()
+                            .iter()
+                            .any(|g| self.kinds.contains(*g)) =>
+                    {
+                        Some(kind.list_changed_method())
+                    }
+                    _ => None,
+                }
             }
             _ => None,
         };
@@ -521,6 +685,24 @@ impl Lockstep<'_> {
                     }
                 }
                 self.run.proxy.act(seq, Action::Deliver);
+                if let Some(method) = notification {
+                    self.notifications_delivered += 1;
+                    let want = self.notifications_delivered;
+                    let kinds = self.kinds;
+                    let bound = self.run.bounds.step;
+                    let handled = self
+                        .run
+                        .hub
+                        .wait_until(bound, |st| {
+                            (count_real_notifications(st, kinds) >= want).then_some(())
+                        })
+                        .await;
+                    if handled.is_none() {
+                        return Err(format!(
+                            "the client did not report handling the delivered {method} within {bound:?}"
+                        ));
+                    }
+                }
             }
             Step::Duplicate { .. } | Step::Drop { .. } => {
                 let seq = real.ok_or("the notification has no real counterpart")?;
@@ -575,7 +757,10 @@ impl Lockstep<'_> {
             .cmd("gate_commit", json!({}), bound)
             .await
             .map_err(|e| format!("gate_commit: {e}"))?;
-        let gate = gate.get("gate").and_then(Value::as_u64).ok_or("gate_commit gave no gate")?;
+        let gate = gate
+            .get("gate")
+            .and_then(Value::as_u64)
+            .ok_or("gate_commit gave no gate")?;
         let issued = self.run.hub.record(Body::Fact(Fact::MutateIssued {
             batch: 0,
             ops: ops.to_vec(),
@@ -590,7 +775,11 @@ impl Lockstep<'_> {
         let parked = self
             .run
             .hub
-            .wait_until(bound, |st| control::events(st, Side::Server, "commit_parked").next().map(|_| ()))
+            .wait_until(bound, |st| {
+                control::events(st, Side::Server, "commit_parked")
+                    .next()
+                    .map(|_| ())
+            })
             .await;
         if parked.is_none() {
             return Err("the server did not park its commit".into());
@@ -664,7 +853,8 @@ pub async fn replay(plan: &Plan, paths: &Paths, bounds: Bounds) -> RunReport {
         report.detail = Some(why.clone());
         return report;
     }
-    let launches = server_launch(paths, &plan.server).and_then(|s| Ok((s, client_launch(paths, &plan.client)?)));
+    let launches = server_launch(paths, &plan.server)
+        .and_then(|s| Ok((s, client_launch(paths, &plan.client)?)));
     let (server, client) = match launches {
         Ok(l) => l,
         Err(e) => return report.failed(e, started),
@@ -703,9 +893,30 @@ pub async fn replay(plan: &Plan, paths: &Paths, bounds: Bounds) -> RunReport {
         kinds,
         commit_gate: None,
         exact: plan.client.imp == Impl::Reference && plan.server.imp == Impl::Reference,
+        notifications_delivered: 0,
     };
     let mut diverged: Option<(Option<usize>, String)> = None;
-    if let Wait::Diverged(e) = ls.sync(bounds.startup).await {
+    // Start-up: the client process gets the start-up bound to show life (its first message);
+    // from then on a predicted message gets the usual step bound, so a client that takes
+    // another path at start-up is reported as quickly as one that does so later.
+    let alive = ls
+        .run
+        .hub
+        .wait_until(bounds.startup, |st| {
+            st.records
+                .iter()
+                .any(|r| matches!(r.body, Body::Msg { dir: Dir::Up, .. }))
+                .then_some(())
+        })
+        .await
+        .is_some();
+    let first = if alive { bounds.step } else { Duration::ZERO };
+    if let Wait::Diverged(e) = ls.sync(first).await {
+        let e = if alive {
+            e
+        } else {
+            format!("the client sent nothing within {:?}; {e}", bounds.startup)
+        };
         diverged = Some((None, format!("at start-up: {e}")));
     }
     let mut skipped = Vec::new();
@@ -757,9 +968,13 @@ pub async fn replay(plan: &Plan, paths: &Paths, bounds: Bounds) -> RunReport {
                     st.held.first().map(|h| (h.seq, jsonrpc::summary(&h.json)))
                 };
                 if let Some((seq, s)) = extra {
-                    diverged = Some((None, format!("after the last step the implementation sent {s} (record {seq})")));
+                    diverged = Some((
+                        None,
+                        format!("after the last step the implementation sent {s} (record {seq})"),
+                    ));
                 } else if !settled {
-                    ls.run.note("the run did not fall quiet within the settle bound");
+                    ls.run
+                        .note("the run did not fall quiet within the settle bound");
                 }
             }
         }
@@ -811,7 +1026,5 @@ pub async fn replay(plan: &Plan, paths: &Paths, bounds: Bounds) -> RunReport {
 
 /// Whether the judged verdicts equal the shadow world's (applicable properties only).
 pub fn agrees(judged: &Verdicts, model: &Verdicts) -> bool {
-    Property::ALL
-        .iter()
-        .all(|p| judged.get(p) == model.get(p))
+    Property::ALL.iter().all(|p| judged.get(p) == model.get(p))
 }

@@ -19,8 +19,7 @@ pub const LOG_DIR: &str = "conformance";
 fn worth_a_log(r: &RunReport) -> bool {
     r.status != RunStatus::Completed
         || r.judged.values().any(|v| *v == Verdict::Violated)
-        || r
-            .model
+        || r.model
             .as_ref()
             .is_some_and(|m| !crate::replay::agrees(&r.judged, m))
 }
@@ -87,7 +86,9 @@ fn short(p: Property) -> &'static str {
 
 fn link_for(r: &RunReport) -> String {
     let target = match &r.target {
-        Target::Trace { name, .. } => format!("[{}](../traces/{name})", name.trim_end_matches(".json")),
+        Target::Trace { name, .. } => {
+            format!("[{}](../traces/{name})", name.trim_end_matches(".json"))
+        }
         Target::Scenario { name } => format!("`{name}`"),
     };
     match &r.log {
@@ -153,12 +154,18 @@ fn markdown(m: &Matrix, found: &[Finding], extra: &[String]) -> String {
         let _ = writeln!(s);
     }
 
-    let _ = writeln!(s, "\n## Harness validation: each known-bad strategy of core, run as a variant of our runtime\n");
+    let _ = writeln!(
+        s,
+        "\n## Harness validation: each known-bad strategy of core, run as a variant of our runtime\n"
+    );
     let _ = writeln!(
         s,
         "Every trace of `traces/` replayed against `reference@trace` (our runtime running the trace's own strategies). *Caught* means the replay judged the trace's property violated from what the real processes did; *agrees* means every judged verdict equals the model's for the same (drained) schedule.\n"
     );
-    let _ = writeln!(s, "| trace | role | strategy | shows | caught | agrees with the model | run |");
+    let _ = writeln!(
+        s,
+        "| trace | role | strategy | shows | caught | agrees with the model | run |"
+    );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     for v in &m.validation {
         let r = by_id.get(v.run.as_str());
@@ -169,8 +176,12 @@ fn markdown(m: &Matrix, found: &[Finding], extra: &[String]) -> String {
             v.trace.trim_end_matches(".json"),
             v.trace,
             v.role.map(|r| r.as_str()).unwrap_or("-"),
-            r.map(|r| if r.role == crate::adapters::Role::Server { r.server.clone() } else { r.client.clone() })
-                .unwrap_or_default(),
+            r.map(|r| if r.role == crate::adapters::Role::Server {
+                r.server.clone()
+            } else {
+                r.client.clone()
+            })
+            .unwrap_or_default(),
             v.shows.map(|p| p.as_str()).unwrap_or("-"),
             match status {
                 RunStatus::Unsupported => "unsupported".to_owned(),
@@ -178,7 +189,13 @@ fn markdown(m: &Matrix, found: &[Finding], extra: &[String]) -> String {
                 _ if v.caught => "**yes**".to_owned(),
                 _ => "NO".to_owned(),
             },
-            if status == RunStatus::Unsupported { "-" } else if v.agrees { "yes" } else { "no" },
+            if status == RunStatus::Unsupported {
+                "-"
+            } else if v.agrees {
+                "yes"
+            } else {
+                "no"
+            },
             r.map(|r| {
                 let mut t = r.detail.clone().unwrap_or_default();
                 if let Some(l) = &r.log {
@@ -198,9 +215,14 @@ fn markdown(m: &Matrix, found: &[Finding], extra: &[String]) -> String {
             .evidence
             .iter()
             .zip(f.runs.iter().map(Some).chain(std::iter::repeat(None)))
-            .map(|(e, id)| match id.and_then(|id| by_id.get(id.as_str())).and_then(|r| r.log.clone()) {
-                Some(l) => format!("{e} ([log]({l}))"),
-                None => e.clone(),
+            .map(|(e, id)| {
+                match id
+                    .and_then(|id| by_id.get(id.as_str()))
+                    .and_then(|r| r.log.clone())
+                {
+                    Some(l) => format!("{e} ([log]({l}))"),
+                    None => e.clone(),
+                }
             })
             .collect();
         let _ = writeln!(
@@ -214,21 +236,36 @@ fn markdown(m: &Matrix, found: &[Finding], extra: &[String]) -> String {
     }
     let disagreements: Vec<&Finding> = found
         .iter()
-        .filter(|f| matches!(f.status, findings::Status::Refuted | findings::Status::Partly))
+        .filter(|f| {
+            matches!(
+                f.status,
+                findings::Status::Refuted | findings::Status::Partly
+            )
+        })
         .collect();
     let _ = writeln!(s, "\n### Where the matrix disagrees with sdk-facts.md\n");
     if disagreements.is_empty() && extra.is_empty() {
         let _ = writeln!(s, "Nowhere: every claim tested was confirmed.");
     }
     for f in disagreements {
-        let _ = writeln!(s, "- {} ({}): **{}** — {}", f.claim, f.section, f.status.as_str(), f.evidence.join("; "));
+        let _ = writeln!(
+            s,
+            "- {} ({}): **{}** — {}",
+            f.claim,
+            f.section,
+            f.status.as_str(),
+            f.evidence.join("; ")
+        );
     }
     for e in extra {
         let _ = writeln!(s, "- {e}");
     }
 
     let _ = writeln!(s, "\n## Runs\n");
-    let _ = writeln!(s, "| run | target | server | client | status | violated | notes |");
+    let _ = writeln!(
+        s,
+        "| run | target | server | client | status | violated | notes |"
+    );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     for r in &m.runs {
         let violated: Vec<&str> = r

@@ -124,8 +124,10 @@ impl Run {
     async fn start_in(cfg: RunConfig, dir: PathBuf) -> Result<Run, String> {
         let hub = Hub::new();
         let (s_sock, c_sock) = (dir.join("s.sock"), dir.join("c.sock"));
-        let s_listener = control::listen(&s_sock).map_err(|e| format!("{}: {e}", s_sock.display()))?;
-        let c_listener = control::listen(&c_sock).map_err(|e| format!("{}: {e}", c_sock.display()))?;
+        let s_listener =
+            control::listen(&s_sock).map_err(|e| format!("{}: {e}", s_sock.display()))?;
+        let c_listener =
+            control::listen(&c_sock).map_err(|e| format!("{}: {e}", c_sock.display()))?;
         hub.record(Body::Note {
             text: format!(
                 "server: {} — {}; client: {} — {}",
@@ -145,7 +147,15 @@ impl Run {
         ) else {
             return Err("adapter stdio was not piped".into());
         };
-        let proxy = Proxy::start(hub.clone(), cfg.policy, c_out, c_in, s_out, s_in, cfg.probe_kinds);
+        let proxy = Proxy::start(
+            hub.clone(),
+            cfg.policy,
+            c_out,
+            c_in,
+            s_out,
+            s_in,
+            cfg.probe_kinds,
+        );
         let (s_ctl, c_ctl) = tokio::join!(
             Control::accept(s_listener, Side::Server, hub.clone(), cfg.bounds.startup),
             Control::accept(c_listener, Side::Client, hub.clone(), cfg.bounds.startup),
@@ -155,11 +165,21 @@ impl Run {
             proxy,
             server: match s_ctl {
                 Ok(c) => c,
-                Err(e) => return Err(format!("{e}; stderr: {}", tail(&dir.join("server.stderr"), 1500))),
+                Err(e) => {
+                    return Err(format!(
+                        "{e}; stderr: {}",
+                        tail(&dir.join("server.stderr"), 1500)
+                    ));
+                }
             },
             client: match c_ctl {
                 Ok(c) => c,
-                Err(e) => return Err(format!("{e}; stderr: {}", tail(&dir.join("client.stderr"), 1500))),
+                Err(e) => {
+                    return Err(format!(
+                        "{e}; stderr: {}",
+                        tail(&dir.join("client.stderr"), 1500)
+                    ));
+                }
             },
             bounds: cfg.bounds,
             kinds: cfg.kinds,
@@ -278,7 +298,11 @@ impl Run {
     /// Whether the link is idle: nothing held, every forwarded request answered (probes
     /// included), and both adapters alive.
     pub fn idle(st: &HubState) -> bool {
-        st.held.is_empty() && st.requests.values().all(|p| p.answered || is_listen(&p.method))
+        st.held.is_empty()
+            && st
+                .requests
+                .values()
+                .all(|p| p.answered || is_listen(&p.method))
     }
 
     /// Waits until the link is idle and quiet (see [`Bounds::quiet`]). Returns whether it

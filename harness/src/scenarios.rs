@@ -13,6 +13,7 @@
 //! | `notify-explicit` | server | the same, with the SDK's explicit notify API called after each mutation (for SDKs that send nothing by themselves); `notify-explicit-session`: Python's session send on the era's connection |
 //! | `call-removal` | server | a call parks inside the tool handler, the tool is removed, the call is released; then (its `list_changed` held back, so the client still lists it) the tool is called again |
 //! | `mid-walk-server` | server | page size 1: the reference client walks, page 1's response is held while the first item is removed (notification held), then page 2 is asked: does the cursor see the old or the new list? |
+//! | `session-send-to-python-client` | server | a pair run outside the matrix rows (2026-07-28): `notify-explicit-session` with Python's own `mcp.Client` as the client instead of our runtime, to see whether that client ever learns of the changes |
 
 use crate::adapters::{
     ClientSetup, Impl, Paths, Role, ServerSetup, Subject, client_launch, server_launch,
@@ -47,11 +48,14 @@ pub enum Scenario {
     CallRemoval,
     /// A mutation between page 1 and page 2 of the reference client's walk.
     MidWalkServer,
+    /// `NotifyExplicitSession` between the Python server and Python's `mcp.Client` (not a
+    /// matrix row's run: both ends are the SDK).
+    SessionSendToPythonClient,
 }
 
 impl Scenario {
     /// Every scenario.
-    pub const ALL: [Scenario; 8] = [
+    pub const ALL: [Scenario; 9] = [
         Scenario::StaleRace,
         Scenario::MidWalk,
         Scenario::ListenRace,
@@ -60,6 +64,7 @@ impl Scenario {
         Scenario::NotifyExplicitSession,
         Scenario::CallRemoval,
         Scenario::MidWalkServer,
+        Scenario::SessionSendToPythonClient,
     ];
 
     /// Name in reports.
@@ -73,6 +78,7 @@ impl Scenario {
             Scenario::NotifyExplicitSession => "notify-explicit-session",
             Scenario::CallRemoval => "call-removal",
             Scenario::MidWalkServer => "mid-walk-server",
+            Scenario::SessionSendToPythonClient => "session-send-to-python-client",
         }
     }
 
@@ -92,7 +98,26 @@ impl Scenario {
             // For SDKs that do not notify by themselves.
             Scenario::NotifyExplicit => matches!(imp, Impl::Python | Impl::Rmcp),
             Scenario::NotifyExplicitSession => imp == Impl::Python && era == Era::V2026_07_28,
+            // A pair run, scheduled on its own (see [`Scenario::pair`]).
+            Scenario::SessionSendToPythonClient => false,
             _ => true,
+        }
+    }
+
+    /// For a pair run: the subject (server side) and the SDK client that replaces our runtime
+    /// on the other end, in its era.
+    pub fn pair(self) -> Option<(Subject, (Impl, &'static str), Era)> {
+        match self {
+            Scenario::SessionSendToPythonClient => Some((
+                Subject {
+                    imp: Impl::Python,
+                    role: Some(Role::Server),
+                    variant: Some("mcpserver".into()),
+                },
+                (Impl::Python, "client"),
+                Era::V2026_07_28,
+            )),
+            _ => None,
         }
     }
 
@@ -115,7 +140,10 @@ impl Scenario {
 }
 
 fn tools(names: &[(&str, &str)]) -> Vec<Op> {
-    names.iter().map(|(n, d)| Op::add(Kind::Tools, n, d)).collect()
+    names
+        .iter()
+        .map(|(n, d)| Op::add(Kind::Tools, n, d))
+        .collect()
 }
 
 fn is_first_page_list(v: &Value) -> bool {
@@ -134,7 +162,11 @@ fn is_list_changed(v: &Value) -> bool {
     v.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed")
 }
 
-fn policy(hold_request: fn(&Value) -> bool, hold_response: fn(&Value) -> bool, hold_notification: fn(&Value) -> bool) -> Policy {
+fn policy(
+    hold_request: fn(&Value) -> bool,
+    hold_response: fn(&Value) -> bool,
+    hold_notification: fn(&Value) -> bool,
+) -> Policy {
     Policy {
         hold_request: Arc::new(hold_request),
         hold_response: Arc::new(hold_response),
@@ -153,7 +185,11 @@ fn published_tools(st: &HubState) -> usize {
 }
 
 fn held_where(st: &HubState, f: impl Fn(Dir, &Value) -> bool) -> Vec<u64> {
-    st.held.iter().filter(|h| f(h.dir, &h.json)).map(|h| h.seq).collect()
+    st.held
+        .iter()
+        .filter(|h| f(h.dir, &h.json))
+        .map(|h| h.seq)
+        .collect()
 }
 
 fn is_response(v: &Value) -> bool {
@@ -175,7 +211,8 @@ impl Ctx {
             .await
             .is_none()
         {
-            self.run.note("the client published no tools snapshot at start-up");
+            self.run
+                .note("the client published no tools snapshot at start-up");
         }
         self.run.settle().await;
         Ok(())
@@ -232,7 +269,8 @@ impl Ctx {
 
     async fn mutate(&mut self, ops: Vec<Op>) -> Result<(), String> {
         if let Some(refused) = self.run.mutate(&ops).await? {
-            self.run.note(format!("the server adapter refused the batch: {refused}"));
+            self.run
+                .note(format!("the server adapter refused the batch: {refused}"));
         }
         Ok(())
     }
@@ -245,31 +283,45 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
             ctx.initial().await?;
             ctx.run.proxy.set_policy(hold_list_responses);
             ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
-            ctx.wait_held("tools/list responses", 1, |d, v| d == Dir::Down && is_response(v))
-                .await;
+            ctx.wait_held("tools/list responses", 1, |d, v| {
+                d == Dir::Down && is_response(v)
+            })
+            .await;
             ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
             ctx.mutate(vec![Op::update(Kind::Tools, "b", "b2")]).await?;
             ctx.quiet().await;
             let mut held = held_where(&ctx.run.hub.lock(), |d, v| d == Dir::Down && is_response(v));
             held.reverse();
-            ctx.run.note(format!("releasing {} held list responses, newest first", held.len()));
+            ctx.run.note(format!(
+                "releasing {} held list responses, newest first",
+                held.len()
+            ));
             ctx.run.proxy.set_policy(Policy::pass_all());
             ctx.release(&held);
             ctx.finish().await;
         }
         Scenario::MidWalk => {
             ctx.initial().await?;
-            ctx.run.proxy.set_policy(policy(no, is_first_page_list, is_list_changed));
+            ctx.run
+                .proxy
+                .set_policy(policy(no, is_first_page_list, is_list_changed));
             ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
             // The first notification goes to the client; later ones wait.
-            let n = ctx.wait_held("list_changed", 1, |d, v| d == Dir::Down && is_list_changed(v)).await;
+            let n = ctx
+                .wait_held("list_changed", 1, |d, v| {
+                    d == Dir::Down && is_list_changed(v)
+                })
+                .await;
             ctx.release(&n);
             let p1 = ctx
-                .wait_held("page-1 responses", 1, |d, v| d == Dir::Down && is_response(v))
+                .wait_held("page-1 responses", 1, |d, v| {
+                    d == Dir::Down && is_response(v)
+                })
                 .await;
             ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
             ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
-            ctx.run.note("releasing page 1 (of the version before the removal)");
+            ctx.run
+                .note("releasing page 1 (of the version before the removal)");
             ctx.release(&p1);
             ctx.quiet().await;
             ctx.finish().await;
@@ -277,23 +329,31 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
         Scenario::ListenRace => {
             let held = ctx
                 .wait_held_startup("subscriptions/listen requests", |d, v| {
-                    d == Dir::Up && v.get("method").and_then(Value::as_str) == Some("subscriptions/listen")
+                    d == Dir::Up
+                        && v.get("method").and_then(Value::as_str) == Some("subscriptions/listen")
                 })
                 .await;
             // Give a client that lists before its acknowledgement the time to do so.
             ctx.quiet().await;
             ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
-            ctx.run.note("releasing the listen request (the change is already committed)");
+            ctx.run
+                .note("releasing the listen request (the change is already committed)");
             ctx.run.proxy.set_policy(Policy::pass_all());
             ctx.release(&held);
             ctx.finish().await;
         }
-        Scenario::Notify | Scenario::NotifyExplicit | Scenario::NotifyExplicitSession => {
+        Scenario::Notify
+        | Scenario::NotifyExplicit
+        | Scenario::NotifyExplicitSession
+        | Scenario::SessionSendToPythonClient => {
             ctx.initial().await?;
             let batches = vec![
                 vec![Op::add(Kind::Tools, "c", "c1")],
                 vec![Op::remove(Kind::Tools, "a")],
-                vec![Op::add(Kind::Tools, "d", "d1"), Op::update(Kind::Tools, "b", "b2")],
+                vec![
+                    Op::add(Kind::Tools, "d", "d1"),
+                    Op::update(Kind::Tools, "b", "b2"),
+                ],
             ];
             for b in batches {
                 ctx.mutate(b).await?;
@@ -302,7 +362,12 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
                     if let Some(v) = via {
                         fields["via"] = json!(v);
                     }
-                    if let Err(e) = ctx.run.server.cmd("notify", fields, ctx.run.bounds.command).await {
+                    if let Err(e) = ctx
+                        .run
+                        .server
+                        .cmd("notify", fields, ctx.run.bounds.command)
+                        .await
+                    {
                         ctx.run.note(format!("explicit notify failed: {e}"));
                     }
                 }
@@ -328,7 +393,9 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
                 .run
                 .hub
                 .wait_until(ctx.run.bounds.step, |st| {
-                    control::events(st, Side::Server, "call_parked").next().map(|_| ())
+                    control::events(st, Side::Server, "call_parked")
+                        .next()
+                        .map(|_| ())
                 })
                 .await;
             if parked.is_none() {
@@ -336,9 +403,14 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
             }
             ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
             ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
-            let _ = ctx.run.server.cmd("release", json!({ "gate": gate }), bound).await;
+            let _ = ctx
+                .run
+                .server
+                .cmd("release", json!({ "gate": gate }), bound)
+                .await;
             ctx.wait_replies(1).await;
-            ctx.run.note("calling the removed tool (its list_changed is held back)");
+            ctx.run
+                .note("calling the removed tool (its list_changed is held back)");
             ctx.run
                 .send(Side::Client, "call", json!({"tool": "a"}))
                 .await
@@ -348,17 +420,22 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
         }
         Scenario::MidWalkServer => {
             ctx.initial().await?;
-            ctx.run.proxy.set_policy(policy(no, is_first_page_list, is_list_changed));
+            ctx.run
+                .proxy
+                .set_policy(policy(no, is_first_page_list, is_list_changed));
             ctx.run
                 .send(Side::Client, "refresh", json!({"kind": "tools"}))
                 .await
                 .map_err(|e| format!("refresh: {e}"))?;
             let p1 = ctx
-                .wait_held("page-1 responses", 1, |d, v| d == Dir::Down && is_response(v))
+                .wait_held("page-1 responses", 1, |d, v| {
+                    d == Dir::Down && is_response(v)
+                })
                 .await;
             ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
             ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
-            ctx.run.note("releasing page 1 (of the version before the removal)");
+            ctx.run
+                .note("releasing page 1 (of the version before the removal)");
             ctx.release(&p1);
             ctx.quiet().await;
             ctx.finish().await;
@@ -412,13 +489,20 @@ impl Ctx {
             })
             .await;
         if got.is_none() {
-            self.run.note(format!("call {n} was not answered within {b:?}"));
+            self.run
+                .note(format!("call {n} was not answered within {b:?}"));
         }
     }
 }
 
 /// Runs one scenario against `subject` (its role is the scenario's) in `era`.
-pub async fn run(s: Scenario, subject: &Subject, era: Era, paths: &Paths, bounds: Bounds) -> RunReport {
+pub async fn run(
+    s: Scenario,
+    subject: &Subject,
+    era: Era,
+    paths: &Paths,
+    bounds: Bounds,
+) -> RunReport {
     let started = std::time::Instant::now();
     let role = s.role();
     let variant = subject
@@ -445,24 +529,43 @@ pub async fn run(s: Scenario, subject: &Subject, era: Era, paths: &Paths, bounds
     }
     let initial = tools(&[("a", "a1"), ("b", "b1")]);
     let kinds = KindSet::only(Kind::Tools);
-    let reference_variant = |r: Role| if r == role { variant.clone() } else { "reference".into() };
+    let reference_variant = |r: Role| {
+        if r == role {
+            variant.clone()
+        } else {
+            "reference".into()
+        }
+    };
     let server = ServerSetup {
-        imp: if role == Role::Server { subject.imp } else { Impl::Reference },
+        imp: if role == Role::Server {
+            subject.imp
+        } else {
+            Impl::Reference
+        },
         variant: reference_variant(Role::Server),
         era,
         page_size: s.page_size(),
         initial,
         ttl_ms: None,
     };
-    let client = ClientSetup {
-        imp: if role == Role::Client { subject.imp } else { Impl::Reference },
+    let mut client = ClientSetup {
+        imp: if role == Role::Client {
+            subject.imp
+        } else {
+            Impl::Reference
+        },
         variant: reference_variant(Role::Client),
         era,
         kinds,
     };
+    if let Some((_, (imp, v), _)) = s.pair() {
+        client.imp = imp;
+        client.variant = v.into();
+    }
     report.server = format!("{} ({})", server.imp, server.variant);
     report.client = format!("{} ({})", client.imp, client.variant);
-    let launches = server_launch(paths, &server).and_then(|sl| Ok((sl, client_launch(paths, &client)?)));
+    let launches =
+        server_launch(paths, &server).and_then(|sl| Ok((sl, client_launch(paths, &client)?)));
     let (sl, cl) = match launches {
         Ok(l) => l,
         Err(e) => return report.failed(e, started),
@@ -492,7 +595,11 @@ pub async fn run(s: Scenario, subject: &Subject, era: Era, paths: &Paths, bounds
     let mut ctx = Ctx { run };
     let result = match ctx.run.read_catalog("initial", None).await {
         Ok(_) => {
-            let via = (s == Scenario::NotifyExplicitSession).then_some("session");
+            let via = matches!(
+                s,
+                Scenario::NotifyExplicitSession | Scenario::SessionSendToPythonClient
+            )
+            .then_some("session");
             script(s, &mut ctx, via).await
         }
         Err(e) => Err(e),

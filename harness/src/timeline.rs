@@ -398,7 +398,11 @@ impl Hub {
             if now >= deadline {
                 return ok;
             }
-            let until = if ok { (now + quiet).min(deadline) } else { deadline };
+            let until = if ok {
+                (now + quiet).min(deadline)
+            } else {
+                deadline
+            };
             match tokio::time::timeout_at(until, rx.changed()).await {
                 Err(_) => return ok,
                 Ok(Ok(())) => {}

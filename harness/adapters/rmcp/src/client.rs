@@ -32,14 +32,20 @@ pub struct RmcpClient {
 impl RmcpClient {
     /// Re-lists the tools (every page) and publishes the result.
     async fn refresh(&self, peer: &Peer<RoleClient>, source: &str) -> Result<Vec<Value>, Fail> {
-        self.shared.out.event("refresh_started", json!({"kind": "tools"}));
+        self.shared
+            .out
+            .event("refresh_started", json!({"kind": "tools"}));
         match peer.list_all_tools().await {
             Ok(tools) => {
                 let items: Vec<Value> = tools
                     .iter()
                     .map(|t| json!({"name": t.name, "description": t.description.clone().unwrap_or_default()}))
                     .collect();
-                *self.shared.snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Some(items.clone());
+                *self
+                    .shared
+                    .snapshot
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(items.clone());
                 self.shared.out.event(
                     "published",
                     json!({"kind": "tools", "items": items, "source": source}),
@@ -47,9 +53,10 @@ impl RmcpClient {
                 Ok(items)
             }
             Err(e) => {
-                self.shared
-                    .out
-                    .event("refresh_failed", json!({"kind": "tools", "error": e.to_string()}));
+                self.shared.out.event(
+                    "refresh_failed",
+                    json!({"kind": "tools", "error": e.to_string()}),
+                );
                 Err(Fail::new(e.to_string()))
             }
         }
@@ -76,7 +83,10 @@ impl ClientHandler for RmcpClient {
 /// Opens a tools listen stream and re-lists on each of its notifications, in order.
 async fn listen(client: RmcpClient, peer: Peer<RoleClient>) -> Result<Value, Fail> {
     let filter = SubscriptionFilter::builder().tools_list_changed().build();
-    let mut sub = peer.listen(filter).await.map_err(|e| Fail::new(e.to_string()))?;
+    let mut sub = peer
+        .listen(filter)
+        .await
+        .map_err(|e| Fail::new(e.to_string()))?;
     let honored = serde_json::to_value(sub.acknowledged()).unwrap_or(Value::Null);
     tokio::spawn(async move {
         while let Ok(Some(n)) = sub.next().await {
@@ -100,7 +110,9 @@ fn command(client: RmcpClient, peer: Peer<RoleClient>, modern: bool) -> Handler 
         Box::pin(async move {
             match cmd.as_str() {
                 "snapshot" => match str_field(&v, "kind")? {
-                    "tools" => Ok(json!({ "items": client.shared.snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone() })),
+                    "tools" => Ok(
+                        json!({ "items": client.shared.snapshot.lock().unwrap_or_else(|e| e.into_inner()).clone() }),
+                    ),
                     _ => Ok(json!({ "items": null })),
                 },
                 "refresh" => match str_field(&v, "kind")? {
@@ -108,7 +120,9 @@ fn command(client: RmcpClient, peer: Peer<RoleClient>, modern: bool) -> Handler 
                         let items = client.refresh(&peer, "refresh").await?;
                         Ok(json!({"items": items, "pages": null}))
                     }
-                    k => Err(Fail::new(format!("the rmcp adapter keeps tools only, not '{k}'"))),
+                    k => Err(Fail::new(format!(
+                        "the rmcp adapter keeps tools only, not '{k}'"
+                    ))),
                 },
                 "call" => {
                     let tool = str_field(&v, "tool")?.to_owned();
@@ -124,11 +138,17 @@ fn command(client: RmcpClient, peer: Peer<RoleClient>, modern: bool) -> Handler 
                                 .iter()
                                 .filter_map(|c| c.as_text().map(|t| t.text.clone()))
                                 .collect();
-                            client.shared.out.event("call_done", json!({"tool": tool, "is_error": is_error}));
+                            client
+                                .shared
+                                .out
+                                .event("call_done", json!({"tool": tool, "is_error": is_error}));
                             Ok(json!({"is_error": is_error, "text": text}))
                         }
                         Err(rmcp::ServiceError::McpError(e)) => {
-                            client.shared.out.event("call_done", json!({"tool": tool, "is_error": true, "code": e.code.0}));
+                            client.shared.out.event(
+                                "call_done",
+                                json!({"tool": tool, "is_error": true, "code": e.code.0}),
+                            );
                             Err(Fail {
                                 error: e.message.to_string(),
                                 code: Some(i64::from(e.code.0)),
@@ -138,8 +158,12 @@ fn command(client: RmcpClient, peer: Peer<RoleClient>, modern: bool) -> Handler 
                     }
                 }
                 "listen" if modern => listen(client, peer).await,
-                "listen" => Err(Fail::new("subscriptions/listen needs a 2026-07-28 connection")),
-                "subscribe" => Err(Fail::new("the rmcp adapter does not subscribe to resources")),
+                "listen" => Err(Fail::new(
+                    "subscriptions/listen needs a 2026-07-28 connection",
+                )),
+                "subscribe" => Err(Fail::new(
+                    "the rmcp adapter does not subscribe to resources",
+                )),
                 "shutdown" => Ok(json!({})),
                 other => Err(Fail::new(format!("unknown command '{other}'"))),
             }
@@ -201,7 +225,11 @@ pub async fn run(env: Env, out: Outbox, reader: tokio::net::unix::OwnedReadHalf)
             "protocol_version": negotiated,
         }),
     );
-    let ctl = tokio::spawn(crate::control::serve(reader, out.clone(), command(client.clone(), peer.clone(), modern)));
+    let ctl = tokio::spawn(crate::control::serve(
+        reader,
+        out.clone(),
+        command(client.clone(), peer.clone(), modern),
+    ));
     // Initial list, the documented way; on 2026-07-28 after the listen acknowledgement.
     let init = {
         let (client, peer) = (client.clone(), peer.clone());

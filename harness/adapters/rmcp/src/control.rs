@@ -96,8 +96,11 @@ impl Outbox {
 }
 
 /// A command handler: (command name, whole command) → reply fields.
-pub type Handler =
-    Arc<dyn Fn(String, Value) -> Pin<Box<dyn Future<Output = Result<Value, Fail>> + Send>> + Send + Sync>;
+pub type Handler = Arc<
+    dyn Fn(String, Value) -> Pin<Box<dyn Future<Output = Result<Value, Fail>> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// Connects to the harness's control socket.
 pub async fn connect(path: &str) -> std::io::Result<(Outbox, OwnedReadHalf)> {
@@ -143,10 +146,18 @@ pub async fn serve(r: OwnedReadHalf, out: Outbox, handler: Handler) {
             }
         };
         let id = v.get("id").cloned().unwrap_or(Value::Null);
-        let cmd = match (v.get("type").and_then(Value::as_str), v.get("cmd").and_then(Value::as_str)) {
+        let cmd = match (
+            v.get("type").and_then(Value::as_str),
+            v.get("cmd").and_then(Value::as_str),
+        ) {
             (Some("cmd"), Some(c)) => c.to_owned(),
             _ => {
-                out.reply(id, Err(Fail::new("expected {\"type\":\"cmd\",\"id\":N,\"cmd\":\"...\"}")));
+                out.reply(
+                    id,
+                    Err(Fail::new(
+                        "expected {\"type\":\"cmd\",\"id\":N,\"cmd\":\"...\"}",
+                    )),
+                );
                 continue;
             }
         };

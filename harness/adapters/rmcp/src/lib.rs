@@ -81,7 +81,10 @@ pub fn run() -> i32 {
         let (out, reader) = match control::connect(&env.control).await {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("[listsync-rmcp-adapter] control socket {}: {e}", env.control);
+                eprintln!(
+                    "[listsync-rmcp-adapter] control socket {}: {e}",
+                    env.control
+                );
                 return 2;
             }
         };
@@ -89,7 +92,9 @@ pub fn run() -> i32 {
             "server" => server::run(env, out, reader).await,
             "client" => client::run(env, out, reader).await,
             other => {
-                out.log(format!("LISTSYNC_ROLE must be server or client, got '{other}'"));
+                out.log(format!(
+                    "LISTSYNC_ROLE must be server or client, got '{other}'"
+                ));
                 out.flush().await;
                 2
             }

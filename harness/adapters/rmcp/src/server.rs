@@ -84,7 +84,10 @@ impl RmcpServer {
                     .event("dispatched", json!({"tool": name, "present": present}));
                 srv.pass_gate(&name).await;
                 srv.shared.out.event("call_done", json!({ "tool": name }));
-                Ok(CallToolResult::success(vec![ContentBlock::text(format!("{name}:{description}"))]).into())
+                Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+                    "{name}:{description}"
+                ))])
+                .into())
             })
         })
     }
@@ -115,7 +118,12 @@ impl RmcpServer {
             .current()
             .list_all()
             .into_iter()
-            .map(|t| (t.name.to_string(), t.description.unwrap_or_default().to_string()))
+            .map(|t| {
+                (
+                    t.name.to_string(),
+                    t.description.unwrap_or_default().to_string(),
+                )
+            })
             .collect();
         for op in ops {
             let kind = str_field(op, "kind")?;
@@ -126,12 +134,17 @@ impl RmcpServer {
             }
             let name = str_field(op, "name")?.to_owned();
             match str_field(op, "op")? {
-                "add" if view.contains_key(&name) => return Err(Fail::new(format!("tools '{name}' already exists"))),
+                "add" if view.contains_key(&name) => {
+                    return Err(Fail::new(format!("tools '{name}' already exists")));
+                }
                 "remove" | "update" if !view.contains_key(&name) => {
                     return Err(Fail::new(format!("tools '{name}' does not exist")));
                 }
                 "add" | "update" => {
-                    view.insert(name, str_field(op, "description").unwrap_or_default().to_owned());
+                    view.insert(
+                        name,
+                        str_field(op, "description").unwrap_or_default().to_owned(),
+                    );
                 }
                 "remove" => {
                     view.remove(&name);
@@ -142,7 +155,10 @@ impl RmcpServer {
         let mut router = self.live.write().unwrap_or_else(|e| e.into_inner());
         for op in ops {
             let name = op["name"].as_str().unwrap_or_default();
-            let description = op.get("description").and_then(Value::as_str).unwrap_or_default();
+            let description = op
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             match op["op"].as_str() {
                 Some("add") => router.add_route(Self::route(name, description)),
                 Some("remove") => router.remove_route(name),
@@ -210,7 +226,10 @@ impl ServerHandler for RmcpServer {
         *lock(&self.shared.peer) = Some(ctx.peer);
     }
 
-    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
         Some(requested.clone())
     }
 
@@ -242,7 +261,9 @@ fn command(srv: RmcpServer) -> Handler {
                 }
                 "notify" => match str_field(&v, "kind")? {
                     "tools" => Ok(json!({ "sessions": srv.notify_tools().await? })),
-                    k => Err(Fail::new(format!("the rmcp adapter notifies tools only, not '{k}'"))),
+                    k => Err(Fail::new(format!(
+                        "the rmcp adapter notifies tools only, not '{k}'"
+                    ))),
                 },
                 "catalog" => match str_field(&v, "kind")? {
                     "tools" => Ok(json!({ "items": srv.catalog() })),
@@ -258,7 +279,10 @@ fn command(srv: RmcpServer) -> Handler {
                     Ok(json!({ "gate": gate }))
                 }
                 "release" => {
-                    let gate = v.get("gate").and_then(Value::as_u64).ok_or_else(|| Fail::new("missing gate"))?;
+                    let gate = v
+                        .get("gate")
+                        .and_then(Value::as_u64)
+                        .ok_or_else(|| Fail::new("missing gate"))?;
                     let mut g = lock(&srv.shared.gates);
                     if let Some(tx) = g.parked.remove(&gate) {
                         let _ = tx.send(());
@@ -284,7 +308,9 @@ pub async fn run(env: Env, out: Outbox, reader: tokio::net::unix::OwnedReadHalf)
         "router" => false,
         "router-notify" => true,
         other => {
-            out.log(format!("unknown LISTSYNC_VARIANT '{other}' (router, router-notify)"));
+            out.log(format!(
+                "unknown LISTSYNC_VARIANT '{other}' (router, router-notify)"
+            ));
             return 2;
         }
     };
