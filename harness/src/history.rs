@@ -30,6 +30,13 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 const CLIENT: ClientId = 0;
+
+/// An event with its timeline record, its order among events of one record, and its place
+/// among the events pushed so far.
+type Dated = (u64, u8, u64, Event);
+
+/// Appends an event dated at a record, with its order within that record.
+type Push<'a> = dyn FnMut(&mut Vec<Dated>, u64, u8, Event) + 'a;
 const AUTH: AuthCtx = AuthCtx(0);
 
 /// A reconstructed history.
@@ -70,9 +77,9 @@ fn catalog_of(kinds: &BTreeMap<Kind, Vec<NamedItem>>) -> Catalog {
 pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
     let mut notes = Vec::new();
     // (sort key, tie-break, event)
-    let mut out: Vec<(u64, u8, u64, Event)> = Vec::new();
+    let mut out: Vec<Dated> = Vec::new();
     let mut order = 0u64;
-    let mut push = |out: &mut Vec<(u64, u8, u64, Event)>, at: u64, prio: u8, e: Event| {
+    let mut push = |out: &mut Vec<Dated>, at: u64, prio: u8, e: Event| {
         order += 1;
         out.push((at, prio, order, e));
     };
@@ -185,10 +192,7 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
     let mut rt_refresh: HashMap<(Kind, u64), u32> = HashMap::new();
 
     // A notification or ack delivered to the client, at record `at`.
-    let delivered = |out: &mut Vec<(u64, u8, u64, Event)>,
-                     push: &mut dyn FnMut(&mut Vec<(u64, u8, u64, Event)>, u64, u8, Event),
-                     at: u64,
-                     v: &Value| {
+    let delivered = |out: &mut Vec<Dated>, push: &mut Push, at: u64, v: &Value| {
         let method = v.get("method").and_then(Value::as_str).unwrap_or_default();
         if let Some(k) = notified_kind(method) {
             let woken: KindSet = k

@@ -253,12 +253,12 @@ pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)
     // Provision first (sequentially, with progress), so runs never race an install.
     let mut versions: BTreeMap<Impl, Result<String, String>> = BTreeMap::new();
     for k in &keys {
-        if !versions.contains_key(&k.imp) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = versions.entry(k.imp) {
             let v = version_of(paths, k.imp);
             if let Err(e) = &v {
                 progress(&format!("{}: {e}", k.imp));
             }
-            versions.insert(k.imp, v);
+            slot.insert(v);
         }
     }
     let mut jobs: Vec<(Option<usize>, Job)> = Vec::new();
@@ -467,9 +467,7 @@ fn cell(key: &RowKey, p: Property, runs: &[&RunReport]) -> Cell {
     if runs.is_empty() || judged.is_empty() {
         let any_applicable = runs.iter().any(|r| r.verdict(p) != Verdict::NotApplicable);
         return Cell {
-            state: if runs.iter().any(|r| r.status == RunStatus::Failed) {
-                CellState::NotRun
-            } else if any_applicable {
+            state: if any_applicable || runs.iter().any(|r| r.status == RunStatus::Failed) {
                 CellState::NotRun
             } else {
                 CellState::NotApplicable

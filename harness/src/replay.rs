@@ -957,28 +957,23 @@ pub async fn replay(plan: &Plan, paths: &Paths, bounds: Bounds) -> RunReport {
         }
     }
     let model_quiescent = ls.world.quiescent();
-    match &diverged {
-        None => {
-            if !ls.exact {
-                // A third-party implementation may still act on its own (timers): give it a
-                // quiet period to show an unpredicted message.
-                let settled = ls.run.settle().await;
-                let extra = {
-                    let st = ls.run.hub.lock();
-                    st.held.first().map(|h| (h.seq, jsonrpc::summary(&h.json)))
-                };
-                if let Some((seq, s)) = extra {
-                    diverged = Some((
-                        None,
-                        format!("after the last step the implementation sent {s} (record {seq})"),
-                    ));
-                } else if !settled {
-                    ls.run
-                        .note("the run did not fall quiet within the settle bound");
-                }
-            }
+    if diverged.is_none() && !ls.exact {
+        // A third-party implementation may still act on its own (timers): give it a
+        // quiet period to show an unpredicted message.
+        let settled = ls.run.settle().await;
+        let extra = {
+            let st = ls.run.hub.lock();
+            st.held.first().map(|h| (h.seq, jsonrpc::summary(&h.json)))
+        };
+        if let Some((seq, s)) = extra {
+            diverged = Some((
+                None,
+                format!("after the last step the implementation sent {s} (record {seq})"),
+            ));
+        } else if !settled {
+            ls.run
+                .note("the run did not fall quiet within the settle bound");
         }
-        Some(_) => {}
     }
     if let Some((step, reason)) = &diverged {
         ls.run.fact(Fact::Divergence {
