@@ -19,11 +19,19 @@ const DEADLINE: Duration = Duration::from_secs(60);
 /// list requests served meanwhile, and the time until every client settled.
 async fn one_mutation(rig: &Rig, clients: &[Subject]) -> (Option<Duration>, f64, Duration) {
     rig.counters.reset();
+    let before: Vec<u64> = clients.iter().map(Subject::notifications).collect();
     let t0 = Instant::now();
     let (target, _) = rig.burst(1).await;
     let mut last = Some(t0);
-    for c in clients {
-        match (c.converged(target, DEADLINE).await, last) {
+    for (c, n) in clients.iter().zip(before) {
+        // The notification reaches each client through its tap; only then can it be settled.
+        let heard = c.wait(DEADLINE, || c.heard(n + 1)).await;
+        let at = if heard {
+            c.converged(target, DEADLINE).await
+        } else {
+            None
+        };
+        match (at, last) {
             (Some(t), Some(l)) => last = Some(l.max(t)),
             _ => last = None,
         }

@@ -34,7 +34,11 @@ struct Sample {
     reads: Vec<f64>,
 }
 
-async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32) -> Sample {
+/// One iteration. With `served`, the server keeps serving list requests during the burst
+/// (only the request in flight is parked); otherwise every list request the client sends
+/// during the burst waits with it, so that the whole burst lands while that refresh is in
+/// flight.
+async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32, served: bool) -> Sample {
     let rig = Rig::new(pages * u32::from(PAGE_SIZE));
     let client = Arc::new(Subject::connect(&rig, 0, strategy, DEADLINE).await);
     let (stop, _) = tokio::sync::watch::channel(false);
@@ -49,6 +53,9 @@ async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32) -> Samp
         strategy.name()
     );
     rig.counters.reset();
+    if !served {
+        rig.hold_lists();
+    }
     let before = client.notifications();
     let (target, last_mutation) = rig.burst(k).await;
     let all_in = client
@@ -56,8 +63,12 @@ async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32) -> Samp
         .await;
     assert!(all_in, "{}: burst delivered", strategy.name());
     rig.server.gates().release(gate);
+    rig.release_lists();
     let converged = client.converged(target, DEADLINE).await;
     let settled = last_mutation.elapsed();
+    if converged.is_none() && std::env::var_os("LISTSYNC_BENCH_DEBUG").is_some() {
+        eprintln!("not converged to v{target}: {}", client.describe());
+    }
     let _ = stop.send(true);
     let mut reads = Vec::new();
     for t in reader_tasks {
@@ -73,6 +84,64 @@ async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32) -> Samp
     }
 }
 
+/// Every strategy for one (K, P, M, serving) cell, in one criterion group.
+#[allow(clippy::too_many_arguments)]
+fn run_cells(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    group_name: &str,
+    k: u32,
+    pages: u32,
+    readers: u32,
+    served: bool,
+    rows: &mut Vec<RefreshRow>,
+) {
+    let mut group = c.benchmark_group(group_name);
+    group.sampling_mode(SamplingMode::Flat);
+    for strategy in Strategy::ALL {
+        let mut samples: Vec<Sample> = Vec::new();
+        group.bench_function(BenchmarkId::new(strategy.name(), k), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let s = rt.block_on(one_burst(strategy, k, pages, readers, served));
+                    total += s.converge.unwrap_or(s.settled);
+                    samples.push(s);
+                }
+                total
+            })
+        });
+        if samples.is_empty() {
+            continue; // filtered out
+        }
+        let mut walks: Vec<f64> = samples.iter().map(|s| s.walks).collect();
+        let mut requests: Vec<f64> = samples.iter().map(|s| s.requests).collect();
+        let mut conv: Vec<f64> = samples
+            .iter()
+            .filter_map(|s| s.converge)
+            .map(|d| d.as_secs_f64() * 1e3)
+            .collect();
+        let mut reads: Vec<f64> = samples
+            .iter()
+            .flat_map(|s| s.reads.iter().copied())
+            .collect();
+        rows.push(RefreshRow {
+            strategy: strategy.name(),
+            k,
+            pages,
+            readers,
+            served_during_burst: served,
+            iterations: samples.len() as u64,
+            converged: conv.len() as u64,
+            walks: Dist::of(&mut walks),
+            requests: Dist::of(&mut requests),
+            converge_ms: Dist::of(&mut conv),
+            read_ns: Dist::of(&mut reads),
+        });
+    }
+    group.finish();
+}
+
 fn bench(c: &mut Criterion) {
     let clock = support::RunClock::start();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -81,54 +150,19 @@ fn bench(c: &mut Criterion) {
         .build()
         .expect("tokio runtime");
     let mut rows = Vec::new();
+    // The matrix: the whole burst lands while one refresh is in flight.
     for pages in [1u32, 10] {
         for readers in [0u32, 4] {
-            let mut group = c.benchmark_group(format!("refresh_contention/P{pages}/M{readers}"));
-            group.sampling_mode(SamplingMode::Flat);
+            let name = format!("refresh_contention/P{pages}/M{readers}");
             for k in [1u32, 10, 100, 1000] {
-                for strategy in Strategy::ALL {
-                    let mut samples: Vec<Sample> = Vec::new();
-                    group.bench_function(BenchmarkId::new(strategy.name(), k), |b| {
-                        b.iter_custom(|iters| {
-                            let mut total = Duration::ZERO;
-                            for _ in 0..iters {
-                                let s = rt.block_on(one_burst(strategy, k, pages, readers));
-                                total += s.converge.unwrap_or(s.settled);
-                                samples.push(s);
-                            }
-                            total
-                        })
-                    });
-                    if samples.is_empty() {
-                        continue; // filtered out
-                    }
-                    let mut walks: Vec<f64> = samples.iter().map(|s| s.walks).collect();
-                    let mut requests: Vec<f64> = samples.iter().map(|s| s.requests).collect();
-                    let mut conv: Vec<f64> = samples
-                        .iter()
-                        .filter_map(|s| s.converge)
-                        .map(|d| d.as_secs_f64() * 1e3)
-                        .collect();
-                    let mut reads: Vec<f64> = samples
-                        .iter()
-                        .flat_map(|s| s.reads.iter().copied())
-                        .collect();
-                    rows.push(RefreshRow {
-                        strategy: strategy.name(),
-                        k,
-                        pages,
-                        readers,
-                        iterations: samples.len() as u64,
-                        converged: conv.len() as u64,
-                        walks: Dist::of(&mut walks),
-                        requests: Dist::of(&mut requests),
-                        converge_ms: Dist::of(&mut conv),
-                        read_ns: Dist::of(&mut reads),
-                    });
-                }
+                run_cells(c, &rt, &name, k, pages, readers, false, &mut rows);
             }
-            group.finish();
         }
+    }
+    // K = 1000 again, with the server serving the client's new walks during the burst.
+    for pages in [1u32, 10] {
+        let name = format!("refresh_contention/served/P{pages}/M0");
+        run_cells(c, &rt, &name, 1000, pages, 0, true, &mut rows);
     }
     let mut file = BenchFile::new();
     file.refresh = Some(Group {
@@ -148,6 +182,11 @@ fn bench(c: &mut Criterion) {
             ),
             "Every iteration criterion ran is included (warm-up too); each iteration starts a \
              fresh server and client."
+                .into(),
+            "In the matrix, every list request the client sends during the burst waits with the \
+             request in flight (a server busy with that refresh), so the whole burst lands while \
+             one refresh is in flight. The *served during the burst* rows repeat K = 1000 with \
+             the server answering the client's new walks while the burst is still arriving."
                 .into(),
         ],
         rows,

@@ -177,6 +177,10 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+fn stem_md(file: &str) -> &str {
+    file.strip_suffix(".md").unwrap_or(file)
+}
+
 fn stem(file: &str) -> &str {
     file.strip_suffix(".json").unwrap_or(file)
 }
@@ -462,6 +466,31 @@ fn index(
             bench_head.join("<br>")
         }
     );
+
+    // Pages other tools write straight into reports/ (not regenerated here).
+    let ours = [
+        "README.md",
+        "model-check.md",
+        "sim.md",
+        "conformance.md",
+        "bench.md",
+    ];
+    let mut others: Vec<String> = std::fs::read_dir(out)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| file_name(&e.path()))
+                .filter(|n| n.ends_with(".md") && !ours.contains(&n.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    others.sort();
+    for o in others {
+        let _ = writeln!(
+            s,
+            "| [{}]({o}) | written by another tool, linked as is | |",
+            stem_md(&o)
+        );
+    }
 
     let _ = writeln!(s, "\n## Sequence diagrams\n");
     let _ = writeln!(

@@ -23,7 +23,9 @@
 //!   overlap, nothing coalesces them, and readers (who lock the slot) wait while a walk holds it.
 //!
 //! A refresh is put "in flight" with one of rt's gates: the server parks the n-th `tools/list`
-//! request before serving it, and serves it (at the version current then) on release.
+//! request before serving it, and serves it (at the version current then) on release. While
+//! the rig *holds lists*, the taps also hold every further `tools/list` request a client sends
+//! (in order) until released, as a server busy with the refresh in flight would.
 
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{Era, Kind, KindSet, Op};
@@ -105,12 +107,40 @@ impl Counters {
     }
 }
 
+/// Whether the taps let `tools/list` requests through.
+#[derive(Default)]
+struct Hold {
+    on: AtomicBool,
+    changed: tokio::sync::Notify,
+}
+
+impl Hold {
+    /// Returns once requests may pass.
+    async fn pass(&self) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if !self.on.load(Ordering::SeqCst) {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    fn set(&self, on: bool) {
+        self.on.store(on, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+}
+
 /// One rt reference server and the counters of every tap in front of it.
 pub struct Rig {
     /// The server.
     pub server: Server,
     /// What the taps counted.
     pub counters: Arc<Counters>,
+    hold: Arc<Hold>,
 }
 
 impl Rig {
@@ -123,7 +153,18 @@ impl Rig {
         Rig {
             server: Server::new(ServerSettings::new(Era::V2025_11_25, PAGE_SIZE), &ops, None),
             counters: Arc::new(Counters::default()),
+            hold: Arc::new(Hold::default()),
         }
+    }
+
+    /// From now on, the taps hold every `tools/list` request until [`Rig::release_lists`].
+    pub fn hold_lists(&self) {
+        self.hold.set(true);
+    }
+
+    /// Lets the held `tools/list` requests go, in the order they were sent.
+    pub fn release_lists(&self) {
+        self.hold.set(false);
     }
 
     /// Applies `k` one-update batches back to back (each a new version, so one `list_changed`
@@ -195,11 +236,12 @@ async fn write_line(to: &mut (impl AsyncWrite + Unpin), line: &str) -> std::io::
     to.flush().await
 }
 
-/// Client to server: copy, counting list requests.
+/// Client to server: copy, counting list requests (and holding them while the rig says so).
 async fn pump_up(
     from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
     counters: Arc<Counters>,
+    hold: Arc<Hold>,
 ) {
     let mut lines = BufReader::new(from).lines();
     while let Ok(Some(line)) = lines.next_line().await {
@@ -208,6 +250,7 @@ async fn pump_up(
             if first {
                 counters.walks.fetch_add(1, Ordering::SeqCst);
             }
+            hold.pass().await;
         }
         if write_line(&mut to, &line).await.is_err() {
             break;
@@ -274,12 +317,17 @@ async fn pump_down(
     }
 }
 
-/// Connections to `server` through a tap.
-fn tapped(server: &Server, relay: Relay, tap: Arc<Tap>, counters: Arc<Counters>) -> Endpoint {
-    let server = server.clone();
+/// Connections to the rig's server through a tap.
+fn tapped(rig: &Rig, relay: Relay, tap: Arc<Tap>) -> Endpoint {
+    let (server, counters, hold) = (rig.server.clone(), rig.counters.clone(), rig.hold.clone());
     Endpoint::io(move |auth| {
-        let (server, relay, tap, counters) =
-            (server.clone(), relay.clone(), tap.clone(), counters.clone());
+        let (server, relay, tap, counters, hold) = (
+            server.clone(),
+            relay.clone(),
+            tap.clone(),
+            counters.clone(),
+            hold.clone(),
+        );
         async move {
             let (client_end, tap_client) = tokio::io::duplex(1 << 16);
             let (tap_server, server_end) = tokio::io::duplex(1 << 16);
@@ -290,7 +338,7 @@ fn tapped(server: &Server, relay: Relay, tap: Arc<Tap>, counters: Arc<Counters>)
             });
             let (cr, cw) = tokio::io::split(tap_client);
             let (sr, sw) = tokio::io::split(tap_server);
-            tokio::spawn(pump_up(cr, sw, counters.clone()));
+            tokio::spawn(pump_up(cr, sw, counters.clone(), hold));
             tokio::spawn(pump_down(sr, cw, relay, tap, counters));
             let (r, w) = tokio::io::split(client_end);
             Ok((Box::new(r) as BoxRead, Box::new(w) as BoxWrite))
@@ -382,7 +430,7 @@ impl Subject {
         let mut settings = CatalogSettings::new(Era::V2025_11_25, KindSet::only(Kind::Tools));
         settings.client.strategy = strategy.machine();
         settings.id = id;
-        let endpoint = tapped(&rig.server, relay, tap.clone(), rig.counters.clone());
+        let endpoint = tapped(rig, relay, tap.clone());
         let catalog = Catalog::spawn(settings, endpoint);
         let _ = cell.set(catalog.clone());
         if strategy != Strategy::MutexSingleFlight {
@@ -494,16 +542,48 @@ impl Subject {
         }
     }
 
+    /// The version of the list readers read now (the guarded slot for `mutex-single-flight`,
+    /// else the catalog's snapshot).
+    fn reading(&self) -> Option<u64> {
+        if self.strategy == Strategy::MutexSingleFlight {
+            self.current.lock().expect("current").version
+        } else {
+            self.catalog.tools().value().version
+        }
+    }
+
     /// Waits until settled; returns when readers started seeing `version`, if that is what
-    /// they see then.
+    /// they see then (None if the client settled on another list, or did not settle).
     pub async fn converged(&self, version: u64, limit: Duration) -> Option<Instant> {
         if !self.wait(limit, || self.settled()).await {
             return None;
         }
-        match self.current() {
-            (Some(v), since) if v == version => since,
-            _ => None,
+        if self.reading() != Some(version) {
+            return None;
         }
+        // The time of the change is noted by a task watching the catalog: let it catch up.
+        let noted = self.wait(limit, || self.current().0 == Some(version)).await;
+        if noted { self.current().1 } else { None }
+    }
+
+    /// What the client holds and does, for a message when it did not converge.
+    pub fn describe(&self) -> String {
+        let st = self.catalog.status().borrow().clone();
+        format!(
+            "{}: reads v{:?} (noted {:?}), idle {}, notifications {} of {} let through ({} sent), \
+             debouncing {}, locked refreshes {}, failures {}, last error {:?}",
+            self.strategy.name(),
+            self.reading(),
+            self.current().0,
+            st.idle,
+            st.notifications,
+            self.tap.forwarded.load(Ordering::SeqCst),
+            self.tap.seen.load(Ordering::SeqCst),
+            self.tap.pending.load(Ordering::SeqCst),
+            self.workers.load(Ordering::SeqCst),
+            st.failures,
+            st.last_error
+        )
     }
 
     /// Stops the client.
@@ -533,7 +613,7 @@ pub fn spawn_readers(
                         samples.push(t.elapsed().as_nanos() as f64);
                     }
                     n += 1;
-                    if n % 32 == 0 {
+                    if n.is_multiple_of(32) {
                         tokio::task::yield_now().await;
                     }
                 }

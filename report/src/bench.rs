@@ -129,6 +129,10 @@ pub struct RefreshRow {
     pub pages: u32,
     /// Concurrent readers.
     pub readers: u32,
+    /// Whether the server served the client's list requests while the burst was arriving
+    /// (otherwise they waited with the refresh in flight until the whole burst was in).
+    #[serde(default)]
+    pub served_during_burst: bool,
     /// Iterations measured.
     pub iterations: u64,
     /// Iterations whose client converged to the final list before the deadline.

@@ -44,6 +44,7 @@ fn refresh_panels(
     let names = strategies(rows);
     let values: Vec<f64> = rows
         .iter()
+        .filter(|r| !r.served_during_burst)
         .filter_map(metric)
         .filter(|v| *v > 0.0)
         .collect();
@@ -112,7 +113,12 @@ fn refresh_panels(
                 let color = PALETTE[i % PALETTE.len()];
                 let mut pts: Vec<(f64, f64)> = rows
                     .iter()
-                    .filter(|r| r.strategy == *name && r.pages == *p && r.readers == 0)
+                    .filter(|r| {
+                        r.strategy == *name
+                            && r.pages == *p
+                            && r.readers == 0
+                            && !r.served_during_burst
+                    })
                     .filter_map(|r| metric(r).map(|v| (f64::from(r.k), v.max(floor))))
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
