@@ -251,12 +251,13 @@ fn sim_page(out: &Path, w: &mut Written) -> Result<Vec<sim::Summary>> {
 
 fn conformance_page(out: &Path, w: &mut Written) -> Result<Option<Value>> {
     let path = out.join("conformance.json");
+    let mut unreadable = None;
     let v = match std::fs::read_to_string(&path) {
         Err(_) => None,
         Ok(t) => match serde_json::from_str(&t) {
             Ok(v) => Some(v),
             Err(e) => {
-                w.failed.push(format!("{}: {e}", path.display()));
+                unreadable = Some(e.to_string());
                 None
             }
         },
@@ -265,10 +266,17 @@ fn conformance_page(out: &Path, w: &mut Written) -> Result<Option<Value>> {
         let rel = format!("{CORPUS_DIAGRAMS}/{}.svg", stem(file));
         w.has(&rel).then_some(rel)
     };
-    std::fs::write(
-        out.join("conformance.md"),
-        conformance::render(v.as_ref(), &link),
-    )?;
+    let page = match &unreadable {
+        Some(e) => format!(
+            "# Conformance matrix\n\n_`reports/conformance.json` could not be read ({e}): run \
+             `listsync matrix` to write it again, then `listsync report`._\n"
+        ),
+        None => conformance::render(v.as_ref(), &link),
+    };
+    if let Some(e) = unreadable {
+        w.failed.push(format!("{}: {e}", path.display()));
+    }
+    std::fs::write(out.join("conformance.md"), page)?;
     w.pages.push("conformance.md".into());
     Ok(v)
 }
