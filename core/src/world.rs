@@ -945,7 +945,9 @@ impl World {
             Step::TtlExpire { client, kind } => {
                 client_ok(client)?;
                 if !self.ttl_due(client).contains(&kind) {
-                    return Err(format!("c{client}'s {kind} ttl is not due (the list is current or busy)"));
+                    return Err(format!(
+                        "c{client}'s {kind} ttl is not due (the list is current or busy)"
+                    ));
                 }
                 rec.note(format!("c{client} {kind} ttl runs out"));
                 self.client_step(scn, client, ClientInput::TtlExpired(kind), rec);

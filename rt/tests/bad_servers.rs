@@ -164,16 +164,33 @@ fn setup() -> Setup {
 }
 
 fn names(catalog: &Catalog) -> Vec<String> {
-    catalog.tools().items.iter().map(|i| i.name.to_string()).collect()
+    catalog
+        .tools()
+        .items
+        .iter()
+        .map(|i| i.name.to_string())
+        .collect()
 }
 
 /// Serves the honest list, then lies and announces a change; returns the first refresh error.
 async fn lie_after_a_good_list(s: &mut Setup, lie: Lie) -> ClientError {
-    wait_status("first list", &s.catalog, |st| st.ready && st.idle && st.publications == 1).await;
+    wait_status("first list", &s.catalog, |st| {
+        st.ready && st.idle && st.publications == 1
+    })
+    .await;
     assert_eq!(names(&s.catalog), ["a", "b", "c"]);
     *s.state.lie.lock().unwrap() = Some(lie);
-    let peer = s.state.peers.lock().unwrap().last().cloned().expect("a session");
-    within("notify", peer.notify_tool_list_changed()).await.expect("notified");
+    let peer = s
+        .state
+        .peers
+        .lock()
+        .unwrap()
+        .last()
+        .cloned()
+        .expect("a session");
+    within("notify", peer.notify_tool_list_changed())
+        .await
+        .expect("notified");
     within("refresh error", async {
         loop {
             if let Some(ClientNotice::RefreshFailed { error, .. }) = s.notices.recv().await {
@@ -196,7 +213,10 @@ async fn assert_old_snapshot_kept(s: &Setup) {
 async fn cursor_cycle() {
     let mut s = setup();
     let err = lie_after_a_good_list(&mut s, Lie::CursorCycle).await;
-    assert_eq!(err, ClientError::CursorCycle(listsync_core::wire::Cursor("loop".into())));
+    assert_eq!(
+        err,
+        ClientError::CursorCycle(listsync_core::wire::Cursor("loop".into()))
+    );
     assert_old_snapshot_kept(&s).await;
     // Two pages per attempt, three attempts (first + two retries), plus the first list.
     assert!(s.state.served.load(Ordering::SeqCst) <= 2 + 3 * 2);
@@ -242,7 +262,10 @@ async fn oversized_list_is_refused() {
 async fn error_instead_of_a_list() {
     let mut s = setup();
     let err = lie_after_a_good_list(&mut s, Lie::WrongShape).await;
-    assert!(matches!(&err, ClientError::Rpc(e) if e.code == -32603), "{err}");
+    assert!(
+        matches!(&err, ClientError::Rpc(e) if e.code == -32603),
+        "{err}"
+    );
     assert_old_snapshot_kept(&s).await;
 }
 
@@ -251,10 +274,22 @@ async fn error_instead_of_a_list() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_exits_mid_refresh() {
     let mut s = setup();
-    wait_status("first list", &s.catalog, |st| st.ready && st.idle && st.publications == 1).await;
+    wait_status("first list", &s.catalog, |st| {
+        st.ready && st.idle && st.publications == 1
+    })
+    .await;
     *s.state.lie.lock().unwrap() = Some(Lie::ExitOnPage2);
-    let peer = s.state.peers.lock().unwrap().last().cloned().expect("a session");
-    within("notify", peer.notify_tool_list_changed()).await.expect("notified");
+    let peer = s
+        .state
+        .peers
+        .lock()
+        .unwrap()
+        .last()
+        .cloned()
+        .expect("a session");
+    within("notify", peer.notify_tool_list_changed())
+        .await
+        .expect("notified");
     within("disconnect", async {
         loop {
             if let Some(ClientNotice::Disconnected { .. }) = s.notices.recv().await {
