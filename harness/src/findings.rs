@@ -186,10 +186,10 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             check: |r| {
                 let o = &r.observations;
                 (
-                    o.paginated && o.cursor_lists == 0,
+                    o.paginated && o.cursor_relists == 0,
                     format!(
-                        "page size 1, {} pages asked with a cursor ({}); no_torn_snapshot {}",
-                        o.cursor_lists,
+                        "page size 1, {} later pages asked with a cursor after the change ({}); no_torn_snapshot {}",
+                        o.cursor_relists,
                         if o.paginated {
                             "the server sent nextCursor"
                         } else {
@@ -210,10 +210,10 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             check: |r| {
                 let o = &r.observations;
                 (
-                    o.cursor_lists > 0,
+                    o.cursor_relists > 0,
                     format!(
-                        "page size 1, {} pages asked with a cursor; no_torn_snapshot {}",
-                        o.cursor_lists,
+                        "page size 1, {} later pages asked with a cursor after the change; no_torn_snapshot {}",
+                        o.cursor_relists,
                         r.verdict(Property::NoTornSnapshot)
                     ),
                 )
@@ -448,6 +448,11 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 (TsV2, Client, "listchanged-debounce0", E25, "stale-race"),
                 (Python, Client, "session", E25, "stale-race"),
                 (Python, Client, "client", E25, "stale-race"),
+                (Rmcp, Client, "list-all", E26, "stale-race"),
+                (TsV2, Client, "listchanged", E26, "stale-race"),
+                (TsV2, Client, "listchanged-debounce0", E26, "stale-race"),
+                (Python, Client, "session", E26, "stale-race"),
+                (Python, Client, "client", E26, "stale-race"),
             ],
             check: |r| {
                 (

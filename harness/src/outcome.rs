@@ -119,9 +119,10 @@ pub struct Observations {
     pub published: usize,
     /// Whether any list response of a kept kind carried a `nextCursor`.
     pub paginated: bool,
-    /// List requests of kept kinds with a cursor (pages after the first) the client sent.
+    /// List requests of kept kinds with a cursor (pages after the first) the client sent
+    /// after the first mutation (re-lists, not the initial walk).
     #[serde(default)]
-    pub cursor_lists: usize,
+    pub cursor_relists: usize,
     /// Malformed or oversized lines, adapter failures.
     pub bad: Vec<String>,
 }
@@ -299,8 +300,8 @@ pub fn observe(records: &[Record], kinds: KindSet) -> Observations {
                         list_req_by_id.insert(id, r.seq);
                         in_flight.insert(r.seq, ());
                         o.max_concurrent_lists = o.max_concurrent_lists.max(in_flight.len());
-                        if jsonrpc::has_cursor(v) {
-                            o.cursor_lists += 1;
+                        if mutated && jsonrpc::has_cursor(v) {
+                            o.cursor_relists += 1;
                         } else if mutated {
                             o.relists += 1;
                         }

@@ -261,6 +261,8 @@ fn markdown(m: &Matrix, found: &[Finding], extra: &[String]) -> String {
         let _ = writeln!(s, "- {e}");
     }
 
+    divergences(&mut s, m);
+
     let _ = writeln!(s, "\n## Runs\n");
     let _ = writeln!(
         s,
@@ -306,4 +308,48 @@ fn markdown(m: &Matrix, found: &[Finding], extra: &[String]) -> String {
         );
     }
     s
+}
+
+/// Which corpus replays left their trace, per trace, with the first reason given.
+fn divergences(s: &mut String, m: &Matrix) {
+    let replays: Vec<&RunReport> = m
+        .runs
+        .iter()
+        .filter(|r| matches!(r.target, Target::Trace { .. }) && !r.id.starts_with("validation."))
+        .filter(|r| matches!(r.status, RunStatus::Completed | RunStatus::Diverged))
+        .collect();
+    let mut by_trace: BTreeMap<&str, Vec<&RunReport>> = BTreeMap::new();
+    for r in &replays {
+        if r.status == RunStatus::Diverged {
+            by_trace.entry(r.target.name()).or_default().push(r);
+        }
+    }
+    let n: usize = by_trace.values().map(Vec::len).sum();
+    let _ = writeln!(s, "\n## Replays that left their trace\n");
+    let _ = writeln!(
+        s,
+        "{n} of {} corpus replays against the rows diverged. A trace is a known-bad strategy's counterexample; an implementation that does not follow that strategy takes another path at some step (it walks every page where the trace's client stops at the first, it listens before it lists, it does not notify where the trace's server does), and the harness reports the first message it sent that the trace did not predict, or the one it never sent, with everything it was holding at that point. The run then continues with everything released and is still judged; its violations count in the cells, its holds do not (a cell is **diverged** only when every run that judged it diverged). Our reference runtime never diverges (see the validation table and the reference rows).\n",
+        replays.len()
+    );
+    if by_trace.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "| trace | rows that diverged | first reason (first row) |"
+    );
+    let _ = writeln!(s, "|---|---|---|");
+    for (trace, rs) in by_trace {
+        let rows: Vec<String> = rs
+            .iter()
+            .map(|r| format!("{} {} ({}) {}", r.imp, r.role, r.variant, r.era))
+            .collect();
+        let _ = writeln!(
+            s,
+            "| [{}](../traces/{trace}) | {} | {} |",
+            trace.trim_end_matches(".json"),
+            rows.join("<br>"),
+            rs[0].detail.as_deref().unwrap_or("").replace('|', "\\|")
+        );
+    }
 }

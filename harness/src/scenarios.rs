@@ -6,7 +6,7 @@
 //!
 //! | scenario | role | what the proxy does |
 //! |---|---|---|
-//! | `stale-race` | client | holds every `tools/list` response; a mutation starts a refresh, two more mutations land while it is in flight (a burst of 3); the held responses are released newest first |
+//! | `stale-race` | client | holds every `tools/list` response; a mutation starts a refresh, two more mutations land while it is in flight (a burst of 3); the held responses are released newest first, each once the client has acted on the one before |
 //! | `mid-walk` | client | page size 1: a mutation starts a walk; page 1's response is held while a second mutation commits (its notification held too), then released: page 2 is asked with a cursor of the old version |
 //! | `listen-race` | client (2026-07-28) | the client's `subscriptions/listen` is held while a mutation commits, then released: a client that listed before the acknowledgement and never again stays stale |
 //! | `notify` | server | add, remove, then a two-op batch, settling in between: does the server notify, once per batch, after the change is visible? |
@@ -248,6 +248,32 @@ impl Ctx {
         self.run.hub.wait_quiet(b.quiet, b.settle, |_| true).await;
     }
 
+    /// Releases held responses one at a time, each once the client has acted on the one
+    /// before (published a snapshot, or reported a failed refresh): the order in which the
+    /// client handles them is then the order of release, not the luck of how its runtime reads
+    /// lines that arrive together.
+    async fn release_one_by_one(&self, seqs: &[u64]) {
+        let acted = |st: &HubState| {
+            published_tools(st) + control::events(st, Side::Client, "refresh_failed").count()
+        };
+        for s in seqs {
+            let before = acted(&self.run.hub.lock());
+            self.run.proxy.act(*s, Action::Deliver);
+            let b = self.run.bounds.step;
+            if self
+                .run
+                .hub
+                .wait_until(b, |st| (acted(st) > before).then_some(()))
+                .await
+                .is_none()
+            {
+                self.run.note(format!(
+                    "the client did not publish or fail a refresh within {b:?} of release #{s}"
+                ));
+            }
+        }
+    }
+
     fn release(&self, seqs: &[u64]) {
         for s in seqs {
             self.run.proxy.act(*s, Action::Deliver);
@@ -297,7 +323,7 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
                 held.len()
             ));
             ctx.run.proxy.set_policy(Policy::pass_all());
-            ctx.release(&held);
+            ctx.release_one_by_one(&held).await;
             ctx.finish().await;
         }
         Scenario::MidWalk => {
