@@ -185,17 +185,18 @@ async fn the_catalog_id_is_set_once_and_a_refused_batch_applies_nothing() {
     let b = RedisStore::connect(&redis.url(), "t4").await.unwrap();
     let id = a.catalog_id(77).await.unwrap();
     assert_eq!(id, 77);
-    assert_eq!(b.catalog_id(99).await.unwrap(), 77, "the first proposal wins");
+    assert_eq!(
+        b.catalog_id(99).await.unwrap(),
+        77,
+        "the first proposal wins"
+    );
     a.seed(&Catalog::from_ops(&add("seed"))).await.unwrap();
     let refused = a
         .commit_with(|_| Err::<Catalog, _>("no"))
         .await
         .expect_err("refused");
     assert!(
-        matches!(
-            refused,
-            listsync_cluster::store::CommitError::Refused("no")
-        ),
+        matches!(refused, listsync_cluster::store::CommitError::Refused("no")),
         "{refused:?}"
     );
     assert_eq!(a.load().await.unwrap().0, 1);

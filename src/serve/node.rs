@@ -22,7 +22,12 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "NAME", requires = "redis")]
     node: Option<String>,
     /// Key prefix of the logical server in Redis (nodes with the same prefix serve one catalog).
-    #[arg(long, value_name = "PREFIX", default_value = "listsync", requires = "redis")]
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "listsync",
+        requires = "redis"
+    )]
     redis_prefix: String,
 }
 

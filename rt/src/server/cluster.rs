@@ -155,9 +155,7 @@ impl Shared {
         if self.settings.core.strategy == ServerStrategy::ClusterNotifyBeforeVisible {
             // The known-bad variant: the announced version becomes visible only after the
             // notifications went out (a commit gate can hold it longer).
-            self.gates
-                .checkpoint(&crate::gate::Target::Commit)
-                .await;
+            self.gates.checkpoint(&crate::gate::Target::Commit).await;
             self.step(ServerInput::CommitStaged);
         }
         notified

@@ -34,9 +34,9 @@ use listsync_core::server::{Registry, ServerConfig, ServerInput, ServerOutput};
 use listsync_core::vocab::{AuthCtx, Catalog, Era, Item, Kind, Op};
 use listsync_core::wire::{ClientMsg, Notification, ReqId, Request, Response, ServerMsg};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -195,7 +195,8 @@ pub(crate) struct Shared {
 }
 
 /// What [`Backend::commit`] returns.
-pub(crate) type Committing<'a> = Pin<Box<dyn Future<Output = Result<Applied, BatchError>> + Send + 'a>>;
+pub(crate) type Committing<'a> =
+    Pin<Box<dyn Future<Output = Result<Applied, BatchError>> + Send + 'a>>;
 
 /// A catalog that lives outside this process (a multi-instance server's shared store): batches
 /// commit there, and come back to the registry as installs.
