@@ -572,6 +572,20 @@ impl Actor {
                 }
                 self.step(ClientInput::Receive(ServerMsg::Response { id, resp }));
             }
+            Outcome::Failed { why, fatal }
+                if fatal
+                    && !self.endpoint.request_failure_is_disconnect()
+                    && self.live.is_some() =>
+            {
+                // The byte stream is gone, and every outstanding request fails with it, in
+                // whatever order rmcp drops them: the machine learns it once, as a disconnect,
+                // whichever request noticed first.
+                let why = format!("connection lost ({why})");
+                self.now.connected = false;
+                self.notice(ClientNotice::Disconnected { why: why.clone() });
+                self.drop_connection();
+                self.schedule_reconnect(&why);
+            }
             Outcome::Failed { why, fatal } => {
                 self.step(ClientInput::RequestFailed(id, why.as_str().into()));
                 if fatal && self.endpoint.request_failure_is_disconnect() {
