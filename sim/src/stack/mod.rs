@@ -206,18 +206,46 @@ impl Rig {
             })
     }
 
-    fn spawn_busy(&self, fut: impl std::future::Future<Output = ()> + Send + 'static) {
+    /// Why the run is not quiescent (for the recorded log).
+    fn busy_with(&self) -> String {
+        let mut why = Vec::new();
+        let busy = self.busy.load(Ordering::SeqCst);
+        if busy > 0 {
+            why.push(format!("{busy} batch(es) or call(s) running"));
+        }
+        if !self.net.idle() {
+            why.push("bytes in flight".into());
+        }
+        for (i, c) in self.clients.iter().enumerate() {
+            let s = c.status().borrow().clone();
+            if !(s.connected && s.ready && s.idle && !s.ended) {
+                why.push(format!(
+                    "c{i} connected {} ready {} idle {} ended {}",
+                    s.connected, s.ready, s.idle, s.ended
+                ));
+            }
+        }
+        why.join(", ")
+    }
+
+    fn spawn_busy(
+        &self,
+        what: String,
+        fut: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
         self.busy.fetch_add(1, Ordering::SeqCst);
         let busy = self.busy.clone();
+        let net = self.net.clone();
         tokio::spawn(async move {
             fut.await;
             busy.fetch_sub(1, Ordering::SeqCst);
+            net.note(net.now(), || format!("{what} done"));
         });
     }
 
     fn apply(&self, ops: Vec<Op>) {
         let server = self.server.clone();
-        self.spawn_busy(async move {
+        self.spawn_busy("batch".into(), async move {
             server.apply(&ops).await;
         });
     }
@@ -268,6 +296,40 @@ async fn sleep_until(net: &Net, base: Instant, t: Micros) {
         biased;
         _ = net.wake.notified() => {}
         _ = tokio::time::sleep_until(base + Duration::from_micros(t)) => {}
+    }
+}
+
+/// Carries out one environment event.
+fn fire(
+    rig: &mut Rig,
+    scn: &Scenario,
+    e: Env,
+    now: Micros,
+    first_change: &mut Option<Micros>,
+    last_commit: &mut Option<Micros>,
+) {
+    match e {
+        Env::Mutate(b) => {
+            first_change.get_or_insert(now);
+            *last_commit = Some(now);
+            rig.apply(scn.script[b as usize].clone());
+        }
+        Env::SetAuth(i) => {
+            let (c, auth) = scn.auth_changes[usize::from(i)];
+            rig.auth[c as usize] = auth;
+            rig.clients[c as usize].set_auth(auth);
+        }
+        Env::Call(i) => {
+            let (c, name) = scn.calls[usize::from(i)].clone();
+            let catalog = rig.clients[c as usize].clone();
+            rig.spawn_busy(format!("c{c} call of {name}"), async move {
+                let _ = catalog.call(&name).await;
+            });
+        }
+        Env::Disconnect(c) => {
+            rig.net.disconnect(c);
+        }
+        Env::Crash(down) => rig.net.crash(now + down),
     }
 }
 
@@ -344,34 +406,22 @@ async fn drive(
             break;
         }
         let now = net.now();
-        while env.front().is_some_and(|(t, _)| *t <= now) {
-            let (_, e) = env.pop_front().expect("peeked");
-            steps += 1;
-            match e {
-                Env::Mutate(b) => {
-                    first_change.get_or_insert(now);
-                    last_commit = Some(now);
-                    rig.apply(scn.script[b as usize].clone());
-                }
-                Env::SetAuth(i) => {
-                    let (c, auth) = scn.auth_changes[usize::from(i)];
-                    rig.auth[c as usize] = auth;
-                    rig.clients[c as usize].set_auth(auth);
-                }
-                Env::Call(i) => {
-                    let (c, name) = scn.calls[usize::from(i)].clone();
-                    let catalog = rig.clients[c as usize].clone();
-                    rig.spawn_busy(async move {
-                        let _ = catalog.call(&name).await;
-                    });
-                }
-                Env::Disconnect(c) => {
-                    net.disconnect(c);
-                }
-                Env::Crash(down) => net.crash(now + down),
+        // The runtime's own timers due at this instant (retries, reconnects, timeouts) go
+        // first; then one event at a time, each followed by everything it sets off, so no
+        // two of the scheduler's events are ever handled in the same pass of the runtime.
+        tokio::task::yield_now().await;
+        loop {
+            if env.front().is_some_and(|(t, _)| *t <= now) {
+                let (_, e) = env.pop_front().expect("peeked");
+                steps += 1;
+                fire(&mut rig, scn, e, now, &mut first_change, &mut last_commit);
+            } else if net.deliver_one(now) {
+                steps += 1;
+            } else {
+                break;
             }
+            tokio::task::yield_now().await;
         }
-        steps += net.deliver_due(now);
         let next = match (env.front().map(|(t, _)| *t), net.next_due()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -396,7 +446,7 @@ async fn drive(
                 let server = rig.server.clone();
                 let script = scn.script.clone();
                 steps += 1;
-                rig.spawn_busy(async move {
+                rig.spawn_busy("burst".into(), async move {
                     for batch in script {
                         server.apply(&batch).await;
                     }
@@ -404,6 +454,10 @@ async fn drive(
                 continue;
             }
             break;
+        }
+        if env.is_empty() {
+            let now = net.now();
+            net.note(now, || format!("not quiescent: {}", rig.busy_with()));
         }
         if net.now() > deadline {
             stuck = Some(format!(

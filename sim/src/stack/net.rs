@@ -56,11 +56,13 @@ impl Dir {
     }
 }
 
-/// What travels on a link: bytes (one or more whole lines), or the end of the stream.
+/// What travels on a link: bytes (one whole line), the end of the stream, or the
+/// point where the stream breaks (a notification was lost with it).
 #[derive(Debug)]
 enum Chunk {
     Bytes(Vec<u8>),
     Eof,
+    Break,
 }
 
 /// Bytes in flight on one link, due in order.
@@ -221,13 +223,10 @@ impl State {
         if let Chunk::Bytes(b) = &chunk {
             self.pending_bytes += b.len() as u64;
         }
-        match (link.queue.back_mut(), chunk) {
-            // Lines due together travel together.
-            (Some((last, Chunk::Bytes(prev))), Chunk::Bytes(b)) if *last == due => {
-                prev.extend_from_slice(&b);
-            }
-            (_, chunk) => link.queue.push_back((due, chunk)),
-        }
+        // One line per delivery, even when several are due together: each arrives in a pass
+        // of the runtime of its own, so two requests never reach a server at once (rmcp would
+        // then answer them from concurrent tasks, in no fixed order).
+        link.queue.push_back((due, chunk));
         if link.scheduled.is_none() {
             let head = link.queue.front().map_or(due, |(t, _)| *t);
             link.scheduled = Some(head);
@@ -380,13 +379,13 @@ impl Net {
         self.lock().queue.peek().map(|Reverse((t, _, _))| *t)
     }
 
-    /// Delivers every link head due at or before `now`. Returns how many chunks were delivered.
-    pub fn deliver_due(&self, now: Micros) -> u64 {
+    /// Delivers the first link head due at or before `now`, in (time, connection, direction)
+    /// order. Returns whether one was delivered.
+    pub fn deliver_one(&self, now: Micros) -> bool {
         let mut s = self.lock();
-        let mut n = 0;
         while let Some(&Reverse((due, conn, dir))) = s.queue.peek() {
             if due > now {
-                break;
+                return false;
             }
             s.queue.pop();
             let dir = if dir == 0 { Dir::Up } else { Dir::Down };
@@ -409,7 +408,6 @@ impl Net {
             let inbox = &mut c.inboxes[dir.index()];
             match chunk {
                 Chunk::Bytes(b) => {
-                    n += 1;
                     let lines = b.iter().filter(|&&x| x == b'\n').count() as u64;
                     st.counts.delivered += lines;
                     if inbox.gone {
@@ -434,15 +432,34 @@ impl Net {
                     inbox.wake();
                     st.log(now, || format!("#{conn} c{client} {} closed", dir.as_str()));
                 }
+                Chunk::Break => {
+                    st.log(now, || {
+                        format!("#{conn} c{client} stream breaks with a notification on it")
+                    });
+                    st.cut(conn);
+                }
             }
+            return true;
         }
-        n
+        false
     }
 
     /// Whether nothing is in flight or unread.
     pub fn idle(&self) -> bool {
         let s = self.lock();
         s.queue.is_empty() && s.pending_bytes == 0
+    }
+
+    /// Adds a line to the log (with recording on).
+    pub fn note(&self, now: Micros, text: impl FnOnce() -> String) {
+        if self.lock().log.is_none() {
+            return;
+        }
+        // Built before locking: the text may look at the network itself.
+        let line = format!("{:>9.3} ms {}", now as f64 / 1000.0, text());
+        if let Some(l) = self.lock().log.as_mut() {
+            l.push(line);
+        }
     }
 
     /// What the network did so far.
@@ -479,11 +496,12 @@ impl Net {
                     st.counts.lost += 1;
                     st.log(now, || format!("#{conn} c{client} notification lost"));
                 } else {
+                    // The stream breaks while the notification is on it: when it would have
+                    // arrived, the connection is cut. (Its own event, not part of the write:
+                    // the writer's send completes as any other.)
                     st.counts.broken += 1;
-                    st.log(now, || {
-                        format!("#{conn} c{client} stream breaks with a notification on it")
-                    });
-                    st.cut(conn);
+                    let d = st.latency(conn);
+                    st.enqueue(now, conn, dir, Chunk::Break, d);
                 }
                 drop(s);
                 self.wake.notify_one();
