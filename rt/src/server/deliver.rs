@@ -95,12 +95,13 @@ impl Shared {
                         uri,
                     });
                 }
-                Ok(Err(e)) => {
+                Ok(Err(e)) if self.settings.log_undelivered => {
                     eprintln!("listsync-rt: {method} to session {to} not sent: {e}");
                 }
-                Err(_) => {
+                Err(_) if self.settings.log_undelivered => {
                     eprintln!("listsync-rt: {method} to session {to} timed out");
                 }
+                Ok(Err(_)) | Err(_) => {}
             }
         }
         sent

@@ -55,6 +55,10 @@ pub struct ServerSettings {
     pub delivery_timeout: Duration,
     /// Batches that successful tool calls commit (the conformance suite's trigger tools).
     pub call_effects: Option<CallEffects>,
+    /// Print a line on stderr for each notification that could not be handed to a session's
+    /// transport (closed or timed out). On by default; the simulator, whose injected faults
+    /// close transports on purpose, turns it off.
+    pub log_undelivered: bool,
 }
 
 /// The side effects of tool calls: for a tool that was just called successfully and the catalog
@@ -93,6 +97,7 @@ impl Default for ServerSettings {
             name: "listsync-rt".into(),
             delivery_timeout: Duration::from_secs(10),
             call_effects: None,
+            log_undelivered: true,
         }
     }
 }
