@@ -1,10 +1,11 @@
 //! Campaigns: many seeds run on several threads, their statistics merged, the failing seeds of
 //! each property kept for shrinking. A shard `K/M` runs every M-th seed starting with the K-th,
 //! so machines or CI jobs can split one campaign; results do not depend on the thread count.
+//! Both levels share this: a machine-level run or a full-stack run per seed.
 
 use crate::Case;
 use crate::case::Params;
-use crate::engine::RunOpts;
+use crate::engine::{Outcome, RunOpts};
 use crate::stats::Stats;
 use listsync_core::property::Property;
 use std::collections::BTreeMap;
@@ -74,13 +75,40 @@ pub struct CampaignResult {
     pub failing: BTreeMap<Property, Vec<u64>>,
 }
 
-/// Runs every seed of `seeds` with `params` on `threads` threads; `progress` is called with
-/// the number of runs finished since its last call.
+/// Runs every seed of `seeds` with `params` on `threads` threads (machine level); `progress`
+/// is called with the number of runs finished since its last call.
 pub fn run(
     params: &Params,
     seeds: &[u64],
     threads: usize,
     progress: &(dyn Fn(u64) + Sync),
+) -> CampaignResult {
+    run_with(seeds, threads, progress, &|seed| {
+        Case::draw(seed, params).run(&params.plan, RunOpts::default())
+    })
+}
+
+/// Runs every seed of `seeds` at the full-stack level (each run on a paused runtime of its
+/// own, on the worker's thread).
+pub fn run_stack(
+    params: &Params,
+    seeds: &[u64],
+    threads: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> CampaignResult {
+    run_with(seeds, threads, progress, &|seed| {
+        let case = Case::draw(seed, params);
+        let how = crate::stack::StackRun::of(&case, &params.plan);
+        crate::stack::run(&case.scenario, &params.plan, seed, &how, RunOpts::default()).0
+    })
+}
+
+/// Runs `one` for every seed of `seeds` on `threads` threads, merging what they found.
+pub fn run_with(
+    seeds: &[u64],
+    threads: usize,
+    progress: &(dyn Fn(u64) + Sync),
+    one: &(dyn Fn(u64) -> Outcome + Sync),
 ) -> CampaignResult {
     let start = Instant::now();
     let next = AtomicUsize::new(0);
@@ -98,8 +126,7 @@ pub fn run(
                     }
                     let end = (i + CHUNK).min(seeds.len());
                     for &seed in &seeds[i..end] {
-                        let case = Case::draw(seed, params);
-                        let out = case.run(&params.plan, RunOpts::default());
+                        let out = one(seed);
                         for f in &out.found {
                             failing.entry(f.property).or_default().push(seed);
                         }

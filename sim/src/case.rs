@@ -518,25 +518,38 @@ fn scenario_defaults() -> Scenario {
     }
 }
 
+/// The most batches a machine-level burst uses: the world numbers batches with a `u8`, as the
+/// trace format does, and counts the next one in a `u8` too, so a script stays below 256.
+pub const MAX_BATCHES: usize = 250;
+
 /// A scale scenario: `clients` reference-style clients of the tools list on one server, ten
-/// initial tools, and a burst of `burst` one-op batches (adds and updates) applied back to
-/// back once every client has listed.
-pub fn burst(clients: u32, burst: u32, nodes: u8, strategies: Strategies, http: bool) -> Scenario {
+/// initial tools, and a burst of `burst` mutations (adds and updates) applied back to back
+/// once every client has listed. The mutations go in at most `max_batches` batches: one
+/// mutation per batch when `burst <= max_batches`, else spread evenly (a batch of mutations is
+/// committed, and announced, as one change).
+pub fn burst(
+    clients: u32,
+    burst: u32,
+    max_batches: usize,
+    nodes: u8,
+    strategies: Strategies,
+    http: bool,
+) -> Scenario {
     let era = Era::V2025_11_25;
     let initial: Vec<Op> = (0..10)
         .map(|i| Op::add(Kind::Tools, &format!("t{i}"), &format!("t{i}.0")))
         .collect();
-    let script: Vec<Vec<Op>> = (0..burst)
-        .map(|b| {
-            let name = format!("t{}", b % 20);
-            vec![Op::Add {
-                kind: Kind::Tools,
-                def: format!("{name}.{}", b + 1).into(),
-                name: name.into(),
-                scope: Scope::Public,
-            }]
-        })
-        .collect();
+    let batches = (burst as usize).min(max_batches.max(1));
+    let mut script: Vec<Vec<Op>> = vec![Vec::new(); batches];
+    for m in 0..burst {
+        let name = format!("t{}", m % 20);
+        script[m as usize * batches / burst as usize].push(Op::Add {
+            kind: Kind::Tools,
+            def: format!("{name}.{}", m + 1).into(),
+            name: name.into(),
+            scope: Scope::Public,
+        });
+    }
     Scenario {
         name: format!("burst-{clients}c-{burst}m-{nodes}n-{}", strategies.label()),
         era,

@@ -8,7 +8,8 @@
 //!    minimized by removing chunks and then single steps while the trace still replays through
 //!    core's world and still violates the property; then the scenario itself loses what the
 //!    trace no longer needs (clients, batches, ops, initial items, calls, authorization switches,
-//!    fault budgets), steps renumbered to match.
+//!    item scopes, fault budgets; an add that replaces an item becomes an update), steps
+//!    renumbered to match.
 //!
 //! The result is a [`Trace`] in the model's format, recorded by replay (`Trace::record`), so
 //! `Trace::check` reproduces its verdicts.
@@ -20,6 +21,7 @@ use listsync_core::history::ClientId;
 use listsync_core::property::Property;
 use listsync_core::scenario::Scenario;
 use listsync_core::trace::{Trace, TraceError};
+use listsync_core::vocab::{Kind, Name, Op, Scope};
 use listsync_core::world::{Step, World};
 use proptest::strategy::ValueTree;
 
@@ -339,6 +341,68 @@ impl Minimizer {
                 steps = done;
             }
         }
+        // Scoped items made public: without authorization contexts a trace also replays in
+        // the harness, which runs stdio.
+        for b in 0..=scn.script.len() {
+            let len = if b == 0 {
+                scn.initial.len()
+            } else {
+                scn.script[b - 1].len()
+            };
+            for i in 0..len {
+                if self.exhausted() {
+                    break;
+                }
+                let mut s2 = scn.clone();
+                let op = if b == 0 {
+                    &mut s2.initial[i]
+                } else {
+                    &mut s2.script[b - 1][i]
+                };
+                let Op::Add { scope, .. } = op else {
+                    continue;
+                };
+                if *scope == Scope::Public {
+                    continue;
+                }
+                *scope = Scope::Public;
+                if let Some(done) = self.attempt(&s2, &steps) {
+                    scn = s2;
+                    steps = done;
+                }
+            }
+        }
+        // An add that replaces an item becomes an update: the same change, in the words a
+        // server's administration interface (the harness's control channel) accepts.
+        for b in 0..scn.script.len() {
+            for i in 0..scn.script[b].len() {
+                if self.exhausted() {
+                    break;
+                }
+                let Op::Add {
+                    kind,
+                    name,
+                    def,
+                    scope: Scope::Public,
+                } = &scn.script[b][i]
+                else {
+                    continue;
+                };
+                if !present_before(&scn, b, i, *kind, name) {
+                    continue;
+                }
+                let mut s2 = scn.clone();
+                s2.script[b][i] = Op::Update {
+                    kind: *kind,
+                    name: name.clone(),
+                    def: def.clone(),
+                };
+                if let Some(done) = self.attempt(&s2, &steps) {
+                    scn = s2;
+                    steps = done;
+                }
+            }
+        }
         // Clients (highest first, so ids below stay put).
         for k in (0..scn.clients.len()).rev() {
             if scn.clients.len() <= 1 || self.exhausted() {
@@ -364,6 +428,26 @@ impl Minimizer {
         }
         (scn, steps)
     }
+}
+
+/// Whether item `name` of `kind` exists when op `i` of batch `b` is applied.
+fn present_before(scn: &Scenario, b: usize, i: usize, kind: Kind, name: &Name) -> bool {
+    let ops = scn
+        .initial
+        .iter()
+        .chain(scn.script[..b].iter().flatten())
+        .chain(&scn.script[b][..i]);
+    let mut present = false;
+    for op in ops {
+        match op {
+            Op::Add {
+                kind: k, name: n, ..
+            } if *k == kind && n == name => present = true,
+            Op::Remove { kind: k, name: n } if *k == kind && n == name => present = false,
+            _ => {}
+        }
+    }
+    present
 }
 
 /// The client a step concerns, if any.
