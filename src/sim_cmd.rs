@@ -1,20 +1,26 @@
 //! `listsync sim`: the deterministic simulator. Runs many seeded random runs of a strategy under
-//! a fault plan (or one scale run with `--burst`), prints a summary table (runs, events and
-//! events/s, violations by property, refresh amplification, simulated time to converge),
-//! shrinks the first failing seed of each violated property to a trace in the model's format
-//! (checked by replay) under `--out`, and exits non-zero when the outcome is not the expected
-//! one: any violation for the reference strategies, no violation for a known-bad one.
+//! a fault plan (or one scale run with `--burst`), at the machine level (core's machines, no
+//! tokio) or the full-stack level (the runtime's tokio + rmcp code on a paused clock over a
+//! simulated network), prints a summary table (runs, events and events/s, violations by
+//! property, refresh amplification, simulated time to converge), and for each violated property
+//! writes its evidence under `--out`: at the machine level the first failing seed shrunk to a
+//! trace in the model's format (checked by replay), at the stack level the recorded history and
+//! network log of the first failing seed. Exits non-zero when the outcome is not the expected
+//! one: any violation for the reference strategies, no violation for a known-bad one, a scale
+//! run above its walk bound.
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use listsync_core::property::Property;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
+use listsync_harness::adapters::Subject;
 use listsync_sim::Case;
 use listsync_sim::campaign::{self, SeedRange};
 use listsync_sim::case::{self, Params, Strategies};
-use listsync_sim::engine::{Budget, Engine, RunOpts};
+use listsync_sim::engine::{Budget, Engine, Outcome, RunOpts};
 use listsync_sim::plan::Plan;
 use listsync_sim::shrink::{self, Shrunk};
+use listsync_sim::stack::{self, StackReport, StackRun};
 use listsync_sim::stats::{Percentiles, Stats, percentiles};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -39,7 +45,7 @@ pub struct Args {
     /// Simulation level.
     #[arg(long, value_enum, default_value = "machine")]
     level: Level,
-    /// Number of seeds to run (default 1000).
+    /// Number of seeds to run (default: 1000 at the machine level, 200 at the stack level).
     #[arg(long, conflicts_with = "seed")]
     seeds: Option<u64>,
     /// Run this one seed (prints its run; shrinks and writes its violations).
@@ -54,10 +60,11 @@ pub struct Args {
     /// Clients per run (default: 1 to 4, drawn per run; with --burst: 1000).
     #[arg(long)]
     clients: Option<u32>,
-    /// Scale run: one burst of this many one-mutation batches after every client has listed.
+    /// Scale run: one burst of this many mutations after every client has listed (one a batch;
+    /// at the machine level at most 250 batches, the mutations spread over them).
     #[arg(long)]
     burst: Option<u32>,
-    /// Server nodes sharing a store and a change bus.
+    /// Server nodes sharing a store and a change bus (machine level only).
     #[arg(long)]
     nodes: Option<u8>,
     /// Fault plan (none, default, storm, crashy, lossy; default: `default`, or `none` with
@@ -88,6 +95,10 @@ pub struct Args {
     /// List the fault plans and strategies and exit.
     #[arg(long)]
     list: bool,
+    /// With --seed: write the run's recorded history (every step and event; at the stack
+    /// level, every line on the simulated network too) to this file.
+    #[arg(long, value_name = "FILE")]
+    history: Option<PathBuf>,
 }
 
 /// One property's line in the summary.
@@ -97,6 +108,39 @@ struct PropertyOut {
     first_seed: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     trace: Option<TraceOut>,
+    /// (stack level) The recorded history and network log of the first failing seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history: Option<String>,
+}
+
+/// What the simulated network and the runtime did in a stack-level run (single seed or scale).
+#[derive(Serialize)]
+struct StackOut {
+    lines_delivered: u64,
+    notifications_duplicated: u32,
+    notifications_lost: u32,
+    streams_broken: u32,
+    list_requests_failed: u32,
+    list_requests_unanswered: u32,
+    connections_cut: u32,
+    connections_opened: u32,
+    connections_refused: u32,
+}
+
+impl StackOut {
+    fn of(r: &StackReport) -> StackOut {
+        StackOut {
+            lines_delivered: r.net.delivered,
+            notifications_duplicated: r.net.duplicated,
+            notifications_lost: r.net.lost,
+            streams_broken: r.net.broken,
+            list_requests_failed: r.net.failed,
+            list_requests_unanswered: r.net.swallowed,
+            connections_cut: r.net.cut,
+            connections_opened: r.net.opened,
+            connections_refused: r.net.refused,
+        }
+    }
 }
 
 /// A shrunk trace in the summary.
@@ -108,6 +152,12 @@ struct TraceOut {
     steps: usize,
     clients: usize,
     replays_in_model: bool,
+    /// Whether the harness can replay it against the runtime (`listsync replay FILE
+    /// --against reference@trace`).
+    replays_in_harness: bool,
+    /// Why it cannot, if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    harness_unsupported: Option<String>,
 }
 
 /// The JSON summary (`--json`, `--report`): one campaign or scale run.
@@ -128,6 +178,9 @@ struct Summary {
     nodes: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     burst: Option<u32>,
+    /// (scale runs) Batches the burst's mutations were applied in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    burst_batches: Option<usize>,
     threads: usize,
     runs: u64,
     steps: u64,
@@ -147,6 +200,12 @@ struct Summary {
     anomaly_seeds: Vec<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     peak_rss_mib: Option<f64>,
+    /// (scale runs) Most list walks a client may start after the burst: one for the burst's
+    /// first notification, one more for all that arrived meanwhile (coalescing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    walk_bound: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stack: Option<StackOut>,
     expected: &'static str,
     as_expected: bool,
 }
@@ -157,15 +216,28 @@ pub fn run(args: Args) -> Result<ExitCode> {
         print_list();
         return Ok(ExitCode::SUCCESS);
     }
-    if args.level == Level::Stack {
-        bail!(
-            "--level stack needs the runtime's simulated transport, which is not built yet; use --level machine"
-        );
-    }
     if args.nodes.is_some_and(|n| n == 0 || n > 16) {
         bail!("--nodes takes 1 to 16");
     }
+    if args.level == Level::Stack && args.nodes.is_some_and(|n| n > 1) {
+        bail!(
+            "--level stack runs one server (the runtime's multi-node deployment needs Redis); use --level machine for --nodes"
+        );
+    }
+    if args.history.is_some() && args.seed.is_none() {
+        bail!("--history needs --seed");
+    }
+    if args.clients == Some(0) || args.clients.is_some_and(|c| c > 1_000_000) {
+        bail!("--clients takes 1 to 1000000");
+    }
+    if args.burst.is_some_and(|b| b == 0 || b > 1_000_000) {
+        bail!("--burst takes 1 to 1000000");
+    }
     let strategies = Strategies::parse(&args.strategy).map_err(anyhow::Error::msg)?;
+    if args.level == Level::Stack && strategies.server == ServerStrategy::ClusterNotifyBeforeVisible
+    {
+        bail!("cluster-notify-before-visible is a multi-node strategy: use --level machine");
+    }
     let default_plan = if args.burst.is_some() {
         "none"
     } else {
@@ -179,13 +251,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .unwrap_or(1)
     });
     if let Some(burst) = args.burst {
-        return scale(&args, strategies, plan, burst, threads);
+        return scale(&args, strategies, plan, burst);
     }
     let params = Params {
         strategies,
         plan,
         clients: args.clients,
-        nodes: args.nodes,
+        nodes: match args.level {
+            Level::Machine => args.nodes,
+            Level::Stack => Some(1),
+        },
     };
     if let Some(seed) = args.seed {
         return single(&args, &params, seed);
@@ -196,23 +271,39 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let range = SeedRange {
         first: args.first_seed,
-        count: args.seeds.unwrap_or(1000),
+        count: args.seeds.unwrap_or(match args.level {
+            Level::Machine => 1000,
+            Level::Stack => 200,
+        }),
         index: k,
         of: m,
     };
     let seeds = range.seeds();
     let bar = progress_bar(seeds.len() as u64, args.json);
-    let res = campaign::run(&params, &seeds, threads, &|n| bar.inc(n));
+    let res = match args.level {
+        Level::Machine => campaign::run(&params, &seeds, threads, &|n| bar.inc(n)),
+        Level::Stack => campaign::run_stack(&params, &seeds, threads, &|n| bar.inc(n)),
+    };
     bar.finish_and_clear();
 
     let mut traces: BTreeMap<Property, TraceOut> = BTreeMap::new();
+    let mut histories: BTreeMap<Property, String> = BTreeMap::new();
     if !args.no_shrink {
         for (p, failing) in &res.failing {
             let Some(&seed) = failing.first() else {
                 continue;
             };
-            if let Some(t) = shrink_and_write(&args.out, &params, seed, *p)? {
-                traces.insert(*p, t);
+            match args.level {
+                Level::Machine => {
+                    if let Some(t) = shrink_and_write(&args.out, &params, failing, *p)? {
+                        traces.insert(*p, t);
+                    }
+                }
+                Level::Stack => {
+                    let file = stack_history_file(&args.out, &params, *p);
+                    write_stack_history(&file, &params, seed)?;
+                    histories.insert(*p, file.display().to_string());
+                }
             }
         }
     }
@@ -227,8 +318,71 @@ pub fn run(args: Args) -> Result<ExitCode> {
         traces,
         None,
     );
+    let mut summary = summary;
+    for (p, h) in histories {
+        if let Some(v) = summary.violations.get_mut(&p) {
+            v.history = Some(h);
+        }
+    }
     emit(&args, &summary)?;
     Ok(exit(&summary))
+}
+
+/// Where the recorded history of a stack-level violation goes.
+fn stack_history_file(out: &Path, params: &Params, p: Property) -> PathBuf {
+    out.join(format!(
+        "stack.{}.{}.{}.log",
+        params.strategies.label(),
+        params.plan.name,
+        p.as_str()
+    ))
+}
+
+/// Runs one stack-level seed with recording on.
+fn stack_recorded(params: &Params, seed: u64) -> (Case, Outcome, StackReport) {
+    let case = Case::draw(seed, params);
+    let how = StackRun::of(&case, &params.plan);
+    let (out, rep) = stack::run(
+        &case.scenario,
+        &params.plan,
+        seed,
+        &how,
+        RunOpts {
+            record: true,
+            ..RunOpts::default()
+        },
+    );
+    (case, out, rep)
+}
+
+/// Re-runs a failing stack-level seed with recording on and writes its history.
+fn write_stack_history(file: &Path, params: &Params, seed: u64) -> Result<()> {
+    let (case, out, _) = stack_recorded(params, seed);
+    write_history(file, &case, &out)
+}
+
+/// Writes a recorded run: what it was, what it found, then every line it recorded.
+fn write_history(file: &Path, case: &Case, out: &Outcome) -> Result<()> {
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mut text = format!(
+        "# seed {} {:?}\n# scenario {}\n",
+        case.shape.seed,
+        case.shape,
+        serde_json::to_string(&case.scenario)?
+    );
+    for f in &out.found {
+        text.push_str(&format!("# VIOLATED {}: {}\n", f.property, f.detail));
+    }
+    if let Some(s) = &out.stuck {
+        text.push_str(&format!("# STUCK: {s}\n"));
+    }
+    for line in out.recording.iter().flat_map(|r| r.history.iter()) {
+        text.push_str(line);
+        text.push('\n');
+    }
+    std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))
 }
 
 fn progress_bar(len: u64, quiet: bool) -> ProgressBar {
@@ -260,17 +414,40 @@ fn print_list() {
     }
 }
 
-/// Shrinks the failure of `p` at `seed`, writes the trace, and checks it replays.
+/// Why the harness could not replay `trace` against our runtime running the trace's own
+/// strategies (one server process, one client, stdio), or None if it can.
+fn harness_unsupported(trace: &listsync_core::trace::Trace) -> Option<String> {
+    let subject: Subject = match "reference@trace".parse() {
+        Ok(s) => s,
+        Err(e) => return Some(format!("{e}")),
+    };
+    match listsync_harness::replay::plan(trace, "sim", &subject, None) {
+        Ok(plan) => plan.unsupported,
+        Err(e) => Some(e),
+    }
+}
+
+/// Shrinks the failure of `p` at the first of `seeds` (the smallest failing seeds), writes
+/// the trace, and checks it replays in the model. The seeds are tried in order until one
+/// shrinks to a trace the harness can replay too (without authorization contexts, several
+/// nodes or cut connections); if none does, the first seed's trace is written.
 fn shrink_and_write(
     out: &Path,
     params: &Params,
-    seed: u64,
+    seeds: &[u64],
     p: Property,
 ) -> Result<Option<TraceOut>> {
-    let Some(s) = shrink::shrink(seed, params, p, shrink::Limits::default()) else {
-        return Ok(None);
-    };
-    Ok(Some(write_trace(out, params, &s)?))
+    let mut first: Option<Shrunk> = None;
+    for &seed in seeds {
+        let Some(s) = shrink::shrink(seed, params, p, shrink::Limits::default()) else {
+            continue;
+        };
+        if harness_unsupported(&s.trace).is_none() {
+            return Ok(Some(write_trace(out, params, &s)?));
+        }
+        first.get_or_insert(s);
+    }
+    first.map(|s| write_trace(out, params, &s)).transpose()
 }
 
 fn write_trace(out: &Path, params: &Params, s: &Shrunk) -> Result<TraceOut> {
@@ -284,7 +461,10 @@ fn write_trace(out: &Path, params: &Params, s: &Shrunk) -> Result<TraceOut> {
     std::fs::write(&file, s.trace.to_json())
         .with_context(|| format!("writing {}", file.display()))?;
     let replays = shrink::replays_in_model(&s.trace).unwrap_or(false);
+    let harness = harness_unsupported(&s.trace);
     Ok(TraceOut {
+        replays_in_harness: harness.is_none(),
+        harness_unsupported: harness,
         file: file.display().to_string(),
         seed: s.seed,
         original_steps: s.original_steps,
@@ -295,10 +475,40 @@ fn write_trace(out: &Path, params: &Params, s: &Shrunk) -> Result<TraceOut> {
 }
 
 fn single(args: &Args, params: &Params, seed: u64) -> Result<ExitCode> {
-    let case = Case::draw(seed, params);
+    let record = args.history.is_some();
     let start = Instant::now();
-    let out = case.run(&params.plan, RunOpts::default());
+    let (case, out, report) = match args.level {
+        Level::Machine => {
+            let case = Case::draw(seed, params);
+            let out = case.run(
+                &params.plan,
+                RunOpts {
+                    record,
+                    ..RunOpts::default()
+                },
+            );
+            (case, out, None)
+        }
+        Level::Stack => {
+            let case = Case::draw(seed, params);
+            let how = StackRun::of(&case, &params.plan);
+            let (out, rep) = stack::run(
+                &case.scenario,
+                &params.plan,
+                seed,
+                &how,
+                RunOpts {
+                    record,
+                    ..RunOpts::default()
+                },
+            );
+            (case, out, Some(rep))
+        }
+    };
     let wall = start.elapsed();
+    if let Some(file) = &args.history {
+        write_history(file, &case, &out)?;
+    }
     if !args.json {
         println!("seed {seed}: {:?}", case.shape);
         println!(
@@ -326,43 +536,83 @@ fn single(args: &Args, params: &Params, seed: u64) -> Result<ExitCode> {
     let mut stats = Stats::default();
     stats.add(seed, &out);
     let mut traces = BTreeMap::new();
+    let mut histories = BTreeMap::new();
     if !args.no_shrink {
         for f in &out.found {
-            if let Some(t) = shrink_and_write(&args.out, params, seed, f.property)? {
-                traces.insert(f.property, t);
+            match args.level {
+                Level::Machine => {
+                    if let Some(t) = shrink_and_write(&args.out, params, &[seed], f.property)? {
+                        traces.insert(f.property, t);
+                    }
+                }
+                Level::Stack => {
+                    let file = stack_history_file(&args.out, params, f.property);
+                    write_stack_history(&file, params, seed)?;
+                    histories.insert(f.property, file.display().to_string());
+                }
             }
         }
     }
-    let summary = summarize(args, params, &stats, wall, 1, 1, "1/1".into(), traces, None);
+    let mut summary = summarize(args, params, &stats, wall, 1, 1, "1/1".into(), traces, None);
+    for (p, h) in histories {
+        if let Some(v) = summary.violations.get_mut(&p) {
+            v.history = Some(h);
+        }
+    }
+    summary.stack = report.as_ref().map(StackOut::of);
     emit(args, &summary)?;
     Ok(exit(&summary))
 }
 
-fn scale(
-    args: &Args,
-    strategies: Strategies,
-    plan: Plan,
-    burst: u32,
-    threads: usize,
-) -> Result<ExitCode> {
+fn scale(args: &Args, strategies: Strategies, plan: Plan, burst: u32) -> Result<ExitCode> {
     let clients = args.clients.unwrap_or(1000);
     let seed = args.seed.unwrap_or(args.first_seed);
     let nodes = args.nodes.unwrap_or(1);
-    let scn = case::burst(clients, burst, nodes, strategies, args.http);
-    scn.validate().map_err(anyhow::Error::msg)?;
+    // The machine level numbers batches like the trace format (a u8): a burst above that is
+    // spread over its batches. The stack level applies its script itself: one mutation a batch.
+    let max_batches = match args.level {
+        Level::Machine => case::MAX_BATCHES,
+        Level::Stack => usize::MAX,
+    };
+    let scn = case::burst(clients, burst, max_batches, nodes, strategies, args.http);
+    if args.level == Level::Machine {
+        scn.validate().map_err(anyhow::Error::msg)?;
+    }
     if !args.json {
         eprintln!(
-            "scale run: {clients} clients on {nodes} node(s), burst of {burst} mutations, faults {}, seed {seed}",
+            "scale run: {clients} clients on {nodes} node(s), burst of {burst} mutations in {} batch(es), faults {}, seed {seed}",
+            scn.script.len(),
             plan.name
         );
     }
     let start = Instant::now();
     let mut plan = plan;
-    // The burst: every batch back to back once the first lists are in.
-    plan.first_batch = (500_000, 500_000);
-    plan.storm_permille = 1000;
-    plan.storm_gap = (0, 2);
-    let out = Engine::new(&scn, &plan, seed, Budget::default(), RunOpts::default()).run();
+    let (out, report) = match args.level {
+        Level::Machine => {
+            // The burst: every batch back to back once the first lists are in.
+            plan.first_batch = (500_000, 500_000);
+            plan.storm_permille = 1000;
+            plan.storm_gap = (0, 2);
+            let out = Engine::new(&scn, &plan, seed, Budget::default(), RunOpts::default()).run();
+            (out, None)
+        }
+        Level::Stack => {
+            // The burst: every batch applied back to back, at once, when every client has
+            // listed and gone idle. Faults of the plan's network only (no crash or cut).
+            let how = StackRun {
+                net: stack::net::NetBudget {
+                    dups: plan.max_dup,
+                    drops: if plan.silent_drops { plan.max_drop } else { 0 },
+                    request_faults: 0,
+                    slow: plan.slow_permille > 0,
+                },
+                budget: Budget::default(),
+                burst: true,
+            };
+            let (out, rep) = stack::run(&scn, &plan, seed, &how, RunOpts::default());
+            (out, Some(rep))
+        }
+    };
     let wall = start.elapsed();
     let mut stats = Stats::default();
     stats.add(seed, &out);
@@ -372,18 +622,26 @@ fn scale(
         clients: Some(clients),
         nodes: args.nodes,
     };
+    // One run on one thread.
     let mut summary = summarize(
         args,
         &params,
         &stats,
         wall,
-        threads,
+        1,
         1,
         "1/1".into(),
         BTreeMap::new(),
         Some(burst),
     );
+    summary.burst_batches = Some(scn.script.len());
     summary.peak_rss_mib = peak_rss_mib();
+    summary.stack = report.as_ref().map(StackOut::of);
+    if strategies.is_reference() && !params.plan.breaks_convergence() {
+        // Coalescing: one walk for the burst's first notification, one for all the others.
+        summary.walk_bound = Some(2);
+        summary.as_expected &= summary.walks_per_client_max <= 2;
+    }
     emit(args, &summary)?;
     Ok(exit(&summary))
 }
@@ -419,6 +677,7 @@ fn summarize(
                     runs: c.runs,
                     first_seed: c.first_seed,
                     trace: traces.remove(p),
+                    history: None,
                 },
             )
         })
@@ -465,6 +724,7 @@ fn summarize(
             None => "1".into(),
         },
         burst,
+        burst_batches: None,
         threads,
         runs: stats.runs,
         steps: stats.steps,
@@ -483,6 +743,8 @@ fn summarize(
         anomalies: stats.anomalies,
         anomaly_seeds: stats.anomaly_seeds.clone(),
         peak_rss_mib: None,
+        walk_bound: None,
+        stack: None,
         expected: if reference {
             "no violation"
         } else {
@@ -535,7 +797,10 @@ fn print_table(s: &Summary) {
         s.clients,
         s.nodes,
         s.burst
-            .map(|b| format!(", burst of {b} mutations"))
+            .map(|b| format!(
+                ", burst of {b} mutations in {} batch(es)",
+                s.burst_batches.unwrap_or(b as usize)
+            ))
             .unwrap_or_default(),
         s.threads
     );
@@ -555,7 +820,13 @@ fn print_table(s: &Summary) {
         s.simulated_seconds
     );
     println!();
-    println!("| property | runs violated | first seed | shrunk trace |\n|---|---:|---:|---|");
+    println!(
+        "| property | runs violated | first seed | {} |\n|---|---:|---:|---|",
+        match s.level {
+            Level::Machine => "shrunk trace",
+            Level::Stack => "recorded history",
+        }
+    );
     for p in Property::ALL {
         match s.violations.get(&p) {
             None => println!("| {p} | 0 | | |"),
@@ -571,12 +842,13 @@ fn print_table(s: &Summary) {
                         t.steps,
                         t.original_steps,
                         t.clients,
-                        if t.replays_in_model {
-                            ", replays in the model"
-                        } else {
-                            ", DOES NOT REPLAY"
+                        match (t.replays_in_model, t.replays_in_harness) {
+                            (true, true) => ", replays in the model and the harness",
+                            (true, false) => ", replays in the model; not in the harness",
+                            (false, _) => ", DOES NOT REPLAY",
                         }
                     ))
+                    .or_else(|| v.history.clone())
                     .unwrap_or_default()
             ),
         }
@@ -590,6 +862,31 @@ fn print_table(s: &Summary) {
         "time to converge (simulated, last commit to a client's last publish): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; run settles: p50 {:.1} ms, p99 {:.1} ms",
         s.converge.p50_ms, s.converge.p99_ms, s.converge.max_ms, s.settle.p50_ms, s.settle.p99_ms
     );
+    if let Some(b) = s.walk_bound {
+        println!(
+            "list walks per client after the burst: max {} (coalescing bound {b}: {})",
+            s.walks_per_client_max,
+            if s.walks_per_client_max <= b {
+                "within"
+            } else {
+                "EXCEEDED"
+            }
+        );
+    }
+    if let Some(n) = &s.stack {
+        println!(
+            "network: {} lines delivered, {} notifications duplicated, {} lost, {} streams broken, {} list requests failed, {} unanswered; connections: {} opened, {} cut, {} refused",
+            n.lines_delivered,
+            n.notifications_duplicated,
+            n.notifications_lost,
+            n.streams_broken,
+            n.list_requests_failed,
+            n.list_requests_unanswered,
+            n.connections_opened,
+            n.connections_cut,
+            n.connections_refused
+        );
+    }
     if let Some(m) = s.peak_rss_mib {
         println!("peak memory: {m:.0} MiB; wall time {:.2} s", s.wall_seconds);
     }
