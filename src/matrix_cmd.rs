@@ -52,8 +52,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let progress = |line: &str| eprintln!("{line}");
     let mut m = rt.block_on(matrix::run(&paths, &opts, &progress));
     std::fs::create_dir_all(&args.out)?;
-    let md = listsync_harness::report::write(&args.out, &mut m)
+    listsync_harness::report::write(&args.out, &mut m)
         .with_context(|| format!("writing the report under {}", args.out.display()))?;
+    let md = crate::report_cmd::write_conformance_page(&args.out)
+        .with_context(|| format!("rendering conformance.md under {}", args.out.display()))?;
     let reference_bad = m.rows.iter().any(|r| {
         r.key.imp == Impl::Reference && r.cells.values().any(|c| c.state == CellState::Violated)
     });

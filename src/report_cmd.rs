@@ -249,6 +249,25 @@ fn sim_page(out: &Path, w: &mut Written) -> Result<Vec<sim::Summary>> {
     Ok(sums)
 }
 
+/// Renders `conformance.md` from the `conformance.json` just written under `out` (for
+/// `listsync matrix`; the same page `listsync report` renders), linking the corpus diagrams
+/// already there. Returns the page's path.
+pub fn write_conformance_page(out: &Path) -> Result<PathBuf> {
+    let mut w = Written::default();
+    if let Ok(dir) = std::fs::read_dir(out.join(CORPUS_DIAGRAMS)) {
+        for entry in dir.flatten() {
+            if let Some(name) = file_name(&entry.path()) {
+                w.diagrams.push(format!("{CORPUS_DIAGRAMS}/{name}"));
+            }
+        }
+    }
+    conformance_page(out, &mut w)?;
+    if let Some(e) = w.failed.first() {
+        anyhow::bail!("{e}");
+    }
+    Ok(out.join("conformance.md"))
+}
+
 fn conformance_page(out: &Path, w: &mut Written) -> Result<Option<Value>> {
     let path = out.join("conformance.json");
     let mut unreadable = None;

@@ -111,6 +111,7 @@ pub fn render(json: Option<&Value>, diagram: &dyn Fn(&str) -> Option<String>) ->
     matrix(&mut s, v, &props, &runs, diagram);
     validation(&mut s, v, &runs, diagram);
     findings(&mut s, v, &runs);
+    divergences(&mut s, &runs, diagram);
     run_table(&mut s, &runs, &props, diagram);
     s
 }
@@ -325,6 +326,77 @@ fn findings(s: &mut String, v: &Value, runs: &BTreeMap<&str, &Value>) {
     }
     for e in extra {
         let _ = writeln!(s, "- {e}");
+    }
+}
+
+/// Which corpus replays against the rows left their trace, per trace, with the first reason.
+fn divergences(
+    s: &mut String,
+    runs: &BTreeMap<&str, &Value>,
+    diagram: &dyn Fn(&str) -> Option<String>,
+) {
+    let replays: Vec<&Value> = runs
+        .iter()
+        .filter(|(id, r)| {
+            !id.starts_with("validation.")
+                && r.pointer("/target/type").and_then(Value::as_str) == Some("trace")
+                && matches!(str_of(r, "status"), "completed" | "diverged")
+        })
+        .map(|(_, r)| *r)
+        .collect();
+    let mut by_trace: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
+    for r in &replays {
+        if str_of(r, "status") == "diverged" {
+            let name = r
+                .pointer("/target/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            by_trace.entry(name).or_default().push(r);
+        }
+    }
+    let n: usize = by_trace.values().map(Vec::len).sum();
+    let _ = writeln!(s, "\n## Replays that left their trace\n");
+    let _ = writeln!(
+        s,
+        "{n} of {} corpus replays against the rows diverged. A trace is a known-bad strategy's \
+         counterexample; an implementation that does not follow that strategy takes another path \
+         at some step (it walks every page where the trace's client stops at the first, it \
+         listens before it lists, it does not notify where the trace's server does), and the \
+         harness reports the first message it sent that the trace did not predict, or the one it \
+         never sent, with everything it was holding at that point. The run then continues with \
+         everything released and is still judged; its violations count in the cells, its holds \
+         do not (a cell is **diverged** only when every run that judged it diverged). Our \
+         reference runtime never diverges (see the validation table and the reference rows).\n",
+        replays.len()
+    );
+    if by_trace.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "| trace | rows that diverged | first reason (first row) |"
+    );
+    let _ = writeln!(s, "|---|---|---|");
+    for (trace, rs) in by_trace {
+        let rows: Vec<String> = rs
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} ({}) {}",
+                    str_of(r, "imp"),
+                    str_of(r, "role"),
+                    str_of(r, "variant"),
+                    str_of(r, "era")
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} |",
+            trace_links(trace, diagram),
+            cell_escape(&rows.join("<br>")),
+            cell_escape(str_of(rs[0], "detail"))
+        );
     }
 }
 
