@@ -1,0 +1,134 @@
+//! Full-stack simulator tests on a small fixed seed set: the runtime's tokio + rmcp code over
+//! the simulated network gives the same recorded history (network log and runtime events) byte
+//! for byte when a seed is run twice, the reference strategies hold every property under the
+//! default fault plan, a small burst is absorbed with at most two list walks per client, and a
+//! known-bad client strategy run on the stack is caught. No test looks at time.
+
+use listsync_core::property::Property;
+use listsync_core::scenario::Scenario;
+use listsync_sim::Case;
+use listsync_sim::campaign;
+use listsync_sim::case::{self, Params, Strategies};
+use listsync_sim::engine::{Budget, Outcome, RunOpts};
+use listsync_sim::plan::Plan;
+use listsync_sim::stack::{self, StackReport, StackRun, net::NetBudget};
+
+fn params(strategies: Strategies, plan: Plan) -> Params {
+    Params {
+        strategies,
+        plan,
+        clients: None,
+        nodes: Some(1),
+    }
+}
+
+fn recorded(p: &Params, seed: u64) -> (Outcome, StackReport) {
+    let case = Case::draw(seed, p);
+    let how = StackRun::of(&case, &p.plan);
+    stack::run(
+        &case.scenario,
+        &p.plan,
+        seed,
+        &how,
+        RunOpts {
+            record: true,
+            ..RunOpts::default()
+        },
+    )
+}
+
+#[test]
+fn a_stack_seed_replays_byte_for_byte() {
+    for plan in [Plan::default_plan(), Plan::crashy()] {
+        let p = params(Strategies::REFERENCE, plan);
+        for seed in [1, 7, 42] {
+            let (a, ra) = recorded(&p, seed);
+            let (b, rb) = recorded(&p, seed);
+            let (a, b) = (
+                a.recording.expect("recorded").history,
+                b.recording.expect("recorded").history,
+            );
+            assert!(
+                a.iter().any(|l| l.contains("Committed")),
+                "seed {seed}: the history records the runtime's events"
+            );
+            assert_eq!(
+                a.join("\n").into_bytes(),
+                b.join("\n").into_bytes(),
+                "seed {seed} under {}",
+                p.plan.name
+            );
+            assert_eq!(ra.net.delivered, rb.net.delivered, "seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn reference_holds_on_the_fixed_stack_seed_set() {
+    for plan in [Plan::default_plan(), Plan::crashy()] {
+        let p = params(Strategies::REFERENCE, plan);
+        let seeds: Vec<u64> = (0..24).collect();
+        let r = campaign::run_stack(&p, &seeds, 2, &|_| {});
+        assert_eq!(r.stats.runs, seeds.len() as u64);
+        assert_eq!(
+            r.stats.anomalies, 0,
+            "{}: {:?}",
+            p.plan.name, r.stats.anomaly_seeds
+        );
+        assert!(
+            r.stats.violations.is_empty(),
+            "{}: {:?}",
+            p.plan.name,
+            r.failing
+        );
+    }
+}
+
+fn burst_run(scn: &Scenario) -> Outcome {
+    let how = StackRun {
+        net: NetBudget {
+            dups: 0,
+            drops: 0,
+            request_faults: 0,
+            slow: false,
+        },
+        budget: Budget::default(),
+        burst: true,
+    };
+    stack::run(scn, &Plan::none(), 0, &how, RunOpts::default()).0
+}
+
+#[test]
+fn a_small_stack_burst_coalesces_to_two_walks_per_client() {
+    let scn = case::burst(20, 60, usize::MAX, 1, Strategies::REFERENCE, false);
+    assert_eq!(scn.script.len(), 60);
+    let out = burst_run(&scn);
+    assert!(out.stuck.is_none(), "{:?}", out.stuck);
+    assert!(out.found.is_empty(), "{:?}", out.found);
+    assert_eq!(out.commits, 60);
+    assert!(out.walks_after_change >= 20, "every client re-lists");
+    assert!(
+        out.max_client_walks <= 2,
+        "a client walked {} times",
+        out.max_client_walks
+    );
+}
+
+#[test]
+fn a_known_bad_client_is_caught_on_the_stack() {
+    let p = params(Strategies::parse("naive").unwrap(), Plan::default_plan());
+    let seeds: Vec<u64> = (0..40).collect();
+    let r = campaign::run_stack(&p, &seeds, 2, &|_| {});
+    assert_eq!(r.stats.anomalies, 0, "{:?}", r.stats.anomaly_seeds);
+    assert!(
+        [
+            Property::NoStaleOverwrite,
+            Property::Converges,
+            Property::BoundedRefresh
+        ]
+        .iter()
+        .any(|p| r.failing.contains_key(p)),
+        "naive not caught in 40 stack seeds: {:?}",
+        r.failing
+    );
+}
