@@ -200,7 +200,13 @@ pub(crate) async fn open(
         Endpoint::Http { url } => {
             use rmcp::transport::StreamableHttpClientTransport;
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-            let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            // rmcp re-initializes a session the server no longer knows (404) behind the
+            // client's back, so the catalog would never learn that it is talking to a new
+            // session (a restarted server, or another node behind a load balancer) and would
+            // not re-list what changed meanwhile. Surfaced as an error instead, the lost
+            // session is a lost connection: reconnect, then list everything again.
+            let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                .reinit_on_expired_session(false);
             if auth.0 != 0 {
                 cfg = cfg.auth_header(format!("auth{}", auth.0));
             }
