@@ -213,6 +213,19 @@ impl RedisStore {
         }
     }
 
+    /// How many times Redis ran each command so far (`INFO commandstats`, lower-case names,
+    /// commands run by scripts included), for counting the Redis work a change costs.
+    pub async fn command_stats(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, u64>, StoreError> {
+        let mut conn = self.conn.clone();
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await?;
+        Ok(parse_command_stats(&info))
+    }
+
     /// The catalog identity of this logical server: set once (the first caller's proposal
     /// wins), the same for every node afterwards.
     pub async fn catalog_id(&self, proposal: u64) -> Result<u64, StoreError> {
@@ -304,5 +317,34 @@ impl RedisStore {
             .invoke_async(&mut conn)
             .await?;
         Ok((ok == 1).then_some(v))
+    }
+}
+
+/// `cmdstat_<name>:calls=<n>,...` lines of `INFO commandstats` → name → calls.
+fn parse_command_stats(info: &str) -> std::collections::BTreeMap<String, u64> {
+    info.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.trim().strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("calls="))?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_command_stats;
+
+    #[test]
+    fn command_stats_are_parsed() {
+        let info = "# Commandstats\r\ncmdstat_evalsha:calls=12,usec=300,usec_per_call=25.00,rejected_calls=0,failed_calls=0\r\ncmdstat_get:calls=30,usec=9,usec_per_call=0.30,rejected_calls=0,failed_calls=0\r\nnoise\r\n";
+        let m = parse_command_stats(info);
+        assert_eq!(m.get("evalsha"), Some(&12));
+        assert_eq!(m.get("get"), Some(&30));
+        assert_eq!(m.len(), 2);
     }
 }
