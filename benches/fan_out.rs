@@ -8,7 +8,7 @@
 
 mod support;
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group};
+use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use listsync_report::bench::{BenchFile, Dist, FanoutRow, Group};
 use std::time::{Duration, Instant};
 use support::rig::{Counters, PAGE_SIZE, Rig, Strategy, Subject};
@@ -125,9 +125,4 @@ criterion_group! {
     targets = bench
 }
 
-fn main() {
-    benches();
-    criterion::Criterion::default()
-        .configure_from_args()
-        .final_summary();
-}
+criterion_main!(benches);

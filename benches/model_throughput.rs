@@ -8,7 +8,7 @@
 
 mod support;
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group};
+use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use listsync_model::configs;
 use listsync_model::{ListModel, symmetry};
 use listsync_report::bench::{BenchFile, Dist, Group, ModelRow};
@@ -109,9 +109,4 @@ criterion_group! {
     targets = bench
 }
 
-fn main() {
-    benches();
-    criterion::Criterion::default()
-        .configure_from_args()
-        .final_summary();
-}
+criterion_main!(benches);

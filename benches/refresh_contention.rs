@@ -15,7 +15,7 @@
 
 mod support;
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group};
+use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use listsync_report::bench::{BenchFile, Dist, Group, RefreshRow};
 use std::sync::Arc;
 use std::time::Duration;
@@ -200,9 +200,4 @@ criterion_group! {
     targets = bench
 }
 
-fn main() {
-    benches();
-    criterion::Criterion::default()
-        .configure_from_args()
-        .final_summary();
-}
+criterion_main!(benches);

@@ -20,7 +20,7 @@
 
 mod support;
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group};
+use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use listsync_core::trace::Trace;
 use listsync_harness::adapters::{Impl, Paths, Subject, provision};
 use listsync_harness::outcome::RunStatus;
@@ -180,9 +180,4 @@ criterion_group! {
     targets = bench
 }
 
-fn main() {
-    benches();
-    criterion::Criterion::default()
-        .configure_from_args()
-        .final_summary();
-}
+criterion_main!(benches);

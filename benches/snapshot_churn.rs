@@ -10,7 +10,7 @@
 
 mod support;
 
-use criterion::{BenchmarkId, Criterion, criterion_group};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use listsync_report::bench::{BenchFile, ChurnRow, Dist, Group};
 use listsync_store::{SnapshotCell, Versioned};
 use std::hint::black_box;
@@ -254,9 +254,4 @@ criterion_group! {
     targets = bench
 }
 
-fn main() {
-    benches();
-    criterion::Criterion::default()
-        .configure_from_args()
-        .final_summary();
-}
+criterion_main!(benches);
