@@ -20,6 +20,7 @@ use listsync_sim::case::{self, Params, Strategies};
 use listsync_sim::engine::{Budget, Engine, Outcome, RunOpts};
 use listsync_sim::plan::Plan;
 use listsync_sim::shrink::{self, Shrunk};
+use listsync_sim::stack::net::NetCounts;
 use listsync_sim::stack::{self, StackReport, StackRun};
 use listsync_sim::stats::{Percentiles, Stats, percentiles};
 use serde::Serialize;
@@ -113,7 +114,7 @@ struct PropertyOut {
     history: Option<String>,
 }
 
-/// What the simulated network and the runtime did in a stack-level run (single seed or scale).
+/// What the simulated network did at the stack level (one run, or a campaign's totals).
 #[derive(Serialize)]
 struct StackOut {
     lines_delivered: u64,
@@ -128,17 +129,17 @@ struct StackOut {
 }
 
 impl StackOut {
-    fn of(r: &StackReport) -> StackOut {
+    fn of(n: &NetCounts) -> StackOut {
         StackOut {
-            lines_delivered: r.net.delivered,
-            notifications_duplicated: r.net.duplicated,
-            notifications_lost: r.net.lost,
-            streams_broken: r.net.broken,
-            list_requests_failed: r.net.failed,
-            list_requests_unanswered: r.net.swallowed,
-            connections_cut: r.net.cut,
-            connections_opened: r.net.opened,
-            connections_refused: r.net.refused,
+            lines_delivered: n.delivered,
+            notifications_duplicated: n.duplicated,
+            notifications_lost: n.lost,
+            streams_broken: n.broken,
+            list_requests_failed: n.failed,
+            list_requests_unanswered: n.swallowed,
+            connections_cut: n.cut,
+            connections_opened: n.opened,
+            connections_refused: n.refused,
         }
     }
 }
@@ -280,9 +281,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let seeds = range.seeds();
     let bar = progress_bar(seeds.len() as u64, args.json);
-    let res = match args.level {
-        Level::Machine => campaign::run(&params, &seeds, threads, &|n| bar.inc(n)),
-        Level::Stack => campaign::run_stack(&params, &seeds, threads, &|n| bar.inc(n)),
+    let (res, net) = match args.level {
+        Level::Machine => (
+            campaign::run(&params, &seeds, threads, &|n| bar.inc(n)),
+            None,
+        ),
+        Level::Stack => {
+            let (res, net) = campaign::run_stack(&params, &seeds, threads, &|n| bar.inc(n));
+            (res, Some(net))
+        }
     };
     bar.finish_and_clear();
 
@@ -319,6 +326,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         None,
     );
     let mut summary = summary;
+    summary.stack = net.as_ref().map(StackOut::of);
     for (p, h) in histories {
         if let Some(v) = summary.violations.get_mut(&p) {
             v.history = Some(h);
@@ -419,7 +427,7 @@ fn print_list() {
 fn harness_unsupported(trace: &listsync_core::trace::Trace) -> Option<String> {
     let subject: Subject = match "reference@trace".parse() {
         Ok(s) => s,
-        Err(e) => return Some(format!("{e}")),
+        Err(e) => return Some(e.to_string()),
     };
     match listsync_harness::replay::plan(trace, "sim", &subject, None) {
         Ok(plan) => plan.unsupported,
@@ -559,7 +567,7 @@ fn single(args: &Args, params: &Params, seed: u64) -> Result<ExitCode> {
             v.history = Some(h);
         }
     }
-    summary.stack = report.as_ref().map(StackOut::of);
+    summary.stack = report.as_ref().map(|r| StackOut::of(&r.net));
     emit(args, &summary)?;
     Ok(exit(&summary))
 }
@@ -636,7 +644,7 @@ fn scale(args: &Args, strategies: Strategies, plan: Plan, burst: u32) -> Result<
     );
     summary.burst_batches = Some(scn.script.len());
     summary.peak_rss_mib = peak_rss_mib();
-    summary.stack = report.as_ref().map(StackOut::of);
+    summary.stack = report.as_ref().map(|r| StackOut::of(&r.net));
     if strategies.is_reference() && !params.plan.breaks_convergence() {
         // Coalescing: one walk for the burst's first notification, one for all the others.
         summary.walk_bound = Some(2);

@@ -6,6 +6,7 @@
 use crate::Case;
 use crate::case::Params;
 use crate::engine::{Outcome, RunOpts};
+use crate::stack::net::NetCounts;
 use crate::stats::Stats;
 use listsync_core::property::Property;
 use std::collections::BTreeMap;
@@ -89,18 +90,26 @@ pub fn run(
 }
 
 /// Runs every seed of `seeds` at the full-stack level (each run on a paused runtime of its
-/// own, on the worker's thread).
+/// own, on the worker's thread); also the network's totals over every run (the faults it
+/// injected).
 pub fn run_stack(
     params: &Params,
     seeds: &[u64],
     threads: usize,
     progress: &(dyn Fn(u64) + Sync),
-) -> CampaignResult {
-    run_with(seeds, threads, progress, &|seed| {
+) -> (CampaignResult, NetCounts) {
+    let net = Mutex::new(NetCounts::default());
+    let res = run_with(seeds, threads, progress, &|seed| {
         let case = Case::draw(seed, params);
         let how = crate::stack::StackRun::of(&case, &params.plan);
-        crate::stack::run(&case.scenario, &params.plan, seed, &how, RunOpts::default()).0
-    })
+        let (out, report) =
+            crate::stack::run(&case.scenario, &params.plan, seed, &how, RunOpts::default());
+        net.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add(&report.net);
+        out
+    });
+    (res, net.into_inner().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// Runs `one` for every seed of `seeds` on `threads` threads, merging what they found.

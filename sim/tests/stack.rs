@@ -68,8 +68,14 @@ fn reference_holds_on_the_fixed_stack_seed_set() {
     for plan in [Plan::default_plan(), Plan::crashy()] {
         let p = params(Strategies::REFERENCE, plan);
         let seeds: Vec<u64> = (0..24).collect();
-        let r = campaign::run_stack(&p, &seeds, 2, &|_| {});
+        let (r, net) = campaign::run_stack(&p, &seeds, 2, &|_| {});
         assert_eq!(r.stats.runs, seeds.len() as u64);
+        // The plan's faults really happened.
+        assert!(
+            net.duplicated + net.broken + net.cut > 0,
+            "{}: {net:?}",
+            p.plan.name
+        );
         assert_eq!(
             r.stats.anomalies, 0,
             "{}: {:?}",
@@ -118,7 +124,7 @@ fn a_small_stack_burst_coalesces_to_two_walks_per_client() {
 fn a_known_bad_client_is_caught_on_the_stack() {
     let p = params(Strategies::parse("naive").unwrap(), Plan::default_plan());
     let seeds: Vec<u64> = (0..40).collect();
-    let r = campaign::run_stack(&p, &seeds, 2, &|_| {});
+    let (r, _) = campaign::run_stack(&p, &seeds, 2, &|_| {});
     assert_eq!(r.stats.anomalies, 0, "{:?}", r.stats.anomaly_seeds);
     assert!(
         [

@@ -138,6 +138,25 @@ pub struct NetCounts {
     pub refused: u32,
 }
 
+impl NetCounts {
+    /// Adds another run's counts (a campaign's totals).
+    pub fn add(&mut self, o: &NetCounts) {
+        self.delivered = self.delivered.saturating_add(o.delivered);
+        for (a, b) in [
+            (&mut self.duplicated, o.duplicated),
+            (&mut self.lost, o.lost),
+            (&mut self.broken, o.broken),
+            (&mut self.failed, o.failed),
+            (&mut self.swallowed, o.swallowed),
+            (&mut self.cut, o.cut),
+            (&mut self.opened, o.opened),
+            (&mut self.refused, o.refused),
+        ] {
+            *a = a.saturating_add(b);
+        }
+    }
+}
+
 struct State {
     plan: Plan,
     seed: u64,
