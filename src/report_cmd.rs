@@ -486,7 +486,7 @@ fn index(
     }
     let _ = writeln!(
         s,
-        "| [benchmarks](bench.md) | refresh contention, snapshot reads under churn, fan-out, model-checking throughput, replay throughput | {} |",
+        "| [benchmarks](bench.md) | refresh contention, snapshot reads under churn, fan-out, model-checking throughput, replay throughput, cluster convergence | {} |",
         if bench_head.is_empty() {
             "not run yet (`cargo bench`)".to_owned()
         } else {

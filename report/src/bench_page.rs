@@ -2,6 +2,7 @@
 //! snapshot-store ratios, the full matrices, and links to the plots.
 
 use crate::bench::{BenchFile, ChurnRow, Dist, Group, RefreshRow, RunInfo};
+use crate::bench_cluster;
 use crate::md::{cell_escape, num, records_table, value_cell};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -37,8 +38,9 @@ const OTHER_SECTIONS: [(&str, &str, &str); 2] = [
     (
         "cluster",
         "6. Cluster: commit to convergence",
-        "the cluster bench writes `target/listsync-bench/cluster*.json` (time from a commit on \
-         one node to every client of every node holding it)",
+        "`cargo bench --bench cluster_convergence` (three `listsync serve --redis` nodes and a \
+         Redis of its own: time from a commit on node A to every client on node C holding it, \
+         and the Redis commands per change) writes `target/listsync-bench/cluster*.json`",
     ),
 ];
 
@@ -189,6 +191,9 @@ pub fn render(b: &BenchFile) -> String {
     if let Some(g) = &b.churn {
         head.extend(headline_churn(&g.rows));
     }
+    if let Some(g) = b.extra.get(bench_cluster::GROUP) {
+        head.extend(bench_cluster::headline(g));
+    }
     if !head.is_empty() {
         let _ = writeln!(s, "## Headline\n");
         for h in head {
@@ -224,7 +229,11 @@ pub fn render(b: &BenchFile) -> String {
         }
         for (k, v) in groups {
             shown.push(k);
-            other_group(&mut s, k, v);
+            if k == bench_cluster::GROUP {
+                cluster_group(&mut s, k, v);
+            } else {
+                other_group(&mut s, k, v);
+            }
         }
     }
     let rest: Vec<(&String, &Value)> = b
@@ -506,9 +515,20 @@ fn model_section(s: &mut String, b: &BenchFile) {
     let _ = writeln!(s);
 }
 
-/// A group this crate does not model: its run, driver and notes if it states them, then its
-/// rows (or whatever arrays of records it holds) as tables.
-fn other_group(s: &mut String, name: &str, v: &Value) {
+/// The cluster bench's group: its own table when the rows have the shape it writes, else the
+/// generic one.
+fn cluster_group(s: &mut String, name: &str, v: &Value) {
+    let mut table = String::new();
+    if !bench_cluster::table(&mut table, v) {
+        other_group(s, name, v);
+        return;
+    }
+    group_header(s, name, v);
+    s.push_str(&table);
+}
+
+/// A group's heading, run line and notes.
+fn group_header(s: &mut String, name: &str, v: &Value) {
     let _ = writeln!(s, "### `{name}`\n");
     let run = v
         .get("run")
@@ -525,6 +545,12 @@ fn other_group(s: &mut String, name: &str, v: &Value) {
         }
         let _ = writeln!(s);
     }
+}
+
+/// A group this crate does not model: its run, driver and notes if it states them, then its
+/// rows (or whatever arrays of records it holds) as tables.
+fn other_group(s: &mut String, name: &str, v: &Value) {
+    group_header(s, name, v);
     let mut any = false;
     match v {
         Value::Object(m) => {
@@ -572,6 +598,29 @@ mod tests {
         assert!(page.contains("cargo bench --bench refresh_contention"));
         assert!(page.contains("cargo bench --bench replay_throughput"));
         assert!(page.contains("cluster"));
+    }
+
+    #[test]
+    fn the_cluster_group_gets_its_table_and_a_headline() {
+        let f = BenchFile::parse(
+            r#"{"format":"listsync-bench","version":1,"cluster_convergence":{
+                "run":{"started_unix":1,"quick":true,"cpus":2,"seconds":3.0},
+                "driver":"three nodes","notes":["one batch per change"],
+                "rows":[{"nodes":3,"clients_on_c":10,"iterations":40,"converged":40,
+                         "p50_ms":36.0,"p99_ms":61.0,"max_ms":62.0,"mean_ms":37.0,
+                         "redis_commands_per_change":16.0,"redis_round_trips_per_change":4.5}]}}"#,
+        )
+        .unwrap();
+        let page = render(&f);
+        let head = &page[..page.find("## 1.").unwrap()];
+        assert!(head.contains("**36.0 ms** p50 / **61.0 ms** p99"), "{head}");
+        let sec = &page[page.find("## 6. Cluster").unwrap()..];
+        assert!(sec.contains("- one batch per change"), "{sec}");
+        assert!(
+            sec.contains("| 3 | 10 | 40 | 40 | 36.0 / 61.0 / 62.0 | 16.0 | 4.50 |"),
+            "{sec}"
+        );
+        assert!(!sec.contains("Not measured yet"), "{sec}");
     }
 
     #[test]

@@ -4,12 +4,14 @@
 //! (SVG), and bench plots (SVG). `listsync report` drives it; nothing here runs an instrument.
 //!
 //! * [`diagram`]: a trace as a sequence diagram;
-//! * [`model_check`], [`sim`], [`conformance`], [`bench_page`]: the Markdown pages;
+//! * [`model_check`], [`sim`], [`conformance`], [`bench_page`]: the Markdown pages
+//!   ([`bench_cluster`]: the cluster bench's section of the bench page);
 //! * [`bench`]: the bench figures file the benches write and the report reads;
 //! * [`plot`]: the bench plots;
 //! * [`md`], [`svg`]: helpers.
 
 pub mod bench;
+pub mod bench_cluster;
 pub mod bench_page;
 pub mod conformance;
 pub mod diagram;
