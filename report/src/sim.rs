@@ -78,6 +78,14 @@ pub fn render(summaries: &[Summary], diagram: &dyn Fn(&str) -> Option<String>) -
     s
 }
 
+/// A count as an integer (`text` would print 2 as "2.00").
+fn count(v: &Value, path: &[&str]) -> String {
+    match get(v, path) {
+        Some(n) if n.is_u64() => n.to_string(),
+        _ => text(v, path),
+    }
+}
+
 fn converge(v: &Value) -> String {
     match (
         get(v, &["converge", "p50_ms"]).and_then(Value::as_f64),
@@ -123,9 +131,9 @@ fn scale_table(s: &mut String, sums: &[&Summary]) {
         let walks = format!(
             "{} / {}{}",
             text(v, &["walks_per_client_mean"]),
-            text(v, &["walks_per_client_max"]),
+            count(v, &["walks_per_client_max"]),
             get(v, &["walk_bound"])
-                .map(|b| format!(" ({})", value_cell(b)))
+                .map(|_| format!(" ({})", count(v, &["walk_bound"])))
                 .unwrap_or_default()
         );
         let _ = writeln!(
@@ -134,13 +142,13 @@ fn scale_table(s: &mut String, sums: &[&Summary]) {
             sum.source,
             text(v, &["level"]),
             text(v, &["strategy"]),
-            text(v, &["clients"]),
-            text(v, &["nodes"]),
-            text(v, &["burst"]),
-            text(v, &["burst_batches"]),
+            count(v, &["clients"]),
+            count(v, &["nodes"]),
+            count(v, &["burst"]),
+            count(v, &["burst_batches"]),
             walks,
             converge(v),
-            text(v, &["events"]),
+            count(v, &["events"]),
             text(v, &["wall_seconds"]),
             text(v, &["events_per_second"]),
             text(v, &["peak_rss_mib"]),
@@ -170,9 +178,19 @@ fn campaign_table(s: &mut String, sums: &[&Summary], diagram: &dyn Fn(&str) -> O
                     .and_then(Value::as_str)
                     .and_then(|f| Path::new(f).file_name())
                     .map(|f| f.to_string_lossy().into_owned());
+                // Where the shrunk trace replays (older summaries do not say).
+                let replays = match (
+                    get(r, &["trace", "replays_in_model"]).and_then(Value::as_bool),
+                    get(r, &["trace", "replays_in_harness"]).and_then(Value::as_bool),
+                ) {
+                    (Some(true), Some(true)) => "; trace replays in model and harness",
+                    (Some(true), Some(false)) => "; trace replays in model",
+                    (Some(false), _) => "; trace DOES NOT REPLAY",
+                    _ => "",
+                };
                 match file.as_deref().and_then(diagram) {
-                    Some(d) => viol.push(format!("{} ({runs} runs)", Link::new(p, &d))),
-                    None => viol.push(format!("{p} ({runs} runs)")),
+                    Some(d) => viol.push(format!("{} ({runs} runs{replays})", Link::new(p, &d))),
+                    None => viol.push(format!("{p} ({runs} runs{replays})")),
                 }
             }
         }
@@ -229,6 +247,17 @@ mod tests {
         ));
         assert!(page.contains("| 3.00 / 9.50 |"));
         assert!(page.contains("| violations caught | yes |"));
+        let json = serde_json::json!({"mode": "campaign", "violations": {"converges": {
+            "runs": 2, "trace": {"file": "x.json", "replays_in_model": true,
+            "replays_in_harness": false}}}});
+        let page = render(
+            &[Summary {
+                source: "b.json".into(),
+                json,
+            }],
+            &|_| None,
+        );
+        assert!(page.contains("converges (2 runs; trace replays in model)"));
         assert!(render(&[], &|_| None).contains("listsync sim --report reports/sim.json"));
     }
 
