@@ -15,7 +15,7 @@ mod support;
 mod cluster_support;
 
 use cluster_support::{NodeSpec, Rig};
-use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group};
+use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use listsync_core::history::ClientId;
 use listsync_core::vocab::Era;
 use listsync_report::bench::Dist;
@@ -201,9 +201,4 @@ criterion_group! {
     targets = bench
 }
 
-fn main() {
-    benches();
-    criterion::Criterion::default()
-        .configure_from_args()
-        .final_summary();
-}
+criterion_main!(benches);
