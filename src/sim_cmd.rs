@@ -346,17 +346,13 @@ fn stack_history_file(out: &Path, params: &Params, p: Property) -> PathBuf {
     ))
 }
 
-/// Runs one stack-level seed with recording on.
-fn stack_recorded(params: &Params, seed: u64) -> (Case, Outcome, StackReport) {
+/// Runs one stack-level seed, recording its history when `record`.
+fn stack_seed(params: &Params, seed: u64, record: bool) -> (Case, Outcome, StackReport) {
     let case = Case::draw(seed, params);
-    let how = StackRun::of(&case, &params.plan);
-    let (out, rep) = stack::run(
-        &case.scenario,
+    let (out, rep) = case.run_stack(
         &params.plan,
-        seed,
-        &how,
         RunOpts {
-            record: true,
+            record,
             ..RunOpts::default()
         },
     );
@@ -365,7 +361,7 @@ fn stack_recorded(params: &Params, seed: u64) -> (Case, Outcome, StackReport) {
 
 /// Re-runs a failing stack-level seed with recording on and writes its history.
 fn write_stack_history(file: &Path, params: &Params, seed: u64) -> Result<()> {
-    let (case, out, _) = stack_recorded(params, seed);
+    let (case, out, _) = stack_seed(params, seed, true);
     write_history(file, &case, &out)
 }
 
@@ -498,18 +494,7 @@ fn single(args: &Args, params: &Params, seed: u64) -> Result<ExitCode> {
             (case, out, None)
         }
         Level::Stack => {
-            let case = Case::draw(seed, params);
-            let how = StackRun::of(&case, &params.plan);
-            let (out, rep) = stack::run(
-                &case.scenario,
-                &params.plan,
-                seed,
-                &how,
-                RunOpts {
-                    record,
-                    ..RunOpts::default()
-                },
-            );
+            let (case, out, rep) = stack_seed(params, seed, record);
             (case, out, Some(rep))
         }
     };

@@ -9,32 +9,17 @@
 //! `node` on PATH the test fails and says so; `LISTSYNC_HARNESS_SKIP_SDKS=1` skips the
 //! third-party half explicitly (and prints that it did).
 
+mod harness_support;
+
+use harness_support::{REPLAY_LIMIT, paths, repo};
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::trace::Trace;
 use listsync_harness::adapters::{Impl, Paths, Subject, provision};
 use listsync_harness::outcome::{RunReport, RunStatus};
-use listsync_harness::pin::PinnedExe;
 use listsync_harness::replay::{plan, replay};
 use listsync_harness::run::Bounds;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 const RUNS: usize = 20;
-const REPLAY_LIMIT: Duration = Duration::from_secs(120);
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn paths() -> (Paths, PinnedExe) {
-    let pin = PinnedExe::new(Path::new(env!("CARGO_BIN_EXE_listsync"))).expect("pin the binary");
-    let paths = Paths {
-        listsync: pin.path().to_path_buf(),
-        repo: repo(),
-        cache: std::env::var_os("LISTSYNC_CACHE").map(PathBuf::from),
-    };
-    (paths, pin)
-}
 
 fn trace(name: &str) -> Trace {
     let text = std::fs::read_to_string(repo().join("traces").join(name)).unwrap();

@@ -13,37 +13,18 @@
 //! These use `listsync serve|watch` and `listsync adapter rmcp` from the binary under test (no
 //! Node or Python needed).
 
+mod harness_support;
+
+use harness_support::{REPLAY_LIMIT, paths, repo};
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_core::trace::Trace;
 use listsync_harness::adapters::{Paths, Role, Subject};
 use listsync_harness::outcome::{RunReport, RunStatus};
-use listsync_harness::pin::PinnedExe;
 use listsync_harness::replay::{agrees, plan, replay, trace_role};
 use listsync_harness::run::Bounds;
 use listsync_harness::timeline::{Body, Fact};
-use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
-
-/// A whole replay never takes this long; past it the test fails instead of hanging.
-const REPLAY_LIMIT: Duration = Duration::from_secs(120);
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Paths for the binary under test, pinned for the test's duration (a concurrent rebuild of
-/// `target/release/listsync` cannot swap builds under a run).
-fn paths() -> (Paths, PinnedExe) {
-    let pin = PinnedExe::new(Path::new(env!("CARGO_BIN_EXE_listsync"))).expect("pin the binary");
-    let paths = Paths {
-        listsync: pin.path().to_path_buf(),
-        repo: repo(),
-        cache: std::env::var_os("LISTSYNC_CACHE").map(PathBuf::from),
-    };
-    (paths, pin)
-}
 
 fn corpus() -> Vec<(String, Trace)> {
     let (traces, errors) = listsync_harness::matrix::corpus(&repo().join("traces"));

@@ -172,14 +172,8 @@ fn names(catalog: &Catalog) -> Vec<String> {
         .collect()
 }
 
-/// Serves the honest list, then lies and announces a change; returns the first refresh error.
-async fn lie_after_a_good_list(s: &mut Setup, lie: Lie) -> ClientError {
-    wait_status("first list", &s.catalog, |st| {
-        st.ready && st.idle && st.publications == 1
-    })
-    .await;
-    assert_eq!(names(&s.catalog), ["a", "b", "c"]);
-    *s.state.lie.lock().unwrap() = Some(lie);
+/// The server tells its latest session that the tool list changed.
+async fn announce_change(s: &Setup) {
     let peer = s
         .state
         .peers
@@ -191,6 +185,17 @@ async fn lie_after_a_good_list(s: &mut Setup, lie: Lie) -> ClientError {
     within("notify", peer.notify_tool_list_changed())
         .await
         .expect("notified");
+}
+
+/// Serves the honest list, then lies and announces a change; returns the first refresh error.
+async fn lie_after_a_good_list(s: &mut Setup, lie: Lie) -> ClientError {
+    wait_status("first list", &s.catalog, |st| {
+        st.ready && st.idle && st.publications == 1
+    })
+    .await;
+    assert_eq!(names(&s.catalog), ["a", "b", "c"]);
+    *s.state.lie.lock().unwrap() = Some(lie);
+    announce_change(s).await;
     within("refresh error", async {
         loop {
             if let Some(ClientNotice::RefreshFailed { error, .. }) = s.notices.recv().await {
@@ -279,17 +284,7 @@ async fn server_exits_mid_refresh() {
     })
     .await;
     *s.state.lie.lock().unwrap() = Some(Lie::ExitOnPage2);
-    let peer = s
-        .state
-        .peers
-        .lock()
-        .unwrap()
-        .last()
-        .cloned()
-        .expect("a session");
-    within("notify", peer.notify_tool_list_changed())
-        .await
-        .expect("notified");
+    announce_change(&s).await;
     within("disconnect", async {
         loop {
             if let Some(ClientNotice::Disconnected { .. }) = s.notices.recv().await {

@@ -100,10 +100,7 @@ pub fn run_stack(
 ) -> (CampaignResult, NetCounts) {
     let net = Mutex::new(NetCounts::default());
     let res = run_with(seeds, threads, progress, &|seed| {
-        let case = Case::draw(seed, params);
-        let how = crate::stack::StackRun::of(&case, &params.plan);
-        let (out, report) =
-            crate::stack::run(&case.scenario, &params.plan, seed, &how, RunOpts::default());
+        let (out, report) = Case::draw(seed, params).run_stack(&params.plan, RunOpts::default());
         net.lock()
             .unwrap_or_else(|e| e.into_inner())
             .add(&report.net);

@@ -7,7 +7,7 @@
 //! Each part of a scenario is drawn from its own random stream, so that shrinking one knob
 //! (say, fewer initial items) leaves the others (the script, the calls) as they were.
 
-use crate::plan::Plan;
+use crate::plan::{Micros, Plan};
 use listsync_core::client::{ClientConfig, Limits};
 use listsync_core::history::ClientId;
 use listsync_core::scenario::{Cluster, Faults, Scenario, Transport};
@@ -319,6 +319,20 @@ pub fn stream(seed: u64, purpose: u64) -> ChaCha8Rng {
     let mut r = ChaCha8Rng::seed_from_u64(seed);
     r.set_stream(purpose);
     r
+}
+
+/// A time drawn uniformly from `lo..=hi` (`lo` when the range is empty).
+pub fn uniform(r: &mut ChaCha8Rng, (lo, hi): (Micros, Micros)) -> Micros {
+    if hi <= lo {
+        lo
+    } else {
+        r.random_range(lo..=hi)
+    }
+}
+
+/// True with probability `permille` / 1000.
+pub fn roll(r: &mut ChaCha8Rng, permille: u32) -> bool {
+    permille > 0 && r.random_range(0..1000) < permille
 }
 
 /// Stream ids (one per purpose).

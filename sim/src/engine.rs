@@ -19,7 +19,7 @@
 //! number of clients. Pending events of a cut connection are not removed: they are skipped
 //! when they come due because their epoch is stale.
 
-use crate::case::{stream, streams};
+use crate::case::{roll, stream, streams, uniform};
 use crate::plan::{Micros, Plan};
 use listsync_core::history::{ClientId, Event};
 use listsync_core::property::Property;
@@ -278,18 +278,6 @@ fn link_slot(link: Link) -> usize {
         Link::Down => 1,
         Link::Stream => 2,
     }
-}
-
-fn uniform(r: &mut ChaCha8Rng, (lo, hi): (Micros, Micros)) -> Micros {
-    if hi <= lo {
-        lo
-    } else {
-        r.random_range(lo..=hi)
-    }
-}
-
-fn roll(r: &mut ChaCha8Rng, permille: u32) -> bool {
-    permille > 0 && r.random_range(0..1000) < permille
 }
 
 /// One simulated run of a scenario under a fault plan.

@@ -69,4 +69,11 @@ impl Case {
     pub fn run(&self, plan: &Plan, opts: RunOpts) -> Outcome {
         Engine::new(&self.scenario, plan, self.shape.seed, self.budget, opts).run()
     }
+
+    /// Runs this case at the full-stack level: the runtime's code on a paused clock over the
+    /// simulated network, its schedule and faults drawn from the case's seed.
+    pub fn run_stack(&self, plan: &Plan, opts: RunOpts) -> (Outcome, stack::StackReport) {
+        let how = stack::StackRun::of(self, plan);
+        stack::run(&self.scenario, plan, self.shape.seed, &how, opts)
+    }
 }

@@ -23,13 +23,8 @@ fn params(strategies: Strategies, plan: Plan) -> Params {
 }
 
 fn recorded(p: &Params, seed: u64) -> (Outcome, StackReport) {
-    let case = Case::draw(seed, p);
-    let how = StackRun::of(&case, &p.plan);
-    stack::run(
-        &case.scenario,
+    Case::draw(seed, p).run_stack(
         &p.plan,
-        seed,
-        &how,
         RunOpts {
             record: true,
             ..RunOpts::default()

@@ -24,7 +24,7 @@
 
 pub mod net;
 
-use crate::case::{stream, streams};
+use crate::case::{roll, stream, streams, uniform};
 use crate::engine::{Budget, Found, Outcome, Recording, RunOpts};
 use crate::plan::{Micros, Plan};
 use listsync_core::history::{ClientId, Event};
@@ -117,14 +117,6 @@ pub fn run(
 
 /// Times of the environment's events (the same drawing as the machine level's).
 fn schedule(scn: &Scenario, plan: &Plan, seed: u64, budget: &Budget) -> Vec<(Micros, Env)> {
-    let uniform = |r: &mut rand_chacha::ChaCha8Rng, (lo, hi): (Micros, Micros)| {
-        if hi <= lo {
-            lo
-        } else {
-            r.random_range(lo..=hi)
-        }
-    };
-    let roll = |r: &mut rand_chacha::ChaCha8Rng, p: u32| p > 0 && r.random_range(0..1000) < p;
     let mut r = stream(seed, streams::ENV);
     let mut out = Vec::new();
     let mut t = uniform(&mut r, plan.first_batch);

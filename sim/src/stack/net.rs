@@ -18,11 +18,10 @@
 //! same instant. Links are ordered in the scheduler's queue by (due time, connection, direction):
 //! the order of deliveries never depends on the order in which tasks happened to write.
 
-use crate::case::{stream, streams};
+use crate::case::{roll, stream, streams, uniform};
 use crate::plan::{Micros, Plan};
 use listsync_core::history::ClientId;
 use listsync_core::vocab::AuthCtx;
-use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -194,18 +193,6 @@ fn is_list_request(line: &[u8]) -> bool {
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
-}
-
-fn uniform(r: &mut ChaCha8Rng, (lo, hi): (Micros, Micros)) -> Micros {
-    if hi <= lo {
-        lo
-    } else {
-        r.random_range(lo..=hi)
-    }
-}
-
-fn roll(r: &mut ChaCha8Rng, permille: u32) -> bool {
-    permille > 0 && r.random_range(0..1000) < permille
 }
 
 /// Rounds up to whole milliseconds (tokio's timer resolution), so that every scheduled time is
