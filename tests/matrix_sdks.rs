@@ -6,7 +6,7 @@
 //! - the command succeeds: our reference runtime violates nothing in any row, and every
 //!   known-bad strategy of core, run as a variant of our runtime, is caught by its own trace;
 //! - every row names the exact package version it ran (or says why it did not run);
-//! - each behaviour listed under "Observed" in sdk-facts.md that the matrix can test was judged
+//! - each behaviour listed under "Observed" in docs/sdk-facts.md that the matrix can test was judged
 //!   with evidence, and the ones the project's findings rest on are confirmed (stale overwrite
 //!   in the TypeScript and rmcp client patterns, first-page-only refresh in TypeScript v1,
 //!   Python's server never notifying on add/remove, Python's `Client` on 2026-07-28 missing
@@ -108,7 +108,7 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
         }
     }
 
-    // Each Observed behaviour of sdk-facts.md was judged, with evidence.
+    // Each Observed behaviour of docs/sdk-facts.md was judged, with evidence.
     let findings = json["findings"].as_array().expect("findings");
     for f in findings {
         assert_ne!(

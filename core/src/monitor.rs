@@ -1,5 +1,5 @@
 //! The property checkers: an online monitor that folds a history's events one at a time and
-//! decides every property of design.md. The model keeps a `Monitor` inside each state (it is
+//! decides every property of docs/design.md. The model keeps a `Monitor` inside each state (it is
 //! small, `Hash + Eq`), the simulator folds its runs through one, and the harness judges the
 //! histories it reconstructs from real implementations with [`judge`] — the same code everywhere.
 //!

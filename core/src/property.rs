@@ -1,4 +1,4 @@
-//! The properties listsync decides, with their fixed names (design.md), and verdicts.
+//! The properties listsync decides, with their fixed names (docs/design.md), and verdicts.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

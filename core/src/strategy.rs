@@ -1,5 +1,5 @@
 //! The client and server strategies: the reference algorithm and the known-bad variants, each a
-//! bug class someone shipped. Their names are fixed (design.md): configs, traces, reports and
+//! bug class someone shipped. Their names are fixed (docs/design.md): configs, traces, reports and
 //! tests use exactly these strings.
 
 use serde::{Deserialize, Serialize};

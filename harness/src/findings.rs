@@ -1,4 +1,4 @@
-//! What the matrix says about each behaviour `sdk-facts.md` lists as observed: confirmed,
+//! What the matrix says about each behaviour `docs/sdk-facts.md` lists as observed: confirmed,
 //! refuted, or not tested, with the runs (and so the traces and message logs) behind it. Each
 //! claim names the rows and scenario it rests on and the observation that decides it.
 
@@ -37,7 +37,7 @@ impl Status {
 /// One claim and what the runs say.
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
-    /// Where in sdk-facts.md.
+    /// Where in docs/sdk-facts.md.
     pub section: &'static str,
     /// The claim.
     pub claim: &'static str,
@@ -150,7 +150,7 @@ fn calls_text(r: &RunReport) -> String {
 const E25: Era = Era::V2025_11_25;
 const E26: Era = Era::V2026_07_28;
 
-/// The findings about sdk-facts.md's observed behaviours.
+/// The findings about docs/sdk-facts.md's observed behaviours.
 pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
     use Impl::*;
     use Role::*;
@@ -470,7 +470,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
     claims.into_iter().map(|c| fold(c, runs)).collect()
 }
 
-/// Behaviours the matrix observed that sdk-facts.md does not state (or states otherwise).
+/// Behaviours the matrix observed that docs/sdk-facts.md does not state (or states otherwise).
 pub fn extra(runs: &[RunReport]) -> Vec<String> {
     let mut out = Vec::new();
     for r in runs.iter().filter(|r| r.status == RunStatus::Completed) {
@@ -483,7 +483,7 @@ pub fn extra(runs: &[RunReport]) -> Vec<String> {
                     .is_some_and(|c| !c.ok && c.code == Some(-32602))
             {
                 out.push(format!(
-                    "{}: calling a removed tool is a JSON-RPC error -32602 (sdk-facts.md says TypeScript returns a result with isError: true; true of v1 only)",
+                    "{}: calling a removed tool is a JSON-RPC error -32602 (docs/sdk-facts.md says TypeScript returns a result with isError: true; true of v1 only)",
                     label(r)
                 ));
             }
@@ -494,7 +494,7 @@ pub fn extra(runs: &[RunReport]) -> Vec<String> {
                 && r.observations.tools_list_changed_advertised == Some(true)
             {
                 out.push(format!(
-                    "{}: server/discover advertises tools.listChanged = true although add_tool/remove_tool send nothing (sdk-facts.md mentions only the 2025-11-25 initialize, which says false)",
+                    "{}: server/discover advertises tools.listChanged = true although add_tool/remove_tool send nothing (docs/sdk-facts.md mentions only the 2025-11-25 initialize, which says false)",
                     label(r)
                 ));
             }

@@ -3,7 +3,7 @@
 //! A [`ListModel`] is a [`Scenario`] seen as a stateright [`Model`]: its state is core's
 //! [`World`] (the shipped server and client machines plus the links between them and the
 //! property monitor), its actions are the world's [`Step`]s, and its properties are the
-//! properties of design.md, each an `always` (`converges` as `always(quiescent ⇒ equal)`).
+//! properties of docs/design.md, each an `always` (`converges` as `always(quiescent ⇒ equal)`).
 //! Nothing protocol-related is declared here: the model only lets stateright choose which step
 //! the environment takes next.
 //!
