@@ -25,7 +25,7 @@ use listsync_core::trace::Trace;
 use listsync_harness::adapters::{Impl, Paths, Subject, provision};
 use listsync_harness::outcome::RunStatus;
 use listsync_harness::pin::PinnedExe;
-use listsync_harness::replay::{Plan, plan, replay};
+use listsync_harness::replay::{ReplayPlan, plan, replay};
 use listsync_harness::run::Bounds;
 use listsync_report::bench::Dist;
 use serde_json::{Value, json};
@@ -41,7 +41,7 @@ fn repo() -> PathBuf {
 
 /// The plans of `names` (every trace when empty) against `against`, leaving out what the
 /// harness cannot run (cluster traces).
-fn plans(against: &str, names: &[&str]) -> Vec<Plan> {
+fn plans(against: &str, names: &[&str]) -> Vec<ReplayPlan> {
     let subject: Subject = against.parse().expect("a valid subject");
     let (traces, errors) = listsync_harness::matrix::corpus(&repo().join("traces"));
     assert!(errors.is_empty(), "unreadable traces: {errors:?}");
@@ -60,7 +60,7 @@ fn row(
     paths: &Paths,
     adapter: &str,
     label: &str,
-    plans: &[Plan],
+    plans: &[ReplayPlan],
 ) -> Option<Value> {
     let mut per_trace = Vec::new();
     let mut diverged = 0usize;

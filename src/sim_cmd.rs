@@ -17,8 +17,8 @@ use listsync_harness::adapters::Subject;
 use listsync_sim::Case;
 use listsync_sim::campaign::{self, SeedRange};
 use listsync_sim::case::{self, Params, Strategies};
-use listsync_sim::engine::{Budget, Engine, Outcome, RunOpts};
-use listsync_sim::plan::Plan;
+use listsync_sim::engine::{Budget, Engine, RunOpts, RunResult};
+use listsync_sim::plan::FaultPlan;
 use listsync_sim::shrink::{self, Shrunk};
 use listsync_sim::stack::net::NetCounts;
 use listsync_sim::stack::{self, StackReport, StackRun};
@@ -244,7 +244,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     } else {
         "default"
     };
-    let plan = Plan::by_name(args.faults.as_deref().unwrap_or(default_plan))
+    let plan = FaultPlan::by_name(args.faults.as_deref().unwrap_or(default_plan))
         .map_err(anyhow::Error::msg)?;
     let threads = args.threads.unwrap_or_else(|| {
         std::thread::available_parallelism()
@@ -347,7 +347,7 @@ fn stack_history_file(out: &Path, params: &Params, p: Property) -> PathBuf {
 }
 
 /// Runs one stack-level seed, recording its history when `record`.
-fn stack_seed(params: &Params, seed: u64, record: bool) -> (Case, Outcome, StackReport) {
+fn stack_seed(params: &Params, seed: u64, record: bool) -> (Case, RunResult, StackReport) {
     let case = Case::draw(seed, params);
     let (out, rep) = case.run_stack(
         &params.plan,
@@ -366,7 +366,7 @@ fn write_stack_history(file: &Path, params: &Params, seed: u64) -> Result<()> {
 }
 
 /// Writes a recorded run: what it was, what it found, then every line it recorded.
-fn write_history(file: &Path, case: &Case, out: &Outcome) -> Result<()> {
+fn write_history(file: &Path, case: &Case, out: &RunResult) -> Result<()> {
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -405,7 +405,7 @@ fn progress_bar(len: u64, quiet: bool) -> ProgressBar {
 
 fn print_list() {
     println!("fault plans (--faults):");
-    for p in Plan::all() {
+    for p in FaultPlan::all() {
         println!("  {:<8} {}", p.name, p.about);
     }
     println!("\nstrategies (--strategy):");
@@ -557,7 +557,7 @@ fn single(args: &Args, params: &Params, seed: u64) -> Result<ExitCode> {
     Ok(exit(&summary))
 }
 
-fn scale(args: &Args, strategies: Strategies, plan: Plan, burst: u32) -> Result<ExitCode> {
+fn scale(args: &Args, strategies: Strategies, plan: FaultPlan, burst: u32) -> Result<ExitCode> {
     let clients = args.clients.unwrap_or(1000);
     let seed = args.seed.unwrap_or(args.first_seed);
     let nodes = args.nodes.unwrap_or(1);

@@ -8,7 +8,7 @@
 use anyhow::{Context, bail};
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet};
-use listsync_rt::client::{Catalog, CatalogSettings, Endpoint};
+use listsync_rt::client::{ClientHandle, ClientSettings, Endpoint};
 use listsync_rt::control::{self, ReadyInfo};
 use serde_json::json;
 use std::io::Write;
@@ -94,12 +94,12 @@ async fn watch(args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let (ntx, nrx) = tokio::sync::mpsc::unbounded_channel();
-    let mut settings = CatalogSettings::new(era, kinds);
+    let mut settings = ClientSettings::new(era, kinds);
     settings.client.strategy = strategy;
     settings.client.auth = AuthCtx(args.auth);
     settings.observer = Some(ntx);
     let to_stderr = matches!(endpoint, Endpoint::Stdio);
-    let catalog = Catalog::spawn(settings, endpoint);
+    let catalog = ClientHandle::spawn(settings, endpoint);
     let stop = CancellationToken::new();
     let outbox = match channel {
         Some(channel) => {

@@ -28,7 +28,7 @@ fn trace(name: &str) -> Trace {
 
 /// What must not vary between runs.
 #[derive(Debug, PartialEq, Eq)]
-struct Outcome {
+struct RunDigest {
     status: RunStatus,
     detail: Option<String>,
     judged: Verdicts,
@@ -36,8 +36,8 @@ struct Outcome {
     published: usize,
 }
 
-fn outcome(r: &RunReport) -> Outcome {
-    Outcome {
+fn outcome(r: &RunReport) -> RunDigest {
+    RunDigest {
         status: r.status,
         detail: r.detail.clone(),
         judged: r.judged.clone(),
@@ -47,11 +47,11 @@ fn outcome(r: &RunReport) -> Outcome {
 }
 
 /// Replays `name` against `against` RUNS times; returns the single outcome they all had.
-async fn same_every_time(name: &str, against: &str, paths: &Paths) -> Outcome {
+async fn same_every_time(name: &str, against: &str, paths: &Paths) -> RunDigest {
     let t = trace(name);
     let subject: Subject = against.parse().unwrap();
     let p = plan(&t, name, &subject, None).unwrap();
-    let mut first: Option<Outcome> = None;
+    let mut first: Option<RunDigest> = None;
     for i in 0..RUNS {
         let r = tokio::time::timeout(REPLAY_LIMIT, replay(&p, paths, Bounds::default()))
             .await

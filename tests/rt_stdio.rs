@@ -5,8 +5,8 @@
 
 use listsync_core::history::Event;
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet};
-use listsync_rt::client::{BoxRead, BoxWrite, Catalog, CatalogSettings, Endpoint};
-use listsync_rt::history::History;
+use listsync_rt::client::{BoxRead, BoxWrite, ClientHandle, ClientSettings, Endpoint};
+use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
@@ -45,7 +45,7 @@ struct Control {
 }
 
 impl Control {
-    async fn accept(listener: &UnixListener, history: Option<History>) -> Control {
+    async fn accept(listener: &UnixListener, history: Option<SharedHistory>) -> Control {
         let (stream, _) = within("adapter connects", listener.accept())
             .await
             .expect("accept");
@@ -129,7 +129,7 @@ fn initial_ops(n: usize) -> Value {
 
 /// Waits until the client is past its handshake, idle, and has received `notified`
 /// notifications (the server's count from its history).
-async fn settle(catalog: &Catalog, notified: u64) {
+async fn settle(catalog: &ClientHandle, notified: u64) {
     let mut status = catalog.status();
     within(
         "quiescence",
@@ -165,7 +165,7 @@ async fn child_server_converges(era: Era) {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn listsync serve");
-    let history = History::new();
+    let history = SharedHistory::new();
     let mut control = Control::accept(&listener, Some(history.clone())).await;
     let ready = control.event("ready").await;
     assert_eq!(
@@ -187,10 +187,10 @@ async fn child_server_converges(era: Era) {
         }
     });
     let tools = KindSet::only(Kind::Tools);
-    let mut settings = CatalogSettings::new(era, tools);
+    let mut settings = ClientSettings::new(era, tools);
     settings.history = Some(history.clone());
     settings.max_reconnects = Some(0);
-    let catalog = Catalog::spawn(settings, endpoint);
+    let catalog = ClientHandle::spawn(settings, endpoint);
     settle(&catalog, 0).await;
 
     let batches = [
@@ -313,7 +313,7 @@ async fn watch_prints_each_change() {
 async fn watch_stdio_is_the_client_adapter() {
     let sock = socket_path("client-adapter");
     let listener = UnixListener::bind(&sock).expect("bind");
-    let history = History::new();
+    let history = SharedHistory::new();
     let initial: Vec<_> = (0..3)
         .map(|i| listsync_core::vocab::Op::add(Kind::Tools, &format!("t{i}"), &format!("t{i} v1")))
         .collect();

@@ -17,7 +17,7 @@
 //!   the timer fires as soon as no further line is already waiting (notifications that arrived
 //!   together coalesce, as with `setTimeout(.., 0)`);
 //! * `mutex-single-flight`: every notification spawns a task that takes one
-//!   `tokio::sync::Mutex`, asks rt's `naive` client for a refresh (`Catalog::refresh`, which
+//!   `tokio::sync::Mutex`, asks rt's `naive` client for a refresh (`ClientHandle::refresh`, which
 //!   returns once the walk is done), stores the result in the mutex-guarded slot and releases the
 //!   lock. The tap hands notifications to that code instead of to the client. Walks never
 //!   overlap, nothing coalesces them, and readers (who lock the slot) wait while a walk holds it.
@@ -29,7 +29,7 @@
 
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{Era, Kind, KindSet, Op};
-use listsync_rt::client::{BoxRead, BoxWrite, Catalog, CatalogSettings, Endpoint, View};
+use listsync_rt::client::{BoxRead, BoxWrite, ClientHandle, ClientSettings, Endpoint, View};
 use listsync_rt::gate::{GateId, Phase, Target};
 use listsync_rt::server::{Server, ServerSettings};
 use rmcp::ServiceExt;
@@ -365,7 +365,7 @@ impl Current {
 /// One client under a strategy.
 pub struct Subject {
     strategy: Strategy,
-    catalog: Catalog,
+    catalog: ClientHandle,
     tap: Arc<Tap>,
     /// `mutex-single-flight`: the slot its readers read.
     guarded: Arc<tokio::sync::Mutex<Option<Arc<View>>>>,
@@ -376,7 +376,7 @@ pub struct Subject {
 
 /// `mutex-single-flight`: lock, refresh through rt, store, unlock.
 fn locked_refresh(
-    catalog: &Catalog,
+    catalog: &ClientHandle,
     guarded: &Arc<tokio::sync::Mutex<Option<Arc<View>>>>,
     workers: &Arc<AtomicUsize>,
     current: &Arc<Mutex<Current>>,
@@ -409,7 +409,7 @@ impl Subject {
         let workers = Arc::new(AtomicUsize::new(0));
         let current = Arc::new(Mutex::new(Current::default()));
         // The catalog exists only once spawned; the divert closure reaches it through a cell.
-        let cell: Arc<std::sync::OnceLock<Catalog>> = Arc::new(std::sync::OnceLock::new());
+        let cell: Arc<std::sync::OnceLock<ClientHandle>> = Arc::new(std::sync::OnceLock::new());
         let relay = match strategy {
             Strategy::Reference | Strategy::Naive => Relay::Forward,
             Strategy::Debounce(ms) => Relay::Debounce(Duration::from_millis(ms)),
@@ -427,11 +427,11 @@ impl Subject {
                 }))
             }
         };
-        let mut settings = CatalogSettings::new(Era::V2025_11_25, KindSet::only(Kind::Tools));
+        let mut settings = ClientSettings::new(Era::V2025_11_25, KindSet::only(Kind::Tools));
         settings.client.strategy = strategy.machine();
         settings.id = id;
         let endpoint = tapped(rig, relay, tap.clone());
-        let catalog = Catalog::spawn(settings, endpoint);
+        let catalog = ClientHandle::spawn(settings, endpoint);
         let _ = cell.set(catalog.clone());
         if strategy != Strategy::MutexSingleFlight {
             // What readers read is the catalog's snapshot: note when its version changes.

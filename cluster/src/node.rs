@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 /// How a node stands with the shared store.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Health {
+pub enum Standing {
     /// Following the store; serving `version`.
     Current {
         /// Version served.
@@ -46,7 +46,7 @@ pub trait Installer: Send + Sync + 'static {
     /// installs anything else.
     fn install(&self, version: u64, catalog: Arc<Catalog>) -> Installing<'_>;
     /// The node's standing changed (reported on every failure, and on every reconnect).
-    fn health(&self, health: Health);
+    fn health(&self, health: Standing);
 }
 
 /// Timings of a node's store follower.
@@ -76,7 +76,7 @@ pub fn follow(store: RedisStore, installer: Arc<dyn Installer>, timing: Follow) 
         let mut backoff = timing.backoff;
         loop {
             let (err, was_current) = session(&store, installer.as_ref(), timing).await;
-            installer.health(Health::Stale {
+            installer.health(Standing::Stale {
                 version: installer.version(),
                 reason: err.to_string(),
             });
@@ -124,7 +124,7 @@ async fn session(
     if let Err(e) = catch_up(store, installer).await {
         return (e, false);
     }
-    installer.health(Health::Current {
+    installer.health(Standing::Current {
         version: installer.version(),
     });
     let mut events = pubsub.into_on_message();

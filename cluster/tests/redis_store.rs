@@ -3,7 +3,7 @@
 //! admins on two nodes, followers that install versions in order, a Redis restart that loses
 //! nothing, and a partitioned node that keeps its last version without inventing one.
 
-use listsync_cluster::node::{Follow, Health, Installer, Installing, follow};
+use listsync_cluster::node::{Follow, Installer, Installing, Standing, follow};
 use listsync_cluster::store::RedisStore;
 use listsync_cluster::testkit::TestRedis;
 use listsync_core::vocab::{Catalog, Kind, Op};
@@ -15,7 +15,7 @@ use tokio::sync::watch;
 struct Recorder {
     installed: Mutex<Vec<u64>>,
     catalog: Mutex<Catalog>,
-    health: watch::Sender<Option<Health>>,
+    health: watch::Sender<Option<Standing>>,
     version: watch::Sender<u64>,
 }
 
@@ -37,7 +37,7 @@ impl Recorder {
             .expect("sender alive");
     }
 
-    async fn wait_health(&self, pred: impl Fn(&Health) -> bool) -> Health {
+    async fn wait_health(&self, pred: impl Fn(&Standing) -> bool) -> Standing {
         let mut rx = self.health.subscribe();
         let h = tokio::time::timeout(
             Duration::from_secs(20),
@@ -61,7 +61,7 @@ impl Installer for Recorder {
             self.version.send_replace(version);
         })
     }
-    fn health(&self, health: Health) {
+    fn health(&self, health: Standing) {
         self.health.send_replace(Some(health));
     }
 }
@@ -147,9 +147,11 @@ async fn a_redis_restart_loses_nothing_and_a_partitioned_node_keeps_its_version(
 
     // Partition: the node keeps serving v, reports itself stale, installs nothing new.
     redis.stop();
-    let h = rec.wait_health(|h| matches!(h, Health::Stale { .. })).await;
+    let h = rec
+        .wait_health(|h| matches!(h, Standing::Stale { .. }))
+        .await;
     assert!(
-        matches!(h, Health::Stale { version, .. } if version == v),
+        matches!(h, Standing::Stale { version, .. } if version == v),
         "{h:?}"
     );
     assert_eq!(*rec.installed.lock().unwrap().last().unwrap(), v);
@@ -233,10 +235,10 @@ async fn a_store_that_lost_its_data_does_not_take_a_node_back() {
     let newer = store.commit(&add("other2")).await.unwrap();
     assert!(newer < v);
     let h = rec
-        .wait_health(|h| matches!(h, Health::Stale { reason, .. } if reason.contains("behind")))
+        .wait_health(|h| matches!(h, Standing::Stale { reason, .. } if reason.contains("behind")))
         .await;
     assert!(
-        matches!(h, Health::Stale { version, .. } if version == v),
+        matches!(h, Standing::Stale { version, .. } if version == v),
         "{h:?}"
     );
     assert_eq!(*rec.installed.lock().unwrap().last().unwrap(), v);

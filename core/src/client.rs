@@ -11,7 +11,7 @@
 //! cycles, endless or oversized lists) is met with a [`ClientError`] and bounded work; the old
 //! snapshot is kept.
 
-use crate::history::{Cause, ClientId, Event, Outcome, Restart};
+use crate::history::{Cause, ClientId, Event, RefreshOutcome, Restart};
 use crate::strategy::ClientStrategy;
 use crate::vocab::{AuthCtx, Era, Item, ItemList, Kind, KindSet, Name};
 use crate::wire::{
@@ -579,7 +579,7 @@ impl CatalogClient {
                         kind,
                         auth,
                         refresh,
-                        outcome: Outcome::Failed,
+                        outcome: RefreshOutcome::Failed,
                     },
                 );
             }
@@ -1011,12 +1011,12 @@ impl CatalogClient {
                 items,
                 version: w.version,
             }));
-            Outcome::Published
+            RefreshOutcome::Published
         } else {
             if let Some(s) = l.snapshot.as_mut() {
                 s.stale = false;
             }
-            Outcome::Discarded
+            RefreshOutcome::Discarded
         };
         out.push(ClientOutput::Event(Event::RefreshEnded {
             client: id,
@@ -1112,7 +1112,7 @@ impl CatalogClient {
             kind,
             auth,
             refresh,
-            outcome: Outcome::Failed,
+            outcome: RefreshOutcome::Failed,
         }));
         self.finish(kind, auth, out);
     }

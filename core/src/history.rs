@@ -32,7 +32,7 @@ pub enum Cause {
 /// How a refresh ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum RefreshOutcome {
     /// Its result was published.
     Published,
     /// Its result was not newer than what the client holds (or was superseded), and dropped.
@@ -155,7 +155,7 @@ pub enum Event {
         /// Refresh id.
         refresh: u32,
         /// How.
-        outcome: Outcome,
+        outcome: RefreshOutcome,
     },
     /// A client published a new snapshot that applications now read.
     Published {

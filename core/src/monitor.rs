@@ -6,7 +6,7 @@
 //! Lists are compared by [`Digest`] (order-independent), so a client that reorders items is not
 //! torn, while a missing, extra or differently defined item is.
 
-use crate::history::{Cause, ClientId, Event, Outcome};
+use crate::history::{Cause, ClientId, Event, RefreshOutcome};
 use crate::property::{Property, Verdict, Verdicts};
 use crate::vocab::{AuthCtx, Catalog, Digest, Kind, KindSet, Name, Scope};
 use serde::{Deserialize, Serialize};
@@ -534,8 +534,8 @@ pub fn is_change_signal(c: Cause) -> bool {
 }
 
 /// Whether a refresh outcome means the snapshot changed.
-pub fn is_publish(o: Outcome) -> bool {
-    o == Outcome::Published
+pub fn is_publish(o: RefreshOutcome) -> bool {
+    o == RefreshOutcome::Published
 }
 
 #[cfg(test)]
@@ -576,7 +576,7 @@ mod tests {
             kind: Kind::Tools,
             auth: AuthCtx(0),
             refresh,
-            outcome: Outcome::Published,
+            outcome: RefreshOutcome::Published,
         }
     }
 

@@ -62,7 +62,7 @@ fn find<'a>(
             && r.role == role
             && r.variant == variant
             && r.era == era
-            && matches!(&r.target, Target::Scenario { name } if name == scenario)
+            && matches!(&r.target, Target::Exercise { name } if name == scenario)
             && r.status == RunStatus::Completed
     })
 }
@@ -474,7 +474,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
 pub fn extra(runs: &[RunReport]) -> Vec<String> {
     let mut out = Vec::new();
     for r in runs.iter().filter(|r| r.status == RunStatus::Completed) {
-        if let Target::Scenario { name } = &r.target {
+        if let Target::Exercise { name } = &r.target {
             if name == "call-removal"
                 && r.imp == Impl::TsV2
                 && r.observations

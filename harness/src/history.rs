@@ -21,7 +21,7 @@
 
 use crate::proxy::{control_items, notified_kind};
 use crate::timeline::{Action, Body, Dir, Fact, Fate, NamedItem, Record, Side};
-use listsync_core::history::{Cause, ClientId, Event, Outcome};
+use listsync_core::history::{Cause, ClientId, Event, RefreshOutcome};
 use listsync_core::monitor::{Violation, judge};
 use listsync_core::property::Verdicts;
 use listsync_core::vocab::{AuthCtx, Catalog, Digest, Item, ItemList, Kind, KindSet, Op};
@@ -41,7 +41,7 @@ const AUTH: AuthCtx = AuthCtx(0);
 
 /// A reconstructed history.
 #[derive(Clone, Debug)]
-pub struct History {
+pub struct Reconstruction {
     /// The events, in order, each with the timeline record it comes from.
     pub events: Vec<(u64, Event)>,
     /// Caveats met while reconstructing (failed probes, unmatched lists...).
@@ -56,7 +56,7 @@ pub struct Judged {
     /// Violations with the timeline record each was found at.
     pub violations: Vec<(Violation, u64)>,
     /// The history.
-    pub history: History,
+    pub history: Reconstruction,
 }
 
 fn items_of(list: &[NamedItem]) -> ItemList {
@@ -74,7 +74,7 @@ fn catalog_of(kinds: &BTreeMap<Kind, Vec<NamedItem>>) -> Catalog {
 }
 
 /// Reconstructs the history of a run that tracks `kinds`.
-pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
+pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
     let mut notes = Vec::new();
     // (sort key, tie-break, event)
     let mut out: Vec<Dated> = Vec::new();
@@ -384,14 +384,14 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
                             },
                         );
                         if !uses_history && let Some(id) = open.entry(k).or_default().pop_front() {
-                            push(&mut out, r.seq, 3, ended(k, id, Outcome::Published));
+                            push(&mut out, r.seq, 3, ended(k, id, RefreshOutcome::Published));
                         }
                     }
                     (Side::Client, "refresh_failed") if !uses_history => {
                         if let Some(k) = kind.filter(|k| kinds.contains(*k))
                             && let Some(id) = open.entry(k).or_default().pop_front()
                         {
-                            push(&mut out, r.seq, 3, ended(k, id, Outcome::Failed));
+                            push(&mut out, r.seq, 3, ended(k, id, RefreshOutcome::Failed));
                         }
                     }
                     (Side::Client, "refresh_started") if !uses_history => {
@@ -446,9 +446,9 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
                             }
                             "refresh_ended" => {
                                 let outcome = match entry.get("outcome").and_then(Value::as_str) {
-                                    Some("published") => Outcome::Published,
-                                    Some("discarded") => Outcome::Discarded,
-                                    _ => Outcome::Failed,
+                                    Some("published") => RefreshOutcome::Published,
+                                    Some("discarded") => RefreshOutcome::Discarded,
+                                    _ => RefreshOutcome::Failed,
                                 };
                                 if let Some(id) = rt_refresh.get(&(k, rid)) {
                                     push(&mut out, r.seq, 3, ended(k, *id, outcome));
@@ -483,13 +483,13 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> History {
         );
     }
     out.sort_by_key(|(at, prio, order, _)| (*at, *prio, *order));
-    History {
+    Reconstruction {
         events: out.into_iter().map(|(at, _, _, e)| (at, e)).collect(),
         notes,
     }
 }
 
-fn ended(kind: Kind, refresh: u32, outcome: Outcome) -> Event {
+fn ended(kind: Kind, refresh: u32, outcome: RefreshOutcome) -> Event {
     Event::RefreshEnded {
         client: CLIENT,
         kind,

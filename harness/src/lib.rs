@@ -8,6 +8,7 @@
 
 pub mod adapters;
 pub mod control;
+pub mod exercises;
 pub mod findings;
 pub mod history;
 pub mod jsonrpc;
@@ -19,7 +20,6 @@ pub mod proxy;
 pub mod replay;
 pub mod report;
 pub mod run;
-pub mod scenarios;
 pub mod timeline;
 
 /// The rmcp version the reference runtime and the rmcp adapter are built against (pinned

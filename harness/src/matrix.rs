@@ -12,10 +12,10 @@
 //! the harness runs stdio).
 
 use crate::adapters::{Impl, Paths, Role, Subject, provision};
+use crate::exercises::Exercise;
 use crate::outcome::{RunReport, RunStatus, Target};
 use crate::replay::{self, plan, trace_role};
 use crate::run::Bounds;
-use crate::scenarios::Scenario;
 use listsync_core::property::{Property, Verdict};
 use listsync_core::trace::Trace;
 use listsync_core::vocab::Era;
@@ -210,8 +210,8 @@ pub fn corpus(dir: &Path) -> (Vec<(String, Trace)>, Vec<String>) {
 }
 
 enum Job {
-    Replay(Box<replay::Plan>, String),
-    Scenario(Scenario, Subject, Era, String),
+    Replay(Box<replay::ReplayPlan>, String),
+    Exercise(Exercise, Subject, Era, String),
 }
 
 fn safe(s: &str) -> String {
@@ -284,21 +284,21 @@ pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)
                 Ok(_) | Err(_) => {}
             }
         }
-        for s in Scenario::ALL {
+        for s in Exercise::ALL {
             if s.role() == k.role && s.applies(k.imp, &k.variant, k.era) {
                 let id = safe(&format!("{}.{}", k.id(), s.name()));
-                jobs.push((Some(ri), Job::Scenario(s, k.subject(), k.era, id)));
+                jobs.push((Some(ri), Job::Exercise(s, k.subject(), k.era, id)));
             }
         }
     }
     // Pair runs (both ends an SDK), for the findings only.
-    for s in Scenario::ALL {
+    for s in Exercise::ALL {
         if let Some((subject, _, era)) = s.pair()
             && (opts.only.is_empty() || opts.only.contains(&subject.imp))
             && matches!(versions.get(&subject.imp), Some(Ok(_)))
         {
             let id = safe(&format!("pair.{}", s.name()));
-            jobs.push((None, Job::Scenario(s, subject, era, id)));
+            jobs.push((None, Job::Exercise(s, subject, era, id)));
         }
     }
     // Harness validation: our runtime running each trace's own strategies.
@@ -326,12 +326,12 @@ pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)
             let _permit = sem.acquire_owned().await;
             let mut r = match &job {
                 Job::Replay(p, _) => replay::replay(p, &paths, bounds).await,
-                Job::Scenario(s, subj, era, _) => {
-                    crate::scenarios::run(*s, subj, *era, &paths, bounds).await
+                Job::Exercise(s, subj, era, _) => {
+                    crate::exercises::run(*s, subj, *era, &paths, bounds).await
                 }
             };
             r.id = match job {
-                Job::Replay(_, id) | Job::Scenario(_, _, _, id) => id,
+                Job::Replay(_, id) | Job::Exercise(_, _, _, id) => id,
             };
             (i, row, r)
         });

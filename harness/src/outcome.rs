@@ -53,9 +53,9 @@ pub enum Target {
         /// The property it is a counterexample of.
         shows: Option<Property>,
     },
-    /// A generated scenario.
-    Scenario {
-        /// Scenario name.
+    /// A generated exercise.
+    Exercise {
+        /// Exercise name.
         name: String,
     },
 }
@@ -64,7 +64,7 @@ impl Target {
     /// The trace or scenario name.
     pub fn name(&self) -> &str {
         match self {
-            Target::Trace { name, .. } | Target::Scenario { name } => name,
+            Target::Trace { name, .. } | Target::Exercise { name } => name,
         }
     }
 }

@@ -58,7 +58,7 @@ use std::time::Duration;
 
 /// A replay, resolved: who plays which role with which strategy.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub struct ReplayPlan {
     /// The trace.
     pub trace: Trace,
     /// Trace file name (for reports).
@@ -94,7 +94,7 @@ pub fn plan(
     trace_name: &str,
     subject: &Subject,
     era: Option<Era>,
-) -> Result<Plan, String> {
+) -> Result<ReplayPlan, String> {
     // A trace whose own strategies cannot take its steps is malformed, whatever is replayed.
     trace
         .replay()
@@ -172,7 +172,7 @@ pub fn plan(
         .first()
         .map(|c| c.kinds)
         .unwrap_or_else(|| KindSet::only(Kind::Tools));
-    Ok(Plan {
+    Ok(ReplayPlan {
         trace: trace.clone(),
         trace_name: trace_name.to_owned(),
         subject: Subject {
@@ -497,7 +497,7 @@ fn count_real_notifications(st: &HubState, kinds: KindSet) -> usize {
 
 /// The lockstep state.
 struct Lockstep<'a> {
-    plan: &'a Plan,
+    plan: &'a ReplayPlan,
     run: Run,
     world: World,
     model_events: Vec<Event>,
@@ -834,7 +834,7 @@ impl Lockstep<'_> {
 }
 
 /// Replays a planned trace. Never panics; failures become a `failed` report.
-pub async fn replay(plan: &Plan, paths: &Paths, bounds: Bounds) -> RunReport {
+pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunReport {
     let started = std::time::Instant::now();
     let mut report = RunReport::new(
         Target::Trace {

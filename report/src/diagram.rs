@@ -18,7 +18,7 @@
 
 use crate::svg::{self, CHAR_PX, FONT_FAMILY, esc, text, text_width, truncate, wrap};
 use anyhow::{Context, Result};
-use listsync_core::history::{ClientId, Event, Outcome, Restart};
+use listsync_core::history::{ClientId, Event, RefreshOutcome, Restart};
 use listsync_core::property::Property;
 use listsync_core::trace::Trace;
 use listsync_core::vocab::ItemList;
@@ -510,11 +510,11 @@ impl<'a> Builder<'a> {
                 refresh,
                 outcome,
                 ..
-            } if *outcome != Outcome::Published => Self::note(
+            } if *outcome != RefreshOutcome::Published => Self::note(
                 lines,
                 self.client_lane(*client),
                 format!("r{refresh} ends: {outcome:?}").to_lowercase(),
-                if *outcome == Outcome::Failed {
+                if *outcome == RefreshOutcome::Failed {
                     Tone::Warn
                 } else {
                     Tone::Plain

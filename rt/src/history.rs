@@ -21,11 +21,11 @@ pub struct Stamped {
 
 /// A history shared by a server and its clients. Cheap to clone (one `Arc`).
 #[derive(Clone, Debug, Default)]
-pub struct History {
+pub struct SharedHistory {
     inner: Arc<Mutex<Vec<Stamped>>>,
 }
 
-impl History {
+impl SharedHistory {
     /// An empty history.
     pub fn new() -> Self {
         Self::default()

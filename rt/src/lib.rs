@@ -5,11 +5,11 @@
 //! * [`server::Server`]: the reference server (registry behind a mutex, hand-written rmcp
 //!   handler, version-bound pagination, one coalesced `list_changed` per batch after commit,
 //!   gates that park a chosen reply);
-//! * [`client::Catalog`]: the reference client (one actor task stepping the catalog machine,
+//! * [`client::ClientHandle`]: the reference client (one actor task stepping the catalog machine,
 //!   wait-free snapshot reads, a change stream, retries and reconnects);
 //! * [`fixtures`]: the items and trigger tools the official conformance suite expects;
 //! * [`control`]: the harness control protocol (`docs/harness-protocol.md`) for both roles;
-//! * [`history::History`]: a shared recorder of core history events, judged with core's
+//! * [`history::SharedHistory`]: a shared recorder of core history events, judged with core's
 //!   property checkers.
 //!
 //! [`Registry`]: listsync_core::server::Registry

@@ -9,8 +9,8 @@ mod common;
 use common::*;
 use listsync_core::client::ClientError;
 use listsync_core::vocab::{Era, Kind, KindSet};
-use listsync_rt::client::{Catalog, CatalogSettings, ClientNotice, Endpoint};
-use listsync_rt::history::History;
+use listsync_rt::client::{ClientHandle, ClientNotice, ClientSettings, Endpoint};
+use listsync_rt::history::SharedHistory;
 use rmcp::model::{
     ErrorCode, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -127,7 +127,7 @@ impl ServerHandler for Liar {
 
 struct Setup {
     state: Arc<LiarState>,
-    catalog: Catalog,
+    catalog: ClientHandle,
     notices: mpsc::UnboundedReceiver<ClientNotice>,
 }
 
@@ -148,8 +148,8 @@ fn setup() -> Setup {
             Ok(client)
         }
     });
-    let history = History::new();
-    let mut settings: CatalogSettings =
+    let history = SharedHistory::new();
+    let mut settings: ClientSettings =
         client_settings(Era::V2025_11_25, KindSet::only(Kind::Tools), 0, &history);
     settings.client.limits.max_pages = 20;
     settings.client.limits.max_items = 100;
@@ -158,12 +158,12 @@ fn setup() -> Setup {
     settings.observer = Some(tx);
     Setup {
         state,
-        catalog: Catalog::spawn(settings, endpoint),
+        catalog: ClientHandle::spawn(settings, endpoint),
         notices,
     }
 }
 
-fn names(catalog: &Catalog) -> Vec<String> {
+fn names(catalog: &ClientHandle) -> Vec<String> {
     catalog
         .tools()
         .items

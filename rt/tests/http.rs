@@ -10,9 +10,9 @@ use common::Transport::Http;
 use common::scenarios::*;
 use common::*;
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Op, Scope};
-use listsync_rt::client::{Catalog, Endpoint};
+use listsync_rt::client::{ClientHandle, Endpoint};
 use listsync_rt::gate::Phase;
-use listsync_rt::history::History;
+use listsync_rt::history::SharedHistory;
 use listsync_rt::server::ServerSettings;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -44,7 +44,7 @@ async fn mutation_between_pages_2026() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contexts_never_share_private_items() {
     for era in Era::ALL {
-        let history = History::new();
+        let history = SharedHistory::new();
         let mut initial = initial(2);
         initial.push(Op::Add {
             kind: Kind::Tools,
@@ -104,14 +104,14 @@ async fn contexts_never_share_private_items() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outage_keeps_snapshot_then_relists() {
     for era in Era::ALL {
-        let history = History::new();
+        let history = SharedHistory::new();
         let server = server(ServerSettings::new(era, 2), &initial(3), &history);
         let ep = within("bind", server.serve_http("127.0.0.1:0".parse().unwrap()))
             .await
             .unwrap();
         let addr = ep.addr();
         let tools = KindSet::only(Kind::Tools);
-        let catalog = Catalog::spawn(
+        let catalog = ClientHandle::spawn(
             client_settings(era, tools, 0, &history),
             Endpoint::Http { url: ep.url() },
         );

@@ -12,8 +12,8 @@ mod common;
 
 use common::{client_settings, within};
 use listsync_core::vocab::{Era, Kind, KindSet, Op};
-use listsync_rt::client::{Catalog, Endpoint};
-use listsync_rt::history::History;
+use listsync_rt::client::{ClientHandle, Endpoint};
+use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
@@ -98,7 +98,7 @@ impl ServerHandler for RouterServer {
     }
 }
 
-fn tool_names(catalog: &Catalog) -> Vec<String> {
+fn tool_names(catalog: &ClientHandle) -> Vec<String> {
     catalog
         .tools()
         .items
@@ -107,7 +107,7 @@ fn tool_names(catalog: &Catalog) -> Vec<String> {
         .collect()
 }
 
-async fn wait_tools(catalog: &Catalog, want: &[&str]) {
+async fn wait_tools(catalog: &ClientHandle, want: &[&str]) {
     let mut changes = catalog.changes();
     within(&format!("the client to list {want:?}"), async {
         while tool_names(catalog) != want {
@@ -133,9 +133,9 @@ async fn reference_client_follows_an_rmcp_tool_router_server() {
             Ok(ours)
         }
     });
-    let history = History::new();
+    let history = SharedHistory::new();
     let settings = client_settings(Era::V2025_11_25, KindSet::only(Kind::Tools), 0, &history);
-    let catalog = Catalog::spawn(settings, endpoint);
+    let catalog = ClientHandle::spawn(settings, endpoint);
     wait_tools(&catalog, &["alpha", "beta"]).await;
 
     srv.change(&["gamma"], &[]).await;

@@ -10,9 +10,9 @@ use common::*;
 use listsync_core::property::Property;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_core::vocab::{Era, Kind, KindSet, Op};
-use listsync_rt::client::Catalog;
+use listsync_rt::client::ClientHandle;
 use listsync_rt::gate::{Phase, Target};
-use listsync_rt::history::History;
+use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 
 fn tools() -> KindSet {
@@ -33,9 +33,9 @@ fn tools_changed() -> Target {
 }
 
 struct Run {
-    history: History,
+    history: SharedHistory,
     server: Server,
-    catalog: Catalog,
+    catalog: ClientHandle,
 }
 
 async fn start(
@@ -44,7 +44,7 @@ async fn start(
     page_size: u16,
     n: usize,
 ) -> Run {
-    let history = History::new();
+    let history = SharedHistory::new();
     let mut ss = ServerSettings::new(Era::V2025_11_25, page_size);
     ss.core.strategy = server_strategy;
     let server = server(ss, &initial(n), &history);

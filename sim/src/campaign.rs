@@ -5,7 +5,7 @@
 
 use crate::Case;
 use crate::case::Params;
-use crate::engine::{Outcome, RunOpts};
+use crate::engine::{RunOpts, RunResult};
 use crate::stack::net::NetCounts;
 use crate::stats::Stats;
 use listsync_core::property::Property;
@@ -114,7 +114,7 @@ pub fn run_with(
     seeds: &[u64],
     threads: usize,
     progress: &(dyn Fn(u64) + Sync),
-    one: &(dyn Fn(u64) -> Outcome + Sync),
+    one: &(dyn Fn(u64) -> RunResult + Sync),
 ) -> CampaignResult {
     let start = Instant::now();
     let next = AtomicUsize::new(0);

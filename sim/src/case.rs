@@ -7,7 +7,7 @@
 //! Each part of a scenario is drawn from its own random stream, so that shrinking one knob
 //! (say, fewer initial items) leaves the others (the script, the calls) as they were.
 
-use crate::plan::{Micros, Plan};
+use crate::plan::{FaultPlan, Micros};
 use listsync_core::client::{ClientConfig, Limits};
 use listsync_core::history::ClientId;
 use listsync_core::scenario::{Cluster, Faults, Scenario, Transport};
@@ -83,7 +83,7 @@ pub struct Params {
     /// Strategies under test.
     pub strategies: Strategies,
     /// Fault plan (batch counts and fault budgets come from it).
-    pub plan: Plan,
+    pub plan: FaultPlan,
     /// Exactly this many clients (shrinking may still go below); None: 1 to 4.
     pub clients: Option<u32>,
     /// Server nodes sharing a store and a bus; None: one server (two or three nodes for a
@@ -385,7 +385,7 @@ fn scope(scoped: bool, r: &mut ChaCha8Rng) -> Scope {
 
 /// The scenario of a shape, with the given strategies. Fault budgets are the shape's: the
 /// simulator never uses more.
-pub fn scenario(shape: &Shape, strategies: Strategies, plan: &Plan) -> Scenario {
+pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scenario {
     let era = if shape.era26 {
         Era::V2026_07_28
     } else {

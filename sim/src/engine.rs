@@ -20,7 +20,7 @@
 //! when they come due because their epoch is stale.
 
 use crate::case::{roll, stream, streams, uniform};
-use crate::plan::{Micros, Plan};
+use crate::plan::{FaultPlan, Micros};
 use listsync_core::history::{ClientId, Event};
 use listsync_core::property::Property;
 use listsync_core::scenario::{Scenario, Transport};
@@ -95,7 +95,7 @@ pub struct Recording {
 
 /// The result of one run.
 #[derive(Clone, Debug, Default)]
-pub struct Outcome {
+pub struct RunResult {
     /// Clients.
     pub clients: u32,
     /// Steps applied.
@@ -129,7 +129,7 @@ pub struct Outcome {
     pub recording: Option<Recording>,
 }
 
-impl Outcome {
+impl RunResult {
     /// Whether `p` was violated.
     pub fn violated(&self, p: Property) -> bool {
         self.found.iter().any(|f| f.property == p)
@@ -283,7 +283,7 @@ fn link_slot(link: Link) -> usize {
 /// One simulated run of a scenario under a fault plan.
 pub struct Engine<'a> {
     scn: &'a Scenario,
-    plan: &'a Plan,
+    plan: &'a FaultPlan,
     opts: RunOpts,
     budget: Budget,
     world: World,
@@ -317,7 +317,7 @@ impl<'a> Engine<'a> {
     /// A run of `scn` under `plan`, its schedule drawn from `seed`.
     pub fn new(
         scn: &'a Scenario,
-        plan: &'a Plan,
+        plan: &'a FaultPlan,
         seed: u64,
         budget: Budget,
         opts: RunOpts,
@@ -897,7 +897,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs until nothing is pending (or the stop property shows, or the step limit).
-    pub fn run(mut self) -> Outcome {
+    pub fn run(mut self) -> RunResult {
         let mut aborted = false;
         while let Some(Reverse(e)) = self.queue.pop() {
             if self.steps >= self.opts.max_steps {
@@ -916,7 +916,7 @@ impl<'a> Engine<'a> {
         self.finish(aborted, false)
     }
 
-    fn finish(mut self, aborted: bool, stopped: bool) -> Outcome {
+    fn finish(mut self, aborted: bool, stopped: bool) -> RunResult {
         let mut stuck = None;
         if !aborted && !stopped {
             if self.world.quiescent() {
@@ -937,7 +937,7 @@ impl<'a> Engine<'a> {
                 .collect(),
             None => Vec::new(),
         };
-        Outcome {
+        RunResult {
             clients: self.scn.clients.len() as u32,
             steps: self.steps,
             events: self.tap.events,

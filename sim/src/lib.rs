@@ -23,9 +23,9 @@ pub mod stack;
 pub mod stats;
 
 use case::{Params, Shape};
-use engine::{Budget, Engine, Outcome, RunOpts};
+use engine::{Budget, Engine, RunOpts, RunResult};
 use listsync_core::scenario::Scenario;
-use plan::Plan;
+use plan::FaultPlan;
 
 /// One run's world and environment: a shape, the scenario built from it, and the fault counts
 /// its schedule uses.
@@ -66,13 +66,13 @@ impl Case {
     }
 
     /// Runs it.
-    pub fn run(&self, plan: &Plan, opts: RunOpts) -> Outcome {
+    pub fn run(&self, plan: &FaultPlan, opts: RunOpts) -> RunResult {
         Engine::new(&self.scenario, plan, self.shape.seed, self.budget, opts).run()
     }
 
     /// Runs this case at the full-stack level: the runtime's code on a paused clock over the
     /// simulated network, its schedule and faults drawn from the case's seed.
-    pub fn run_stack(&self, plan: &Plan, opts: RunOpts) -> (Outcome, stack::StackReport) {
+    pub fn run_stack(&self, plan: &FaultPlan, opts: RunOpts) -> (RunResult, stack::StackReport) {
         let how = stack::StackRun::of(self, plan);
         stack::run(&self.scenario, plan, self.shape.seed, &how, opts)
     }

@@ -15,7 +15,7 @@ pub type Micros = u64;
 
 /// A named fault plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Plan {
+pub struct FaultPlan {
     /// Name (`--faults NAME`).
     pub name: &'static str,
     /// One line for people.
@@ -82,7 +82,7 @@ pub struct Plan {
     pub max_request_faults: u32,
 }
 
-impl fmt::Display for Plan {
+impl fmt::Display for FaultPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name)
     }
@@ -90,10 +90,10 @@ impl fmt::Display for Plan {
 
 const MS: Micros = 1_000;
 
-impl Plan {
+impl FaultPlan {
     /// No faults: latency only, a few steady batches.
-    pub fn none() -> Plan {
-        Plan {
+    pub fn none() -> FaultPlan {
+        FaultPlan {
             name: "none",
             about: "latency 1-10 ms only; no loss, duplication, disconnect or crash",
             latency: (MS, 10 * MS),
@@ -127,8 +127,8 @@ impl Plan {
     }
 
     /// The default: a little of every fault.
-    pub fn default_plan() -> Plan {
-        Plan {
+    pub fn default_plan() -> FaultPlan {
+        FaultPlan {
             name: "default",
             about: "latency 1-20 ms, 5% slow messages (+50-300 ms), duplicated notifications, a lost notification that breaks the stream, a cut connection, sometimes a server crash; steady batches with short storms; (stack level) up to 2 list requests that fail (3%) or time out (1%)",
             latency: (MS, 20 * MS),
@@ -162,8 +162,8 @@ impl Plan {
     }
 
     /// Notification storms: hundreds of batches, mostly back to back.
-    pub fn storm() -> Plan {
-        Plan {
+    pub fn storm() -> FaultPlan {
+        FaultPlan {
             name: "storm",
             about: "50-250 batches, 90% of them back to back (0-200 us apart); latency 1-20 ms, duplicated notifications",
             batches: 50..=250,
@@ -175,13 +175,13 @@ impl Plan {
             drop_permille: 0,
             max_drop: 0,
             max_crashes: 0,
-            ..Plan::default_plan()
+            ..FaultPlan::default_plan()
         }
     }
 
     /// Connections cut often and servers that crash and restart.
-    pub fn crashy() -> Plan {
-        Plan {
+    pub fn crashy() -> FaultPlan {
+        FaultPlan {
             name: "crashy",
             about: "up to 4 cut connections and 3 server crashes per run (clients reconnect, re-initialize or re-listen, re-list); latency 1-20 ms; (stack level) up to 4 list requests that fail (8%) or time out (4%)",
             max_disconnects: 4,
@@ -192,13 +192,13 @@ impl Plan {
             fail_permille: 80,
             timeout_permille: 40,
             max_request_faults: 4,
-            ..Plan::default_plan()
+            ..FaultPlan::default_plan()
         }
     }
 
     /// Silent notification loss (expected to break convergence for every client).
-    pub fn lossy() -> Plan {
-        Plan {
+    pub fn lossy() -> FaultPlan {
+        FaultPlan {
             name: "lossy",
             about: "notifications lost silently (25%, up to 4 per run): no client can converge without a TTL re-list, so `converges`/`no_lost_wakeup` violations are expected here, for the reference too",
             drop_permille: 250,
@@ -206,28 +206,28 @@ impl Plan {
             silent_drops: true,
             max_crashes: 0,
             max_disconnects: 0,
-            ..Plan::default_plan()
+            ..FaultPlan::default_plan()
         }
     }
 
     /// Every named plan.
-    pub fn all() -> Vec<Plan> {
+    pub fn all() -> Vec<FaultPlan> {
         vec![
-            Plan::none(),
-            Plan::default_plan(),
-            Plan::storm(),
-            Plan::crashy(),
-            Plan::lossy(),
+            FaultPlan::none(),
+            FaultPlan::default_plan(),
+            FaultPlan::storm(),
+            FaultPlan::crashy(),
+            FaultPlan::lossy(),
         ]
     }
 
     /// Looks a plan up by name.
-    pub fn by_name(name: &str) -> Result<Plan, String> {
-        Plan::all()
+    pub fn by_name(name: &str) -> Result<FaultPlan, String> {
+        FaultPlan::all()
             .into_iter()
             .find(|p| p.name == name)
             .ok_or_else(|| {
-                let names: Vec<_> = Plan::all().iter().map(|p| p.name).collect();
+                let names: Vec<_> = FaultPlan::all().iter().map(|p| p.name).collect();
                 format!(
                     "unknown fault plan '{name}' (expected one of: {})",
                     names.join(", ")

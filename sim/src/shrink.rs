@@ -16,7 +16,7 @@
 
 use crate::case::{Params, Shape, ShapeTree};
 use crate::engine::RunOpts;
-use crate::{Case, plan::Plan};
+use crate::{Case, plan::FaultPlan};
 use listsync_core::history::ClientId;
 use listsync_core::property::Property;
 use listsync_core::scenario::Scenario;
@@ -558,7 +558,7 @@ pub fn replays_in_model(t: &Trace) -> Result<bool, TraceError> {
 }
 
 /// Convenience for callers that hold a plan separately from parameters.
-pub fn params_with(params: &Params, plan: &Plan) -> Params {
+pub fn params_with(params: &Params, plan: &FaultPlan) -> Params {
     Params {
         plan: plan.clone(),
         ..params.clone()

@@ -2,7 +2,7 @@
 //! per committed change per client) and time to converge (simulated), mergeable across threads
 //! in any order with the same result.
 
-use crate::engine::Outcome;
+use crate::engine::RunResult;
 use listsync_core::property::Property;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -81,7 +81,7 @@ pub fn percentiles(samples: &mut [u64]) -> Percentiles {
 
 impl Stats {
     /// Adds one run.
-    pub fn add(&mut self, seed: u64, o: &Outcome) {
+    pub fn add(&mut self, seed: u64, o: &RunResult) {
         self.runs += 1;
         self.steps += o.steps;
         self.events += o.events;

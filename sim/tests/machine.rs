@@ -10,10 +10,10 @@ use listsync_sim::Case;
 use listsync_sim::campaign;
 use listsync_sim::case::{Params, Strategies};
 use listsync_sim::engine::RunOpts;
-use listsync_sim::plan::Plan;
+use listsync_sim::plan::FaultPlan;
 use listsync_sim::shrink;
 
-fn params(strategies: Strategies, plan: Plan) -> Params {
+fn params(strategies: Strategies, plan: FaultPlan) -> Params {
     Params {
         strategies,
         plan,
@@ -24,7 +24,11 @@ fn params(strategies: Strategies, plan: Plan) -> Params {
 
 #[test]
 fn a_seed_replays_byte_for_byte() {
-    for plan in [Plan::default_plan(), Plan::crashy(), Plan::storm()] {
+    for plan in [
+        FaultPlan::default_plan(),
+        FaultPlan::crashy(),
+        FaultPlan::storm(),
+    ] {
         let p = params(Strategies::REFERENCE, plan);
         for seed in [3, 17, 42] {
             let run = || {
@@ -49,7 +53,10 @@ fn a_seed_replays_byte_for_byte() {
 
 #[test]
 fn campaign_results_do_not_depend_on_threads() {
-    let p = params(Strategies::parse("naive").unwrap(), Plan::default_plan());
+    let p = params(
+        Strategies::parse("naive").unwrap(),
+        FaultPlan::default_plan(),
+    );
     let seeds: Vec<u64> = (0..120).collect();
     let one = campaign::run(&p, &seeds, 1, &|_| {});
     let two = campaign::run(&p, &seeds, 2, &|_| {});
@@ -61,7 +68,7 @@ fn campaign_results_do_not_depend_on_threads() {
 
 #[test]
 fn recorded_runs_replay_in_the_world() {
-    let p = params(Strategies::REFERENCE, Plan::crashy());
+    let p = params(Strategies::REFERENCE, FaultPlan::crashy());
     for seed in 0..40 {
         let case = Case::draw(seed, &p);
         let out = case.run(
@@ -86,7 +93,7 @@ fn reference_clusters_hold_on_the_fixed_seed_set() {
     for nodes in [2, 3] {
         let p = Params {
             nodes: Some(nodes),
-            ..params(Strategies::REFERENCE, Plan::crashy())
+            ..params(Strategies::REFERENCE, FaultPlan::crashy())
         };
         let seeds: Vec<u64> = (0..200).collect();
         let r = campaign::run(&p, &seeds, 2, &|_| {});
@@ -106,10 +113,10 @@ fn reference_clusters_hold_on_the_fixed_seed_set() {
 #[test]
 fn reference_holds_on_the_fixed_seed_set() {
     for plan in [
-        Plan::none(),
-        Plan::default_plan(),
-        Plan::storm(),
-        Plan::crashy(),
+        FaultPlan::none(),
+        FaultPlan::default_plan(),
+        FaultPlan::storm(),
+        FaultPlan::crashy(),
     ] {
         let seeds: Vec<u64> = if plan.name == "storm" {
             (0..40).collect()
@@ -169,7 +176,7 @@ fn known_bad() -> Vec<String> {
 fn every_known_bad_strategy_is_caught_and_shrinks_to_a_replayable_trace() {
     let seeds: Vec<u64> = (0..1000).collect();
     for name in known_bad() {
-        let p = params(Strategies::parse(&name).unwrap(), Plan::default_plan());
+        let p = params(Strategies::parse(&name).unwrap(), FaultPlan::default_plan());
         let r = campaign::run(&p, &seeds, 2, &|_| {});
         assert_eq!(r.stats.anomalies, 0, "{name}");
         let want = expected(&name);

@@ -9,11 +9,11 @@ use listsync_core::scenario::Scenario;
 use listsync_sim::Case;
 use listsync_sim::campaign;
 use listsync_sim::case::{self, Params, Strategies};
-use listsync_sim::engine::{Budget, Outcome, RunOpts};
-use listsync_sim::plan::Plan;
+use listsync_sim::engine::{Budget, RunOpts, RunResult};
+use listsync_sim::plan::FaultPlan;
 use listsync_sim::stack::{self, StackReport, StackRun, net::NetBudget};
 
-fn params(strategies: Strategies, plan: Plan) -> Params {
+fn params(strategies: Strategies, plan: FaultPlan) -> Params {
     Params {
         strategies,
         plan,
@@ -22,7 +22,7 @@ fn params(strategies: Strategies, plan: Plan) -> Params {
     }
 }
 
-fn recorded(p: &Params, seed: u64) -> (Outcome, StackReport) {
+fn recorded(p: &Params, seed: u64) -> (RunResult, StackReport) {
     Case::draw(seed, p).run_stack(
         &p.plan,
         RunOpts {
@@ -34,7 +34,7 @@ fn recorded(p: &Params, seed: u64) -> (Outcome, StackReport) {
 
 #[test]
 fn a_stack_seed_replays_byte_for_byte() {
-    for plan in [Plan::default_plan(), Plan::crashy()] {
+    for plan in [FaultPlan::default_plan(), FaultPlan::crashy()] {
         let p = params(Strategies::REFERENCE, plan);
         for seed in [1, 7, 42] {
             let (a, ra) = recorded(&p, seed);
@@ -60,7 +60,7 @@ fn a_stack_seed_replays_byte_for_byte() {
 
 #[test]
 fn reference_holds_on_the_fixed_stack_seed_set() {
-    for plan in [Plan::default_plan(), Plan::crashy()] {
+    for plan in [FaultPlan::default_plan(), FaultPlan::crashy()] {
         let p = params(Strategies::REFERENCE, plan);
         let seeds: Vec<u64> = (0..24).collect();
         let (r, net) = campaign::run_stack(&p, &seeds, 2, &|_| {});
@@ -85,7 +85,7 @@ fn reference_holds_on_the_fixed_stack_seed_set() {
     }
 }
 
-fn burst_run(scn: &Scenario) -> Outcome {
+fn burst_run(scn: &Scenario) -> RunResult {
     let how = StackRun {
         net: NetBudget {
             dups: 0,
@@ -96,7 +96,7 @@ fn burst_run(scn: &Scenario) -> Outcome {
         budget: Budget::default(),
         burst: true,
     };
-    stack::run(scn, &Plan::none(), 0, &how, RunOpts::default()).0
+    stack::run(scn, &FaultPlan::none(), 0, &how, RunOpts::default()).0
 }
 
 #[test]
@@ -117,7 +117,10 @@ fn a_small_stack_burst_coalesces_to_two_walks_per_client() {
 
 #[test]
 fn a_known_bad_client_is_caught_on_the_stack() {
-    let p = params(Strategies::parse("naive").unwrap(), Plan::default_plan());
+    let p = params(
+        Strategies::parse("naive").unwrap(),
+        FaultPlan::default_plan(),
+    );
     let seeds: Vec<u64> = (0..40).collect();
     let (r, _) = campaign::run_stack(&p, &seeds, 2, &|_| {});
     assert_eq!(r.stats.anomalies, 0, "{:?}", r.stats.anomaly_seeds);

@@ -99,13 +99,13 @@ fn expect_violation(name: &str, model: impl Fn() + Sync + Send + 'static) -> (St
 /// A list whose contents are derived from its version, so a reader can detect a torn snapshot.
 /// `checksum` is written with a relaxed store *after* construction, before publishing: a reader
 /// sees the right value only if publishing gives it a happens-before edge, which loom checks.
-struct Catalog {
+struct Items {
     version: u64,
     items: Vec<u64>,
     checksum: AtomicU64,
 }
 
-impl Catalog {
+impl Items {
     fn items_for(version: u64) -> Vec<u64> {
         // Never empty: an empty list would be a "flash" the property forbids.
         (0..=version % 3).map(|i| version * 10 + i).collect()
@@ -115,8 +115,8 @@ impl Catalog {
         Self::items_for(version).iter().sum::<u64>() + 1
     }
 
-    fn build(version: u64) -> Arc<Catalog> {
-        let catalog = Catalog {
+    fn build(version: u64) -> Arc<Items> {
+        let catalog = Items {
             version,
             items: Self::items_for(version),
             checksum: AtomicU64::new(0),
@@ -141,7 +141,7 @@ impl Catalog {
     }
 }
 
-impl Versioned for Catalog {
+impl Versioned for Items {
     type Version = u64;
     fn version(&self) -> u64 {
         self.version
@@ -170,12 +170,12 @@ fn assert_outcome(version: u64, outcome: Published<u64>) {
 #[test]
 fn no_stale_overwrite_concurrent_publishes() {
     check("no_stale_overwrite_concurrent_publishes", Some(3), || {
-        let cell = Shared::new(SnapshotCell::new(Catalog::build(0)));
+        let cell = Shared::new(SnapshotCell::new(Items::build(0)));
         let publishers: Vec<_> = [1, 2]
             .into_iter()
             .map(|v| {
                 let cell = cell.clone();
-                thread::spawn(move || assert_outcome(v, cell.publish(Catalog::build(v))))
+                thread::spawn(move || assert_outcome(v, cell.publish(Items::build(v))))
             })
             .collect();
         let reader = {
@@ -188,7 +188,7 @@ fn no_stale_overwrite_concurrent_publishes() {
                 seen
             })
         };
-        let outcome = cell.publish(Catalog::build(3));
+        let outcome = cell.publish(Items::build(3));
         assert!(
             outcome.is_applied(),
             "the newest version always lands: {outcome:?}"
@@ -221,13 +221,13 @@ fn no_torn_snapshot_reader_sees_whole_snapshots() {
         "no_torn_snapshot_reader_sees_whole_snapshots",
         Some(4),
         || {
-            let cell = Shared::new(SnapshotCell::new(Catalog::build(0)));
+            let cell = Shared::new(SnapshotCell::new(Items::build(0)));
             let publisher = {
                 let cell = cell.clone();
                 thread::spawn(move || {
                     for v in [1, 2] {
                         assert_eq!(
-                            cell.publish(Catalog::build(v)),
+                            cell.publish(Items::build(v)),
                             Published::Applied { previous: v - 1 }
                         );
                     }
@@ -261,16 +261,16 @@ fn no_torn_snapshot_reader_sees_whole_snapshots() {
 /// The cell operations the stale-overwrite model needs, so the same model runs on the correct
 /// cell and on the racy one.
 trait PublishCell: Send + Sync + 'static {
-    fn new(initial: Arc<Catalog>) -> Self;
-    fn publish(&self, value: Arc<Catalog>) -> Published<u64>;
+    fn new(initial: Arc<Items>) -> Self;
+    fn publish(&self, value: Arc<Items>) -> Published<u64>;
     fn version(&self) -> u64;
 }
 
-impl PublishCell for SnapshotCell<Catalog> {
-    fn new(initial: Arc<Catalog>) -> Self {
+impl PublishCell for SnapshotCell<Items> {
+    fn new(initial: Arc<Items>) -> Self {
         SnapshotCell::new(initial)
     }
-    fn publish(&self, value: Arc<Catalog>) -> Published<u64> {
+    fn publish(&self, value: Arc<Items>) -> Published<u64> {
         SnapshotCell::publish(self, value)
     }
     fn version(&self) -> u64 {
@@ -278,11 +278,11 @@ impl PublishCell for SnapshotCell<Catalog> {
     }
 }
 
-impl PublishCell for RacySnapshotCell<Catalog> {
-    fn new(initial: Arc<Catalog>) -> Self {
+impl PublishCell for RacySnapshotCell<Items> {
+    fn new(initial: Arc<Items>) -> Self {
         RacySnapshotCell::new(initial)
     }
-    fn publish(&self, value: Arc<Catalog>) -> Published<u64> {
+    fn publish(&self, value: Arc<Items>) -> Published<u64> {
         RacySnapshotCell::publish(self, value)
     }
     fn version(&self) -> u64 {
@@ -292,12 +292,12 @@ impl PublishCell for RacySnapshotCell<Catalog> {
 
 /// Two completions, versions 1 and 2, race; the cell must end at 2.
 fn two_publishers_model<C: PublishCell>() {
-    let cell = Shared::new(C::new(Catalog::build(0)));
+    let cell = Shared::new(C::new(Items::build(0)));
     let older = {
         let cell = cell.clone();
-        thread::spawn(move || cell.publish(Catalog::build(1)))
+        thread::spawn(move || cell.publish(Items::build(1)))
     };
-    let _ = cell.publish(Catalog::build(2));
+    let _ = cell.publish(Items::build(2));
     let _ = older.join().unwrap();
     let end = cell.version();
     assert_eq!(
@@ -312,7 +312,7 @@ fn no_stale_overwrite_two_publishers() {
     check(
         "no_stale_overwrite_two_publishers",
         None,
-        two_publishers_model::<SnapshotCell<Catalog>>,
+        two_publishers_model::<SnapshotCell<Items>>,
     );
 }
 
@@ -321,7 +321,7 @@ fn no_stale_overwrite_two_publishers() {
 fn racy_cell_is_caught_by_loom() {
     let (message, _) = expect_violation(
         "racy_cell_is_caught_by_loom",
-        two_publishers_model::<RacySnapshotCell<Catalog>>,
+        two_publishers_model::<RacySnapshotCell<Items>>,
     );
     assert!(
         message.contains("no_stale_overwrite violated"),

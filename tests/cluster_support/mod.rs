@@ -1,12 +1,12 @@
 //! What the multi-instance tests share: a Redis of their own (the cluster crate's test kit),
 //! `listsync serve --http --redis --node` nodes as real processes driven through the harness
-//! control channel, reference clients (rt's `Catalog`) connected to nodes through small TCP
+//! control channel, reference clients (rt's `ClientHandle`) connected to nodes through small TCP
 //! forwarders that stand for a load balancer (so a client can be moved to another node), and the
 //! history of the whole run, judged with core's checkers.
 //!
 //! # One history from several processes
 //!
-//! Clients record into one in-process [`History`], in the order they step. Each node reports its
+//! Clients record into one in-process [`SharedHistory`], in the order they step. Each node reports its
 //! own events on its control channel, in its own order; they are merged by arrival. A node
 //! records the store's commit of a version (`Committed`) when it takes that version, before the
 //! notifications that announce it. Arrival order across processes is not causal order (a client
@@ -23,8 +23,8 @@ use listsync_cluster::store::RedisStore;
 use listsync_cluster::testkit::TestRedis;
 use listsync_core::history::{ClientId, Event};
 use listsync_core::vocab::{AuthCtx, Catalog, Era, Kind, KindSet};
-use listsync_rt::client::{Catalog as Client, CatalogSettings, Endpoint};
-use listsync_rt::history::History;
+use listsync_rt::client::{ClientHandle as Client, ClientSettings, Endpoint};
+use listsync_rt::history::SharedHistory;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -320,7 +320,7 @@ pub struct Rig {
     /// Every client.
     pub clients: Vec<TestClient>,
     /// Client events and quiescence points.
-    pub history: History,
+    pub history: SharedHistory,
     node_events: Arc<NodeEvents>,
     /// (index in `history`, version) of each quiescence point.
     quiescent: Vec<(usize, u64)>,
@@ -363,7 +363,7 @@ impl Rig {
             store,
             nodes: Vec::new(),
             clients: Vec::new(),
-            history: History::new(),
+            history: SharedHistory::new(),
             node_events: Arc::default(),
             quiescent: Vec::new(),
             dir,
@@ -487,7 +487,7 @@ impl Rig {
     pub async fn add_client(&mut self, node: usize) -> ClientId {
         let id = self.clients.len() as ClientId;
         let lb = Forward::start(self.nodes[node].addr).await;
-        let mut s = CatalogSettings::new(self.era, KindSet::only(Kind::Tools));
+        let mut s = ClientSettings::new(self.era, KindSet::only(Kind::Tools));
         s.id = id;
         s.history = Some(self.history.clone());
         s.request_timeout = Duration::from_secs(10);

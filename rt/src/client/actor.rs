@@ -8,9 +8,9 @@
 
 use super::connect::{self, Endpoint};
 use super::handler::Notifier;
-use super::request::{self, CallMeta, Outcome};
+use super::request::{self, CallMeta, RequestOutcome};
 use super::views::{Listing, View, Views};
-use super::{CallResult, CatalogSettings, ClientNotice, RefreshDone, Status};
+use super::{CallResult, ClientNotice, ClientSettings, RefreshDone, Status};
 use listsync_core::client::{CallError, CatalogClient, ClientInput, ClientOutput};
 use listsync_core::history::Event;
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Name};
@@ -86,7 +86,7 @@ pub(crate) enum Input {
     Reply {
         epoch: u32,
         id: ReqId,
-        outcome: Outcome,
+        outcome: RequestOutcome,
         call: Option<CallMeta>,
     },
     RetryDue {
@@ -113,7 +113,7 @@ struct RefreshWaiter {
 
 pub(crate) struct Actor {
     machine: CatalogClient,
-    settings: Arc<CatalogSettings>,
+    settings: Arc<ClientSettings>,
     endpoint: Endpoint,
     tx: mpsc::UnboundedSender<Input>,
     views: Arc<Views>,
@@ -254,7 +254,7 @@ fn from_stream(
 
 impl Actor {
     pub(crate) fn new(
-        settings: Arc<CatalogSettings>,
+        settings: Arc<ClientSettings>,
         endpoint: Endpoint,
         tx: mpsc::UnboundedSender<Input>,
         views: Arc<Views>,
@@ -549,9 +549,9 @@ impl Actor {
         true
     }
 
-    fn reply(&mut self, id: ReqId, outcome: Outcome, call: Option<CallMeta>) {
+    fn reply(&mut self, id: ReqId, outcome: RequestOutcome, call: Option<CallMeta>) {
         match outcome {
-            Outcome::Response(resp) => {
+            RequestOutcome::Response(resp) => {
                 if let (Some(meta), Response::ToolResult { name, .. }) = (call, &resp) {
                     self.call_meta
                         .entry(name.clone())
@@ -572,7 +572,7 @@ impl Actor {
                 }
                 self.step(ClientInput::Receive(ServerMsg::Response { id, resp }));
             }
-            Outcome::Failed { why, fatal }
+            RequestOutcome::Failed { why, fatal }
                 if fatal
                     && !self.endpoint.request_failure_is_disconnect()
                     && self.live.is_some() =>
@@ -586,7 +586,7 @@ impl Actor {
                 self.drop_connection();
                 self.schedule_reconnect(&why);
             }
-            Outcome::Failed { why, fatal } => {
+            RequestOutcome::Failed { why, fatal } => {
                 self.step(ClientInput::RequestFailed(id, why.as_str().into()));
                 if fatal && self.endpoint.request_failure_is_disconnect() {
                     // rmcp's HTTP client does not notice a dead server: end the connection.
@@ -595,7 +595,7 @@ impl Actor {
                     }
                 }
             }
-            Outcome::Invalid(why) => {
+            RequestOutcome::Invalid(why) => {
                 self.notice(ClientNotice::Log(format!("invalid response: {why}")));
                 self.step(ClientInput::InvalidResponse(id, why.as_str().into()));
             }
@@ -860,7 +860,7 @@ impl Actor {
                             return;
                         }
                         Err(_) => {
-                            let outcome = Outcome::Failed {
+                            let outcome = RequestOutcome::Failed {
                                 why: "subscriptions/listen timed out".into(),
                                 fatal: false,
                             };

@@ -1,9 +1,9 @@
 //! The reference client: a catalog that applications read while one actor task keeps it in
 //! step with a server by running core's [`CatalogClient`] machine.
 //!
-//! * reads are wait-free: [`Catalog::tools`] returns the current snapshot (`Arc`), never blocked
+//! * reads are wait-free: [`ClientHandle::tools`] returns the current snapshot (`Arc`), never blocked
 //!   by a refresh, never torn (store's `SnapshotCell`);
-//! * [`Catalog::changes`] is a `watch` stream of publications (and stale markings);
+//! * [`ClientHandle::changes`] is a `watch` stream of publications (and stale markings);
 //! * on failure the old snapshot is kept and marked stale, and the refresh is retried with
 //!   backoff and jitter; a lost connection is reopened (backoff, jitter) and everything
 //!   re-listed;
@@ -24,7 +24,7 @@ mod views;
 pub use connect::{BoxRead, BoxWrite, Endpoint, IoFactory};
 pub use views::{Change, Listing, View};
 
-use crate::history::History;
+use crate::history::SharedHistory;
 use actor::{Actor, Command, Input};
 use listsync_core::client::{CallError, ClientConfig, ClientError};
 use listsync_core::history::{ClientId, Event};
@@ -38,7 +38,7 @@ use views::Views;
 
 /// Client settings: core's configuration plus runtime knobs.
 #[derive(Clone, Debug)]
-pub struct CatalogSettings {
+pub struct ClientSettings {
     /// Strategy, era, kinds kept, initial authorization context, watched resources, limits.
     pub client: ClientConfig,
     /// The id this client records its history events under.
@@ -59,7 +59,7 @@ pub struct CatalogSettings {
     /// a server that went away until a request fails).
     pub probe_interval: Duration,
     /// Where to record history events.
-    pub history: Option<History>,
+    pub history: Option<SharedHistory>,
     /// Where to report what happens (the control channel).
     pub observer: Option<mpsc::UnboundedSender<ClientNotice>>,
     /// Seed of the retry and reconnect jitter (None: drawn from the clock). A simulator sets it
@@ -67,12 +67,12 @@ pub struct CatalogSettings {
     pub jitter_seed: Option<u64>,
 }
 
-impl CatalogSettings {
+impl ClientSettings {
     /// A reference client of `era` keeping `kinds`.
     pub fn new(era: Era, kinds: KindSet) -> Self {
         let mut client = ClientConfig::tools(ClientStrategy::Reference, era);
         client.kinds = kinds;
-        CatalogSettings {
+        ClientSettings {
             client,
             id: 0,
             name: "listsync-rt".into(),
@@ -178,7 +178,7 @@ pub struct CallResult {
     pub is_error: bool,
 }
 
-/// What [`Catalog::refresh`] returns once the client is idle again.
+/// What [`ClientHandle::refresh`] returns once the client is idle again.
 #[derive(Clone, Debug)]
 pub struct RefreshDone {
     /// The snapshot now current.
@@ -201,15 +201,15 @@ impl Drop for Inner {
 }
 
 /// A handle on a running reference client (cheap to clone; the client stops when the last
-/// handle is dropped, or on [`Catalog::shutdown`]).
+/// handle is dropped, or on [`ClientHandle::shutdown`]).
 #[derive(Clone)]
-pub struct Catalog {
+pub struct ClientHandle {
     inner: Arc<Inner>,
 }
 
-impl Catalog {
+impl ClientHandle {
     /// Starts a client connecting to `endpoint` (call inside a tokio runtime).
-    pub fn spawn(settings: CatalogSettings, endpoint: Endpoint) -> Catalog {
+    pub fn spawn(settings: ClientSettings, endpoint: Endpoint) -> ClientHandle {
         let (tx, rx) = mpsc::unbounded_channel();
         let views = Arc::new(Views::new(settings.client.auth));
         let (status_tx, status) = watch::channel(Status::default());
@@ -222,7 +222,7 @@ impl Catalog {
             status_tx,
         );
         tokio::spawn(actor.run(rx));
-        Catalog {
+        ClientHandle {
             inner: Arc::new(Inner {
                 views,
                 tx,

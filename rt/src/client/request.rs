@@ -23,7 +23,7 @@ use std::time::Duration;
 
 /// How a request ended.
 #[derive(Clone, Debug)]
-pub(crate) enum Outcome {
+pub(crate) enum RequestOutcome {
     /// A response (possibly a JSON-RPC error).
     Response(Response),
     /// Lost in transport; `fatal` when the connection itself is gone.
@@ -44,11 +44,11 @@ pub(crate) async fn perform(
     peer: &Peer<RoleClient>,
     req: &Request,
     timeout: Duration,
-) -> (Outcome, Option<CallMeta>) {
+) -> (RequestOutcome, Option<CallMeta>) {
     match tokio::time::timeout(timeout, perform_inner(peer, req)).await {
         Ok(r) => r,
         Err(_) => (
-            Outcome::Failed {
+            RequestOutcome::Failed {
                 why: format!("{} timed out after {timeout:?}", req.method()),
                 fatal: false,
             },
@@ -57,7 +57,10 @@ pub(crate) async fn perform(
     }
 }
 
-async fn perform_inner(peer: &Peer<RoleClient>, req: &Request) -> (Outcome, Option<CallMeta>) {
+async fn perform_inner(
+    peer: &Peer<RoleClient>,
+    req: &Request,
+) -> (RequestOutcome, Option<CallMeta>) {
     match req {
         Request::List { kind, cursor } => (list(peer, *kind, cursor.as_ref()).await, None),
         Request::CallTool { name } => {
@@ -75,7 +78,7 @@ async fn perform_inner(peer: &Peer<RoleClient>, req: &Request) -> (Outcome, Opti
                         name: name.clone(),
                         def: text.into(),
                     };
-                    (Outcome::Response(resp), Some(meta))
+                    (RequestOutcome::Response(resp), Some(meta))
                 }
                 Err(e) => (failure(e, req), None),
             }
@@ -90,7 +93,7 @@ async fn perform_inner(peer: &Peer<RoleClient>, req: &Request) -> (Outcome, Opti
                         uri: uri.clone(),
                         text: texts(&r.contents).into(),
                     };
-                    (Outcome::Response(resp), None)
+                    (RequestOutcome::Response(resp), None)
                 }
                 Err(e) => (failure(e, req), None),
             }
@@ -101,12 +104,12 @@ async fn perform_inner(peer: &Peer<RoleClient>, req: &Request) -> (Outcome, Opti
                 .subscribe(SubscribeRequestParams::new(uri.to_string()))
                 .await;
             match r {
-                Ok(()) => (Outcome::Response(Response::Subscribed), None),
+                Ok(()) => (RequestOutcome::Response(Response::Subscribed), None),
                 Err(e) => (failure(e, req), None),
             }
         }
         Request::Initialize | Request::Listen { .. } | Request::GetPrompt { .. } => (
-            Outcome::Invalid(format!("{} is not sent this way", req.method())),
+            RequestOutcome::Invalid(format!("{} is not sent this way", req.method())),
             None,
         ),
     }
@@ -125,7 +128,7 @@ fn texts<T: Serialize>(content: &T) -> String {
     out.join("\n")
 }
 
-async fn list(peer: &Peer<RoleClient>, kind: Kind, cursor: Option<&Cursor>) -> Outcome {
+async fn list(peer: &Peer<RoleClient>, kind: Kind, cursor: Option<&Cursor>) -> RequestOutcome {
     let req = Request::List {
         kind,
         cursor: cursor.cloned(),
@@ -162,12 +165,12 @@ fn page<T: Serialize>(
     meta: Option<&MetaObject>,
     ttl_ms: Option<u64>,
     cache_scope: Option<rmcp::model::CacheScope>,
-) -> Outcome {
+) -> RequestOutcome {
     let mut items: Vec<Item> = Vec::with_capacity(entries.len());
     for e in entries {
         match items::read_typed(kind, e) {
             Ok(item) => items.push(item),
-            Err(why) => return Outcome::Invalid(why),
+            Err(why) => return RequestOutcome::Invalid(why),
         }
     }
     let version = meta
@@ -180,7 +183,7 @@ fn page<T: Serialize>(
         rmcp::model::CacheScope::Private => CacheScope::Private,
         _ => CacheScope::Public,
     });
-    Outcome::Response(Response::Page(Page {
+    RequestOutcome::Response(Response::Page(Page {
         kind,
         items: items.into(),
         next: next.map(|c| Cursor(c.into())),
@@ -192,7 +195,7 @@ fn page<T: Serialize>(
 }
 
 /// A failed rmcp request as an outcome.
-pub(crate) fn failure(e: ServiceError, req: &Request) -> Outcome {
+pub(crate) fn failure(e: ServiceError, req: &Request) -> RequestOutcome {
     match e {
         ServiceError::McpError(err) => {
             let code = err.code.0;
@@ -211,20 +214,20 @@ pub(crate) fn failure(e: ServiceError, req: &Request) -> Outcome {
                 ) => ErrorReason::ResourceNotFound,
                 _ => ErrorReason::Other(err.message.to_string().into()),
             };
-            Outcome::Response(Response::Error(RpcError { code, reason }))
+            RequestOutcome::Response(Response::Error(RpcError { code, reason }))
         }
         ServiceError::UnexpectedResponse => {
-            Outcome::Invalid(format!("{}: a result of the wrong shape", req.method()))
+            RequestOutcome::Invalid(format!("{}: a result of the wrong shape", req.method()))
         }
-        ServiceError::TransportClosed => Outcome::Failed {
+        ServiceError::TransportClosed => RequestOutcome::Failed {
             why: "connection closed".into(),
             fatal: true,
         },
-        ServiceError::TransportSend(e) => Outcome::Failed {
+        ServiceError::TransportSend(e) => RequestOutcome::Failed {
             why: format!("send failed: {e}"),
             fatal: true,
         },
-        other => Outcome::Failed {
+        other => RequestOutcome::Failed {
             why: other.to_string(),
             fatal: false,
         },

@@ -4,7 +4,7 @@
 //! (each core history event of the client, as `{"entry": <event>}`).
 
 use super::{Channel, Failure, Handler, Outbox, ReadyInfo, Reply, item_json, str_field};
-use crate::client::{Catalog, ClientNotice};
+use crate::client::{ClientHandle, ClientNotice};
 use listsync_core::client::CallError;
 use listsync_core::history::Event;
 use listsync_core::vocab::{AuthCtx, Kind, KindSet};
@@ -91,7 +91,7 @@ fn kind_of(v: &Value) -> Result<Kind, Failure> {
     str_field(v, "kind")?.parse::<Kind>().map_err(Failure::new)
 }
 
-fn command(catalog: Catalog, cmd: String, v: Value) -> Reply {
+fn command(catalog: ClientHandle, cmd: String, v: Value) -> Reply {
     Box::pin(async move {
         match cmd.as_str() {
             "snapshot" => {
@@ -181,7 +181,7 @@ pub async fn connect(path: &Path) -> std::io::Result<Channel> {
 /// client role until the socket closes or `shutdown` (both cancel `stop`).
 pub async fn run_client(
     channel: Channel,
-    catalog: Catalog,
+    catalog: ClientHandle,
     notices: mpsc::UnboundedReceiver<ClientNotice>,
     info: ReadyInfo,
     stop: CancellationToken,

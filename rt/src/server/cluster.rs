@@ -22,9 +22,9 @@ use super::{
     Applied, Backend, BatchError, Committing, Server, ServerSettings, Shared, check_op,
     fresh_catalog_id, lock,
 };
-use crate::history::History;
+use crate::history::SharedHistory;
 use crate::items;
-use listsync_cluster::node::{Health as Standing, Installer, Installing, follow};
+use listsync_cluster::node::{Installer, Installing, Standing, follow};
 use listsync_cluster::store::{CommitError, RedisStore, StoreError};
 use listsync_core::history::Event;
 use listsync_core::server::{Registry, ServerInput, ServerOutput};
@@ -75,7 +75,7 @@ impl Node {
     pub async fn join(
         mut settings: ServerSettings,
         initial: &[Op],
-        history: Option<History>,
+        history: Option<SharedHistory>,
         opts: NodeOptions,
     ) -> Result<Node, StoreError> {
         let store = RedisStore::connect(&opts.redis, &opts.prefix).await?;

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 /// What a server reports about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Health {
+pub struct HealthReport {
     /// The node's name (multi-instance servers only).
     pub node: Option<String>,
     /// Catalog version visible to list requests.
@@ -18,7 +18,7 @@ pub struct Health {
     pub stale: Option<String>,
 }
 
-impl Health {
+impl HealthReport {
     /// Whether the node is cut off from the shared store.
     pub fn is_stale(&self) -> bool {
         self.stale.is_some()
@@ -46,7 +46,7 @@ impl Health {
     }
 }
 
-impl std::fmt::Display for Health {
+impl std::fmt::Display for HealthReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let Some(n) = &self.node {
             write!(f, "node {n}: ")?;

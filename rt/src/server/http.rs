@@ -9,7 +9,7 @@
 //!   acknowledgement and the tagged notifications.
 //!
 //! Any path serves MCP (rmcp ignores it); use `http://127.0.0.1:PORT/mcp`. The one exception is
-//! `GET /health`: the server's [`Health`](super::Health) as JSON — 200 while it is current, 503
+//! `GET /health`: the server's [`HealthReport`](super::HealthReport) as JSON — 200 while it is current, 503
 //! while a node of a multi-instance server is cut off from its shared store (it still serves its
 //! last version; a load balancer may prefer other nodes).
 
@@ -137,7 +137,7 @@ impl Server {
 
 /// `GET /health`'s answer.
 fn health_response(
-    health: &super::Health,
+    health: &super::HealthReport,
 ) -> http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>> {
     use http_body_util::BodyExt;
     let status = if health.is_stale() {

@@ -23,11 +23,11 @@ mod reply;
 
 pub use deliver::Outlet;
 pub use handler::Handler;
-pub use health::Health;
+pub use health::HealthReport;
 pub use reply::{CATALOG_KEY, VERSION_KEY};
 
 use crate::gate::{Gates, Parked};
-use crate::history::History;
+use crate::history::SharedHistory;
 use crate::items;
 use listsync_core::history::{ClientId, Event};
 use listsync_core::server::{Registry, ServerConfig, ServerInput, ServerOutput};
@@ -186,7 +186,7 @@ pub(crate) struct Shared {
     pub(crate) outlets: Mutex<HashMap<ClientId, Outlet>>,
     next_session: AtomicU32,
     next_req: AtomicU32,
-    pub(crate) history: Option<History>,
+    pub(crate) history: Option<SharedHistory>,
     pub(crate) gates: Gates,
     observers: Mutex<Vec<mpsc::UnboundedSender<ServerNotice>>>,
     /// Notifications handed to transports, in total.
@@ -224,7 +224,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Server {
     /// A server holding `initial` (ops are normalized to canonical definitions) at version 1.
     /// If `history` is given, the initial commit and everything after it is recorded there.
-    pub fn new(settings: ServerSettings, initial: &[Op], history: Option<History>) -> Server {
+    pub fn new(settings: ServerSettings, initial: &[Op], history: Option<SharedHistory>) -> Server {
         let mut catalog = Catalog::default();
         for op in initial {
             let op = items::normalize(op, &catalog);
@@ -241,7 +241,7 @@ impl Server {
     fn assemble(
         settings: ServerSettings,
         registry: Registry,
-        history: Option<History>,
+        history: Option<SharedHistory>,
         backend: Option<Arc<dyn Backend>>,
         node: Option<String>,
     ) -> Server {
@@ -265,12 +265,12 @@ impl Server {
 
     /// The version served, and (for a node of a multi-instance server) whether it follows the
     /// shared store.
-    pub fn health(&self) -> Health {
+    pub fn health(&self) -> HealthReport {
         let (version, catalog_id) = {
             let reg = lock(&self.shared.registry);
             (reg.version(), reg.config().catalog_id)
         };
-        Health {
+        HealthReport {
             node: self.shared.node.clone(),
             version,
             catalog_id,
@@ -299,7 +299,7 @@ impl Server {
     }
 
     /// The history this server records into, if any.
-    pub fn history(&self) -> Option<&History> {
+    pub fn history(&self) -> Option<&SharedHistory> {
         self.shared.history.as_ref()
     }
 

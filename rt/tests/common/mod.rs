@@ -7,8 +7,8 @@
 use listsync_core::history::ClientId;
 use listsync_core::property::{Property, Verdict};
 use listsync_core::vocab::{AuthCtx, Kind, KindSet, Op};
-use listsync_rt::client::{Catalog, CatalogSettings, Endpoint, Status};
-use listsync_rt::history::History;
+use listsync_rt::client::{ClientHandle, ClientSettings, Endpoint, Status};
+use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 
 pub mod scenarios;
@@ -27,7 +27,11 @@ pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
 }
 
 /// Waits until `catalog`'s status satisfies `pred`.
-pub async fn wait_status(what: &str, catalog: &Catalog, pred: impl Fn(&Status) -> bool) -> Status {
+pub async fn wait_status(
+    what: &str,
+    catalog: &ClientHandle,
+    pred: impl Fn(&Status) -> bool,
+) -> Status {
     let mut rx = catalog.status();
     within(what, async {
         rx.wait_for(|s| pred(s))
@@ -40,7 +44,7 @@ pub async fn wait_status(what: &str, catalog: &Catalog, pred: impl Fn(&Status) -
 
 /// Waits until every client is connected, past its handshake, idle, and has received every
 /// notification the server handed to a transport: nothing is in flight or running.
-pub async fn settle(server: &Server, catalogs: &[&Catalog]) {
+pub async fn settle(server: &Server, catalogs: &[&ClientHandle]) {
     within("quiescence", async {
         loop {
             let sent = u64::from(server.notifications_sent());
@@ -78,7 +82,7 @@ async fn futures_select<F: Future + Unpin>(futs: Vec<F>) {
 }
 
 /// Records quiescence for these clients' kinds (current context 0).
-pub fn quiescent(history: &History, clients: &[(ClientId, KindSet)]) {
+pub fn quiescent(history: &SharedHistory, clients: &[(ClientId, KindSet)]) {
     let expect = clients
         .iter()
         .flat_map(|(c, kinds)| kinds.iter().map(move |k| (*c, k, AuthCtx(0))))
@@ -87,7 +91,7 @@ pub fn quiescent(history: &History, clients: &[(ClientId, KindSet)]) {
 }
 
 /// Judges the history; returns the violated properties.
-pub fn violated(history: &History) -> Vec<Property> {
+pub fn violated(history: &SharedHistory) -> Vec<Property> {
     let j = history.judge();
     Property::ALL
         .into_iter()
@@ -96,7 +100,7 @@ pub fn violated(history: &History) -> Vec<Property> {
 }
 
 /// Fails the test unless every property holds, showing the history and the violations.
-pub fn assert_holds(history: &History) {
+pub fn assert_holds(history: &SharedHistory) {
     let j = history.judge();
     if !j.violations.is_empty() {
         let v: Vec<String> = j
@@ -131,7 +135,7 @@ pub fn initial(tools: usize) -> Vec<Op> {
 }
 
 /// A server recording into `history`.
-pub fn server(settings: ServerSettings, initial: &[Op], history: &History) -> Server {
+pub fn server(settings: ServerSettings, initial: &[Op], history: &SharedHistory) -> Server {
     Server::new(settings, initial, Some(history.clone()))
 }
 
@@ -140,9 +144,9 @@ pub fn client_settings(
     era: listsync_core::vocab::Era,
     kinds: KindSet,
     id: ClientId,
-    history: &History,
-) -> CatalogSettings {
-    let mut s = CatalogSettings::new(era, kinds);
+    history: &SharedHistory,
+) -> ClientSettings {
+    let mut s = ClientSettings::new(era, kinds);
     s.id = id;
     s.history = Some(history.clone());
     s.request_timeout = Duration::from_secs(10);
@@ -155,14 +159,14 @@ pub fn client_settings(
 }
 
 /// A client connected to an in-process server over `tokio::io::duplex`.
-pub fn duplex_client(server: &Server, settings: CatalogSettings) -> Catalog {
-    Catalog::spawn(settings, Endpoint::server(server))
+pub fn duplex_client(server: &Server, settings: ClientSettings) -> ClientHandle {
+    ClientHandle::spawn(settings, Endpoint::server(server))
 }
 
 /// Waits until `catalog`'s current snapshot of `kind` satisfies `pred`.
 pub async fn wait_view(
     what: &str,
-    catalog: &Catalog,
+    catalog: &ClientHandle,
     kind: Kind,
     pred: impl Fn(&listsync_rt::client::View) -> bool,
 ) {
@@ -190,7 +194,7 @@ pub fn apply_later(server: &Server, ops: Vec<Op>) -> tokio::task::JoinHandle<()>
 }
 
 /// The violated properties, sorted, for comparing with an expected set.
-pub fn violated_set(history: &History) -> Vec<Property> {
+pub fn violated_set(history: &SharedHistory) -> Vec<Property> {
     let mut v = violated(history);
     v.sort();
     v
@@ -209,8 +213,11 @@ pub enum Transport {
 pub async fn connect(
     transport: Transport,
     server: &Server,
-    settings: CatalogSettings,
-) -> (Catalog, Option<listsync_rt::server::http::HttpEndpoint>) {
+    settings: ClientSettings,
+) -> (
+    ClientHandle,
+    Option<listsync_rt::server::http::HttpEndpoint>,
+) {
     match transport {
         Transport::Duplex => (duplex_client(server, settings), None),
         Transport::Http => {
@@ -220,7 +227,7 @@ pub async fn connect(
             )
             .await
             .expect("bind 127.0.0.1");
-            let catalog = Catalog::spawn(settings, Endpoint::Http { url: ep.url() });
+            let catalog = ClientHandle::spawn(settings, Endpoint::Http { url: ep.url() });
             (catalog, Some(ep))
         }
     }

@@ -3,13 +3,13 @@
 use super::*;
 use listsync_core::vocab::{Era, Kind, KindSet, Op};
 use listsync_rt::gate::{Phase, Target};
-use listsync_rt::history::History;
+use listsync_rt::history::SharedHistory;
 use listsync_rt::server::ServerSettings;
 
 /// Startup, then add, remove, update and a mixed batch across page boundaries of every list;
 /// quiescence after each, judged at the end.
 pub async fn converges_after_batches(era: Era, transport: Transport) {
-    let history = History::new();
+    let history = SharedHistory::new();
     let server = server(ServerSettings::new(era, 2), &initial(5), &history);
     let (catalog, _http) = connect(
         transport,
@@ -54,7 +54,7 @@ pub async fn converges_after_batches(era: Era, transport: Transport) {
 /// A walk's page 2 is parked (before it is served, or with its reply held) while another batch
 /// commits; judged at quiescence.
 pub async fn mutation_between_pages(era: Era, transport: Transport, phase: Phase) {
-    let history = History::new();
+    let history = SharedHistory::new();
     let server = server(ServerSettings::new(era, 2), &initial(5), &history);
     let tools = KindSet::only(Kind::Tools);
     let (catalog, _http) =

@@ -7,12 +7,12 @@
 //! delays cost nothing. The scheduler is one task that sleeps until the next delivery or
 //! environment event is due, then carries it out: the administrator's batches
 //! (`Server::apply`), authorization switches and tool calls of the applications
-//! (`Catalog::set_auth`, `Catalog::call`), cut connections, server crashes (every connection
+//! (`ClientHandle::set_auth`, `ClientHandle::call`), cut connections, server crashes (every connection
 //! cut, connections refused until the restart; the catalog survives, as with a durable store).
 //! The clients reconnect, re-initialize or re-listen and re-list by themselves, with their own
 //! timers and jitter (seeded).
 //!
-//! The history is the runtime's own recording (`rt::history::History`: the server records
+//! The history is the runtime's own recording (`rt::history::SharedHistory`: the server records
 //! under its registry lock, each client as its actor steps) and is judged with core's
 //! property checkers once the run is quiescent — nothing scheduled, nothing in flight or unread,
 //! every client connected, ready and idle.
@@ -25,14 +25,16 @@
 pub mod net;
 
 use crate::case::{roll, stream, streams, uniform};
-use crate::engine::{Budget, Found, Outcome, Recording, RunOpts};
-use crate::plan::{Micros, Plan};
+use crate::engine::{Budget, Found, Recording, RunOpts, RunResult};
+use crate::plan::{FaultPlan, Micros};
 use listsync_core::history::{ClientId, Event};
 use listsync_core::property::Property;
 use listsync_core::scenario::Scenario;
 use listsync_core::vocab::{AuthCtx, Op};
-use listsync_rt::client::{BoxRead, BoxWrite, Catalog, CatalogSettings, ClientNotice, Endpoint};
-use listsync_rt::history::History;
+use listsync_rt::client::{
+    BoxRead, BoxWrite, ClientHandle, ClientNotice, ClientSettings, Endpoint,
+};
+use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 use net::{Net, NetBudget, NetCounts, ms_ceil};
 use rand::Rng;
@@ -59,7 +61,7 @@ enum Env {
     Crash(Micros),
 }
 
-/// What a stack run reports besides the common [`Outcome`].
+/// What a stack run reports besides the common [`RunResult`].
 #[derive(Clone, Debug, Default)]
 pub struct StackReport {
     /// What the network did.
@@ -84,7 +86,7 @@ pub struct StackRun {
 
 impl StackRun {
     /// The budgets a case's shape draws, for the stack level.
-    pub fn of(case: &crate::Case, plan: &Plan) -> StackRun {
+    pub fn of(case: &crate::Case, plan: &FaultPlan) -> StackRun {
         let mut r = stream(case.shape.seed, streams::STACK);
         StackRun {
             net: NetBudget {
@@ -102,11 +104,11 @@ impl StackRun {
 /// Runs `scn` on the runtime under `plan`, its schedule and faults drawn from `seed`.
 pub fn run(
     scn: &Scenario,
-    plan: &Plan,
+    plan: &FaultPlan,
     seed: u64,
     how: &StackRun,
     opts: RunOpts,
-) -> (Outcome, StackReport) {
+) -> (RunResult, StackReport) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -116,7 +118,7 @@ pub fn run(
 }
 
 /// Times of the environment's events (the same drawing as the machine level's).
-fn schedule(scn: &Scenario, plan: &Plan, seed: u64, budget: &Budget) -> Vec<(Micros, Env)> {
+fn schedule(scn: &Scenario, plan: &FaultPlan, seed: u64, budget: &Budget) -> Vec<(Micros, Env)> {
     let mut r = stream(seed, streams::ENV);
     let mut out = Vec::new();
     let mut t = uniform(&mut r, plan.first_batch);
@@ -179,8 +181,8 @@ struct Tap {
 struct Rig {
     net: Net,
     server: Server,
-    history: History,
-    clients: Vec<Catalog>,
+    history: SharedHistory,
+    clients: Vec<ClientHandle>,
     /// Server batches and tool calls still running.
     busy: Arc<AtomicU32>,
     auth: Vec<AuthCtx>,
@@ -247,11 +249,11 @@ fn client_settings(
     scn: &Scenario,
     i: usize,
     seed: u64,
-    history: &History,
+    history: &SharedHistory,
     tx: &tokio::sync::mpsc::UnboundedSender<ClientNotice>,
-) -> CatalogSettings {
+) -> ClientSettings {
     let cfg = &scn.clients[i];
-    let mut s = CatalogSettings::new(cfg.era, cfg.kinds);
+    let mut s = ClientSettings::new(cfg.era, cfg.kinds);
     s.client = cfg.clone();
     s.id = i as ClientId;
     s.name = format!("sim-c{i}");
@@ -327,13 +329,13 @@ fn fire(
 
 async fn drive(
     scn: &Scenario,
-    plan: &Plan,
+    plan: &FaultPlan,
     seed: u64,
     how: &StackRun,
     opts: RunOpts,
-) -> (Outcome, StackReport) {
+) -> (RunResult, StackReport) {
     let base = Instant::now();
-    let history = History::new();
+    let history = SharedHistory::new();
     let mut settings = ServerSettings::new(scn.era, scn.server.page_size);
     settings.core = scn.server;
     settings.name = "sim-server".into();
@@ -361,9 +363,9 @@ async fn drive(
             }
         });
     }
-    let clients: Vec<Catalog> = (0..scn.clients.len())
+    let clients: Vec<ClientHandle> = (0..scn.clients.len())
         .map(|i| {
-            Catalog::spawn(
+            ClientHandle::spawn(
                 client_settings(scn, i, seed, &history, &tx),
                 endpoint(&net, &server, i as ClientId),
             )
@@ -518,11 +520,11 @@ struct OutcomeParts<'a> {
     last_publish: Vec<Micros>,
     stuck: Option<String>,
     aborted: bool,
-    record: Option<(Vec<String>, &'a History)>,
+    record: Option<(Vec<String>, &'a SharedHistory)>,
 }
 
 /// The common outcome of a run, from the runtime's history.
-fn outcome(p: OutcomeParts<'_>) -> Outcome {
+fn outcome(p: OutcomeParts<'_>) -> RunResult {
     let n = p.scn.clients.len();
     let mut commits = 0u32;
     let mut changing = false;
@@ -586,7 +588,7 @@ fn outcome(p: OutcomeParts<'_>) -> Outcome {
             history: lines,
         }
     });
-    Outcome {
+    RunResult {
         clients: n as u32,
         steps: p.steps,
         events: p.events.len() as u64,

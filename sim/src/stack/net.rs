@@ -19,7 +19,7 @@
 //! the order of deliveries never depends on the order in which tasks happened to write.
 
 use crate::case::{roll, stream, streams, uniform};
-use crate::plan::{Micros, Plan};
+use crate::plan::{FaultPlan, Micros};
 use listsync_core::history::ClientId;
 use listsync_core::vocab::AuthCtx;
 use rand_chacha::ChaCha8Rng;
@@ -157,7 +157,7 @@ impl NetCounts {
 }
 
 struct State {
-    plan: Plan,
+    plan: FaultPlan,
     seed: u64,
     budget: NetBudget,
     counts: NetCounts,
@@ -269,7 +269,7 @@ impl State {
 
 impl Net {
     /// The network of a run whose scheduler started at `base`.
-    pub fn new(plan: &Plan, seed: u64, budget: NetBudget, record: bool, base: Instant) -> Net {
+    pub fn new(plan: &FaultPlan, seed: u64, budget: NetBudget, record: bool, base: Instant) -> Net {
         Net {
             state: Arc::new(Mutex::new(State {
                 plan: plan.clone(),

@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 /// A generated scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Scenario {
+pub enum Exercise {
     /// Stale overwrite and bounded refresh under a burst, responses released newest first.
     StaleRace,
     /// A mutation between page 1 and page 2 of a client's walk.
@@ -53,39 +53,39 @@ pub enum Scenario {
     SessionSendToPythonClient,
 }
 
-impl Scenario {
+impl Exercise {
     /// Every scenario.
-    pub const ALL: [Scenario; 9] = [
-        Scenario::StaleRace,
-        Scenario::MidWalk,
-        Scenario::ListenRace,
-        Scenario::Notify,
-        Scenario::NotifyExplicit,
-        Scenario::NotifyExplicitSession,
-        Scenario::CallRemoval,
-        Scenario::MidWalkServer,
-        Scenario::SessionSendToPythonClient,
+    pub const ALL: [Exercise; 9] = [
+        Exercise::StaleRace,
+        Exercise::MidWalk,
+        Exercise::ListenRace,
+        Exercise::Notify,
+        Exercise::NotifyExplicit,
+        Exercise::NotifyExplicitSession,
+        Exercise::CallRemoval,
+        Exercise::MidWalkServer,
+        Exercise::SessionSendToPythonClient,
     ];
 
     /// Name in reports.
     pub fn name(self) -> &'static str {
         match self {
-            Scenario::StaleRace => "stale-race",
-            Scenario::MidWalk => "mid-walk",
-            Scenario::ListenRace => "listen-race",
-            Scenario::Notify => "notify",
-            Scenario::NotifyExplicit => "notify-explicit",
-            Scenario::NotifyExplicitSession => "notify-explicit-session",
-            Scenario::CallRemoval => "call-removal",
-            Scenario::MidWalkServer => "mid-walk-server",
-            Scenario::SessionSendToPythonClient => "session-send-to-python-client",
+            Exercise::StaleRace => "stale-race",
+            Exercise::MidWalk => "mid-walk",
+            Exercise::ListenRace => "listen-race",
+            Exercise::Notify => "notify",
+            Exercise::NotifyExplicit => "notify-explicit",
+            Exercise::NotifyExplicitSession => "notify-explicit-session",
+            Exercise::CallRemoval => "call-removal",
+            Exercise::MidWalkServer => "mid-walk-server",
+            Exercise::SessionSendToPythonClient => "session-send-to-python-client",
         }
     }
 
     /// The role it tests.
     pub fn role(self) -> Role {
         match self {
-            Scenario::StaleRace | Scenario::MidWalk | Scenario::ListenRace => Role::Client,
+            Exercise::StaleRace | Exercise::MidWalk | Exercise::ListenRace => Role::Client,
             _ => Role::Server,
         }
     }
@@ -94,12 +94,12 @@ impl Scenario {
     pub fn applies(self, imp: Impl, variant: &str, era: Era) -> bool {
         let _ = variant;
         match self {
-            Scenario::ListenRace => era == Era::V2026_07_28,
+            Exercise::ListenRace => era == Era::V2026_07_28,
             // For SDKs that do not notify by themselves.
-            Scenario::NotifyExplicit => matches!(imp, Impl::Python | Impl::Rmcp),
-            Scenario::NotifyExplicitSession => imp == Impl::Python && era == Era::V2026_07_28,
-            // A pair run, scheduled on its own (see [`Scenario::pair`]).
-            Scenario::SessionSendToPythonClient => false,
+            Exercise::NotifyExplicit => matches!(imp, Impl::Python | Impl::Rmcp),
+            Exercise::NotifyExplicitSession => imp == Impl::Python && era == Era::V2026_07_28,
+            // A pair run, scheduled on its own (see [`Exercise::pair`]).
+            Exercise::SessionSendToPythonClient => false,
             _ => true,
         }
     }
@@ -108,7 +108,7 @@ impl Scenario {
     /// on the other end, in its era.
     pub fn pair(self) -> Option<(Subject, (Impl, &'static str), Era)> {
         match self {
-            Scenario::SessionSendToPythonClient => Some((
+            Exercise::SessionSendToPythonClient => Some((
                 Subject {
                     imp: Impl::Python,
                     role: Some(Role::Server),
@@ -123,7 +123,7 @@ impl Scenario {
 
     fn page_size(self) -> u16 {
         match self {
-            Scenario::MidWalk | Scenario::MidWalkServer => 1,
+            Exercise::MidWalk | Exercise::MidWalkServer => 1,
             _ => 0,
         }
     }
@@ -133,7 +133,7 @@ impl Scenario {
         match p {
             Property::AuthIsolation => false,
             Property::ListenThenList => era == Era::V2026_07_28,
-            Property::NoCallToRemoved => self == Scenario::CallRemoval,
+            Property::NoCallToRemoved => self == Exercise::CallRemoval,
             _ => true,
         }
     }
@@ -302,10 +302,10 @@ impl Ctx {
     }
 }
 
-async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), String> {
+async fn script(s: Exercise, ctx: &mut Ctx, via: Option<&str>) -> Result<(), String> {
     let hold_list_responses = policy(no, is_tools_list, no);
     match s {
-        Scenario::StaleRace => {
+        Exercise::StaleRace => {
             ctx.initial().await?;
             ctx.run.proxy.set_policy(hold_list_responses);
             ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
@@ -326,7 +326,7 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
             ctx.release_one_by_one(&held).await;
             ctx.finish().await;
         }
-        Scenario::MidWalk => {
+        Exercise::MidWalk => {
             ctx.initial().await?;
             ctx.run
                 .proxy
@@ -352,7 +352,7 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
             ctx.quiet().await;
             ctx.finish().await;
         }
-        Scenario::ListenRace => {
+        Exercise::ListenRace => {
             let held = ctx
                 .wait_held_startup("subscriptions/listen requests", |d, v| {
                     d == Dir::Up
@@ -368,10 +368,10 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
             ctx.release(&held);
             ctx.finish().await;
         }
-        Scenario::Notify
-        | Scenario::NotifyExplicit
-        | Scenario::NotifyExplicitSession
-        | Scenario::SessionSendToPythonClient => {
+        Exercise::Notify
+        | Exercise::NotifyExplicit
+        | Exercise::NotifyExplicitSession
+        | Exercise::SessionSendToPythonClient => {
             ctx.initial().await?;
             let batches = vec![
                 vec![Op::add(Kind::Tools, "c", "c1")],
@@ -383,7 +383,7 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
             ];
             for b in batches {
                 ctx.mutate(b).await?;
-                if s != Scenario::Notify {
+                if s != Exercise::Notify {
                     let mut fields = json!({"kind": "tools"});
                     if let Some(v) = via {
                         fields["via"] = json!(v);
@@ -401,7 +401,7 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
             }
             ctx.finish().await;
         }
-        Scenario::CallRemoval => {
+        Exercise::CallRemoval => {
             ctx.initial().await?;
             let bound = ctx.run.bounds.command;
             let gate = ctx
@@ -444,7 +444,7 @@ async fn script(s: Scenario, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
             ctx.wait_replies(2).await;
             ctx.finish().await;
         }
-        Scenario::MidWalkServer => {
+        Exercise::MidWalkServer => {
             ctx.initial().await?;
             ctx.run
                 .proxy
@@ -523,7 +523,7 @@ impl Ctx {
 
 /// Runs one scenario against `subject` (its role is the scenario's) in `era`.
 pub async fn run(
-    s: Scenario,
+    s: Exercise,
     subject: &Subject,
     era: Era,
     paths: &Paths,
@@ -541,7 +541,7 @@ pub async fn run(
         variant: Some(variant.clone()),
     };
     let mut report = RunReport::new(
-        Target::Scenario {
+        Target::Exercise {
             name: s.name().into(),
         },
         &subject,
@@ -596,7 +596,7 @@ pub async fn run(
         Ok(l) => l,
         Err(e) => return report.failed(e, started),
     };
-    let first_policy = if s == Scenario::ListenRace {
+    let first_policy = if s == Exercise::ListenRace {
         policy(
             |v| v.get("method").and_then(Value::as_str) == Some("subscriptions/listen"),
             no,
@@ -623,7 +623,7 @@ pub async fn run(
         Ok(_) => {
             let via = matches!(
                 s,
-                Scenario::NotifyExplicitSession | Scenario::SessionSendToPythonClient
+                Exercise::NotifyExplicitSession | Exercise::SessionSendToPythonClient
             )
             .then_some("session");
             script(s, &mut ctx, via).await
