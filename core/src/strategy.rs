@@ -2,6 +2,7 @@
 //! bug class someone shipped. Their names are fixed (docs/design.md): configs, traces, reports and
 //! tests use exactly these strings.
 
+use crate::property::Property;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -113,6 +114,22 @@ names!(
 );
 
 impl ClientStrategy {
+    /// The property this strategy's bug class breaks (none for `reference`): a run of it counts
+    /// as caught only when this property is violated.
+    pub fn breaks(self) -> Option<Property> {
+        match self {
+            ClientStrategy::Reference => None,
+            ClientStrategy::Naive | ClientStrategy::RequestIdGuard => {
+                Some(Property::NoStaleOverwrite)
+            }
+            ClientStrategy::ClearThenFetch | ClientStrategy::FirstPageOnly => {
+                Some(Property::NoTornSnapshot)
+            }
+            ClientStrategy::FlagClearedAfterAwait => Some(Property::NoLostWakeup),
+            ClientStrategy::ListenWithoutRelist => Some(Property::ListenThenList),
+        }
+    }
+
     /// Whether refreshes are single-flight (at most one walk per list at a time).
     pub fn single_flight(self) -> bool {
         matches!(
@@ -121,6 +138,22 @@ impl ClientStrategy {
                 | ClientStrategy::FlagClearedAfterAwait
                 | ClientStrategy::ListenWithoutRelist
         )
+    }
+}
+
+impl ServerStrategy {
+    /// The property this strategy's bug class breaks (none for `reference`): a run of it counts
+    /// as caught only when this property is violated.
+    pub fn breaks(self) -> Option<Property> {
+        match self {
+            ServerStrategy::Reference => None,
+            ServerStrategy::NotifyBeforeCommit | ServerStrategy::ClusterNotifyBeforeVisible => {
+                Some(Property::NotifyAfterCommit)
+            }
+            ServerStrategy::OffsetCursor => Some(Property::NoTornSnapshot),
+            ServerStrategy::NotifyPerMutation => Some(Property::BoundedRefresh),
+            ServerStrategy::StaleDispatch => Some(Property::NoCallToRemoved),
+        }
     }
 }
 

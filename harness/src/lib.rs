@@ -7,6 +7,7 @@
 //! command-line front.
 
 pub mod adapters;
+pub mod conformance_suite;
 pub mod control;
 pub mod exercises;
 pub mod findings;

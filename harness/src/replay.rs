@@ -88,6 +88,19 @@ pub fn trace_role(scn: &Scenario) -> Option<Role> {
     }
 }
 
+/// Why the harness could not replay `trace` against our runtime running the trace's own
+/// strategies (one server process, one client, stdio), or None if it can.
+pub fn why_not_replayable(trace: &Trace) -> Option<String> {
+    let subject: Subject = match "reference@trace".parse() {
+        Ok(s) => s,
+        Err(e) => return Some(format!("{e}")),
+    };
+    match plan(trace, "sim", &subject, None) {
+        Ok(plan) => plan.unsupported,
+        Err(e) => Some(e),
+    }
+}
+
 /// Resolves a replay of `trace` against `subject`.
 pub fn plan(
     trace: &Trace,

@@ -12,14 +12,16 @@
 //! property.
 
 pub mod configs;
+pub mod suite;
 pub mod symmetry;
 
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::scenario::Scenario;
 use listsync_core::trace::Trace;
 use listsync_core::world::{Step, World};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use stateright::{Checker, Model, Property as SrProperty};
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
@@ -124,7 +126,7 @@ impl Model for ListModel {
 }
 
 /// How to explore a configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Search {
     /// Breadth-first: counterexamples are shortest.
@@ -160,8 +162,17 @@ pub struct CheckResult {
     pub counterexamples: Vec<Counterexample>,
 }
 
+impl fmt::Display for Search {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Search::Bfs => "bfs",
+            Search::DfsSymmetric => "dfs_symmetric",
+        })
+    }
+}
+
 /// Strategy names of a configuration.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Strategies {
     /// Client strategy.
     pub client: String,
