@@ -63,6 +63,12 @@ pub enum ServerStrategy {
     /// new version visible locally later.
     #[serde(rename = "cluster-notify-before-visible")]
     ClusterNotifyBeforeVisible,
+    /// Notifies before commit and dispatches tools it no longer has (as `notify-before-commit`
+    /// and `stale-dispatch`) while claiming the opposite: that the announced version is visible
+    /// and that every tool it runs is present. Only a judge that observes the wire instead of
+    /// believing the server catches it.
+    #[serde(rename = "lying-registry")]
+    LyingRegistry,
 }
 
 macro_rules! names {
@@ -111,6 +117,7 @@ names!(
     NotifyPerMutation = "notify-per-mutation",
     StaleDispatch = "stale-dispatch",
     ClusterNotifyBeforeVisible = "cluster-notify-before-visible",
+    LyingRegistry = "lying-registry",
 );
 
 impl ClientStrategy {
@@ -142,14 +149,23 @@ impl ClientStrategy {
 }
 
 impl ServerStrategy {
+    /// Whether a batch is announced first and made visible later (by a separate commit step),
+    /// as `notify-before-commit` and `lying-registry` do.
+    pub fn commits_after_notifying(self) -> bool {
+        matches!(
+            self,
+            ServerStrategy::NotifyBeforeCommit | ServerStrategy::LyingRegistry
+        )
+    }
+
     /// The property this strategy's bug class breaks (none for `reference`): a run of it counts
     /// as caught only when this property is violated.
     pub fn breaks(self) -> Option<Property> {
         match self {
             ServerStrategy::Reference => None,
-            ServerStrategy::NotifyBeforeCommit | ServerStrategy::ClusterNotifyBeforeVisible => {
-                Some(Property::NotifyAfterCommit)
-            }
+            ServerStrategy::NotifyBeforeCommit
+            | ServerStrategy::ClusterNotifyBeforeVisible
+            | ServerStrategy::LyingRegistry => Some(Property::NotifyAfterCommit),
             ServerStrategy::OffsetCursor => Some(Property::NoTornSnapshot),
             ServerStrategy::NotifyPerMutation => Some(Property::BoundedRefresh),
             ServerStrategy::StaleDispatch => Some(Property::NoCallToRemoved),

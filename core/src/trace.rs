@@ -8,8 +8,9 @@
 //! that says what and where.
 
 use crate::property::{Property, Verdict, Verdicts};
+use crate::record::Log;
 use crate::scenario::Scenario;
-use crate::world::{Log, Step, World};
+use crate::world::{Step, World};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 

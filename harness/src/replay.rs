@@ -45,12 +45,13 @@ use crate::run::{Bounds, Run, RunConfig};
 use crate::timeline::{Action, Body, Dir, Fact, HubState, Side};
 use listsync_core::history::Event;
 use listsync_core::property::{Property, Verdicts};
+use listsync_core::record::Log;
 use listsync_core::scenario::Scenario;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_core::trace::Trace;
 use listsync_core::vocab::{Era, Kind, KindSet, Scope};
 use listsync_core::wire::{ClientMsg, Notification, ReqId, Request, ServerMsg};
-use listsync_core::world::{Link, Log, Step, World};
+use listsync_core::world::{Link, Step, World};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -93,7 +94,7 @@ pub fn trace_role(scn: &Scenario) -> Option<Role> {
 pub fn why_not_replayable(trace: &Trace) -> Option<String> {
     let subject: Subject = match "reference@trace".parse() {
         Ok(s) => s,
-        Err(e) => return Some(format!("{e}")),
+        Err(e) => return Some(e.to_string()),
     };
     match plan(trace, "sim", &subject, None) {
         Ok(plan) => plan.unsupported,
@@ -735,7 +736,7 @@ impl Lockstep<'_> {
                     .cloned()
                     .unwrap_or_default();
                 if self.plan.server.imp == Impl::Reference
-                    && self.plan.scenario.server.strategy == ServerStrategy::NotifyBeforeCommit
+                    && self.plan.scenario.server.strategy.commits_after_notifying()
                 {
                     self.mutate_parked(&ops).await?;
                 } else {

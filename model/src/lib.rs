@@ -206,9 +206,15 @@ pub fn check(
         Search::Bfs => Box::new(builder.spawn_bfs()),
         Search::DfsSymmetric => Box::new(builder.symmetry_fn(symmetry::representative).spawn_dfs()),
     };
+    // Poll often (the wall time of a small configuration is measured here), report at most
+    // every 50 ms.
+    let mut reported = Instant::now();
     while !checker.is_done() {
-        std::thread::sleep(Duration::from_millis(50));
-        progress(checker.unique_state_count(), start.elapsed().as_secs_f64());
+        std::thread::sleep(Duration::from_millis(1));
+        if reported.elapsed() >= Duration::from_millis(50) {
+            progress(checker.unique_state_count(), start.elapsed().as_secs_f64());
+            reported = Instant::now();
+        }
     }
     let seconds = start.elapsed().as_secs_f64();
     let mut verdicts = Verdicts::new();

@@ -388,9 +388,7 @@ impl Server {
             out
         };
         let notified = self.shared.deliver(out).await;
-        if self.shared.settings.core.strategy
-            == listsync_core::strategy::ServerStrategy::NotifyBeforeCommit
-        {
+        if self.shared.settings.core.strategy.commits_after_notifying() {
             // The known-bad variant: the batch becomes visible only after the notifications
             // went out (a gate can hold it longer).
             self.shared
@@ -484,10 +482,11 @@ impl Shared {
         out
     }
 
-    /// Records the events among `out` (call with the registry locked).
+    /// Records the events among `out` (call with the registry locked). The registry's claims
+    /// about itself are recorded too: rt's histories are still judged from them.
     fn record(&self, out: &[ServerOutput]) {
         for o in out {
-            if let ServerOutput::Event(e) = o {
+            if let ServerOutput::Event(e) | ServerOutput::Claim(e) = o {
                 if let Some(h) = &self.history {
                     h.record(e);
                 }
@@ -537,7 +536,7 @@ impl Shared {
                     ..
                 } if to == c && rid == id => resp = Some(r),
                 ServerOutput::Send { .. } => rest.push(o),
-                ServerOutput::Event(_) => {}
+                ServerOutput::Event(_) | ServerOutput::Claim(_) => {}
             }
         }
         self.deliver(rest).await;
