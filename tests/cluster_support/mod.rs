@@ -767,9 +767,7 @@ fn no_redis(why: &str) -> ! {
     use std::io::Write as _;
     let _ = writeln!(
         std::io::stderr(),
-        "\nerror: the multi-instance tests start a Redis of their own and could not: {why}\n\
-         Install Redis 7 (Debian/Ubuntu: `apt-get install redis-server`) or run `.ci/run`, \
-         which installs it when it is missing.\n"
+        "\nerror: the multi-instance tests start a Redis of their own and could not: {why}\n"
     );
     std::process::exit(2)
 }
