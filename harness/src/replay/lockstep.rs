@@ -5,7 +5,7 @@
 //! after the trace's last.
 
 use super::matching::match_links;
-use super::plan::ReplayPlan;
+use super::planning::ReplayPlan;
 use super::progress::{
     count_model, count_model_client_steps, count_real, count_real_client_steps,
     count_real_notifications,

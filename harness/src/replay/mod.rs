@@ -34,18 +34,18 @@
 //! note. Against a third-party SDK the shadow world keeps the trace's strategies: the question
 //! is whether the SDK takes the same path.
 //!
-//! Files: [`plan`] resolves who plays which role with which strategy; [`matching`] says which
+//! Files: [`planning`] resolves who plays which role with which strategy; [`matching`] says which
 //! real held message is which of the shadow world's in-flight messages; [`progress`] counts what
 //! each side did (publications, tool calls, client steps); [`lockstep`] carries out one step on
 //! both sides and waits for the real side to catch up; this file drives a whole replay.
 
 mod lockstep;
 mod matching;
-mod plan;
+mod planning;
 mod progress;
 
 pub use matching::tracked_policy;
-pub use plan::{ReplayPlan, plan, trace_role};
+pub use planning::{ReplayPlan, plan, trace_role};
 
 use crate::adapters::{Impl, Paths, client_launch, server_launch};
 use crate::jsonrpc;
