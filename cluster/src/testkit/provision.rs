@@ -356,7 +356,10 @@ impl Cache {
 fn cache_dir() -> PathBuf {
     match std::env::var_os("LISTSYNC_CACHE") {
         Some(c) => PathBuf::from(c).join("redis"),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../.cache/redis"),
+        None => {
+            let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+            crate_dir.parent().unwrap_or(crate_dir).join(".cache/redis")
+        }
     }
 }
 
