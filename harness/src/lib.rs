@@ -17,6 +17,7 @@ pub mod matrix;
 pub mod msglog;
 pub mod outcome;
 pub mod pin;
+pub mod portable;
 pub mod proxy;
 pub mod replay;
 pub mod report;
