@@ -3,6 +3,7 @@
 //! 2026-07-28), and rmcp's own response cache switched off (the catalog machine is the cache).
 
 use super::handler::Notifier;
+use super::sniff;
 use crate::server::Server;
 use listsync_core::vocab::{AuthCtx, Era};
 use rmcp::model::ProtocolVersion;
@@ -13,6 +14,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, DuplexStream};
 
 /// The reading half of a byte-stream connection.
@@ -102,6 +104,23 @@ impl Endpoint {
         })
     }
 
+    /// A Streamable HTTP endpoint, if `url` is an absolute `http://` or `https://` URL with a
+    /// host.
+    #[cfg(feature = "http")]
+    pub fn http(url: &str) -> Result<Endpoint, String> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| format!("'{url}' is not a URL: {e}"))?;
+        match (uri.scheme_str(), uri.host()) {
+            (Some("http" | "https"), Some(h)) if !h.is_empty() => Ok(Endpoint::Http {
+                url: url.to_owned(),
+            }),
+            _ => Err(format!(
+                "'{url}' is not an http:// URL with a host (e.g. http://127.0.0.1:8080/mcp)"
+            )),
+        }
+    }
+
     /// A child process from an argv.
     pub fn command(argv: &[String]) -> Option<Endpoint> {
         let (program, args) = argv.split_first()?;
@@ -176,13 +195,16 @@ where
 }
 
 /// Opens one connection to `endpoint` in `era`, under authorization context `auth` (HTTP: sent
-/// as `Authorization: Bearer auth<N>` when N > 0; byte-stream factories get it; a child process
-/// cannot be told).
+/// as `Authorization: Bearer <bearer>`, or as the test convention `Bearer auth<N>` when N > 0
+/// and no token is given; byte-stream factories get it; a child process cannot be told).
+/// `warn` hears what a child process prints on stdout that is not JSON-RPC.
 pub(crate) async fn open(
     endpoint: &Endpoint,
     handler: Notifier,
     era: Era,
     auth: AuthCtx,
+    bearer: Option<&str>,
+    warn: sniff::Report,
 ) -> Result<RunningService<RoleClient, Notifier>, String> {
     match endpoint {
         Endpoint::Io(factory) => {
@@ -191,10 +213,25 @@ pub(crate) async fn open(
         }
         Endpoint::Command { program, args } => {
             let mut cmd = tokio::process::Command::new(program);
-            cmd.args(args);
-            let child = rmcp::transport::TokioChildProcess::new(cmd)
+            cmd.args(args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true);
+            let mut child = cmd
+                .spawn()
                 .map_err(|e| format!("cannot start {program}: {e}"))?;
-            start(handler, child, era).await
+            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                return Err(format!("cannot start {program}: no pipes"));
+            };
+            let child = Arc::new(std::sync::Mutex::new(child));
+            let read = sniff::Sniffer::new(stdout, child.clone(), warn);
+            match start(handler, (read, stdin), era).await {
+                Ok(running) => Ok(running),
+                Err(e) => Err(match sniff::exit_status(&child, Duration::from_millis(300)).await {
+                    Some(status) => format!("{program} exited ({status}) before the handshake: {e}"),
+                    None => e,
+                }),
+            }
         }
         #[cfg(feature = "http")]
         Endpoint::Http { url } => {
@@ -207,8 +244,10 @@ pub(crate) async fn open(
             // session is a lost connection: reconnect, then list everything again.
             let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .reinit_on_expired_session(false);
-            if auth.0 != 0 {
-                cfg = cfg.auth_header(format!("auth{}", auth.0));
+            match bearer {
+                Some(token) => cfg = cfg.auth_header(token.to_owned()),
+                None if auth.0 != 0 => cfg = cfg.auth_header(format!("auth{}", auth.0)),
+                None => {}
             }
             start(
                 handler,
