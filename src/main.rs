@@ -23,8 +23,9 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "listsync", version, about)]
 struct Cli {
-    /// More diagnostics on stderr: -v info, -vv debug, -vvv trace (default: warnings and
-    /// errors). `RUST_LOG` (e.g. `RUST_LOG=listsync_rt=debug`) overrides it.
+    /// More diagnostics on stderr: -v info (and rmcp's own warnings), -vv debug, -vvv trace
+    /// (default: warnings and errors of listsync). `RUST_LOG` (e.g.
+    /// `RUST_LOG=listsync_rt=debug`) overrides it.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
     #[command(subcommand)]
@@ -35,9 +36,11 @@ struct Cli {
 /// results, or MCP itself on stdio), filtered by `RUST_LOG` when set, else by `-v`.
 fn init_logging(verbose: u8) {
     use tracing_subscriber::EnvFilter;
+    // rmcp reports every failed connection and request itself, at error level; the runtime
+    // already says the same in one line of its own, so rmcp is heard from -v on.
     let level = match verbose {
-        0 => "warn",
-        1 => "info",
+        0 => "warn,rmcp=off",
+        1 => "info,rmcp=warn",
         2 => "debug",
         _ => "trace",
     };

@@ -386,3 +386,43 @@ pub fn messages(st: &HubState) -> impl Iterator<Item = (u64, crate::timeline::Di
         _ => None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_directories_are_fresh_private_and_unpredictable() {
+        use std::os::unix::fs::PermissionsExt;
+        let a = private_dir().unwrap();
+        let b = private_dir().unwrap();
+        assert_ne!(a.path(), b.path());
+        for d in [&a, &b] {
+            let mode = std::fs::metadata(d.path()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", d.path().display());
+            let name = d.path().file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                !name.contains(&std::process::id().to_string()),
+                "the name does not derive from the pid: {name}"
+            );
+        }
+    }
+
+    /// A symlink planted where a log file goes is refused, and its target left alone.
+    #[tokio::test]
+    async fn a_planted_symlink_is_never_followed() {
+        let dir = private_dir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let log = dir.path().join("server.stderr");
+        std::os::unix::fs::symlink(&victim, &log).unwrap();
+        let launch = Launch {
+            argv: vec!["true".into()],
+            env: Vec::new(),
+            label: "test".into(),
+        };
+        let err = spawn(&launch, &dir.path().join("s.sock"), &log).unwrap_err();
+        assert!(err.contains("server.stderr"), "{err}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    }
+}

@@ -186,12 +186,65 @@ where
                 .await
         }
     }
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| describe(&e))?;
     running
         .peer()
         .set_response_cache_config(ClientCacheConfig::disabled())
         .await;
     Ok(running)
+}
+
+/// An error as one readable line: rmcp's message without the transport's type name, followed by
+/// the causes it does not mention (e.g. "Connection refused").
+pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = tidy(&e.to_string());
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = tidy(&c.to_string());
+        if !text.is_empty() && !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
+}
+
+/// Removes bracketed Rust type names (`Transport [rmcp::transport::...] error`).
+fn tidy(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" [") {
+        let after = &rest[at + 2..];
+        // A type path: `ident::ident...<...>]`, brackets balanced.
+        let mut depth = 1usize;
+        let mut end = None;
+        for (i, ch) in after.char_indices() {
+            match ch {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        match end {
+            Some(i) if after[..i].contains("::") => {
+                out.push_str(&rest[..at]);
+                rest = &after[i + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..at + 2]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Opens one connection to `endpoint` in `era`, under authorization context `auth` (HTTP: sent
@@ -287,5 +340,19 @@ pub(crate) async fn probe(
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_are_removed_from_messages() {
+        assert_eq!(
+            tidy("Send message error Transport [rmcp::transport::X<a::B, c::D>] error: Broken pipe"),
+            "Send message error Transport error: Broken pipe"
+        );
+        assert_eq!(tidy("list [a, b] kept"), "list [a, b] kept");
     }
 }
