@@ -82,6 +82,10 @@ pub struct Args {
     /// HTTP: most open connections; one beyond gets 503 and is closed.
     #[arg(long, value_name = "N", default_value_t = HttpOptions::default().max_connections)]
     max_connections: usize,
+    /// HTTP: seconds a connection may take to send a request head (from its start, or from the
+    /// previous response) before it is closed.
+    #[arg(long, value_name = "SECS", default_value_t = HttpOptions::default().header_timeout.as_secs())]
+    header_timeout: u64,
     #[command(flatten)]
     cluster: node::ClusterArgs,
 }
@@ -245,14 +249,15 @@ fn http_options(args: &Args) -> anyhow::Result<HttpOptions> {
         }
         (None, false) => HttpAuth::Anonymous,
     };
-    if args.max_sessions == 0 || args.max_connections == 0 {
-        bail!("--max-sessions and --max-connections must be at least 1");
+    if args.max_sessions == 0 || args.max_connections == 0 || args.header_timeout == 0 {
+        bail!("--max-sessions, --max-connections and --header-timeout must be at least 1");
     }
     Ok(HttpOptions {
         auth,
         allowed_origins: args.allow_origin.clone(),
         max_sessions: args.max_sessions,
         max_connections: args.max_connections,
+        header_timeout: std::time::Duration::from_secs(args.header_timeout),
         ..HttpOptions::default()
     })
 }

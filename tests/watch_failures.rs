@@ -120,7 +120,7 @@ async fn a_server_printing_garbage_is_reported_at_once() {
         "--",
         "sh",
         "-c",
-        "echo this is not MCP; sleep 60",
+        "echo this is not MCP; exec sleep 60",
     ])
     .await;
     eprintln!("garbage:\n{}", show(&lines));
@@ -256,18 +256,20 @@ async fn against(how: Hostility, window: Duration) -> (Vec<(Duration, String)>, 
     });
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut got = Vec::new();
-    let _ = tokio::time::timeout(window, async {
+    let ended = tokio::time::timeout(window, async {
         while let Ok(Some(l)) = lines.next_line().await {
             got.push((started.elapsed(), l));
         }
     })
-    .await;
-    let code = match child.try_wait() {
-        Ok(Some(s)) => s.code(),
-        _ => {
-            let _ = child.kill().await;
-            None
-        }
+    .await
+    .is_ok();
+    let code = if ended {
+        // Its stderr closed: the process is exiting.
+        let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        status.expect("exits").ok().and_then(|s| s.code())
+    } else {
+        let _ = child.kill().await;
+        None
     };
     (got, code, lists.load(Ordering::SeqCst))
 }

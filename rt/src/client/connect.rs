@@ -302,14 +302,38 @@ pub(crate) async fn open(
                 None if auth.0 != 0 => cfg = cfg.auth_header(format!("auth{}", auth.0)),
                 None => {}
             }
-            start(
+            match start(
                 handler,
                 StreamableHttpClientTransport::from_config(cfg),
                 era,
             )
             .await
+            {
+                Ok(running) => Ok(running),
+                // rmcp's message does not say why the request could not be sent: ask TCP.
+                Err(e) => Err(match unreachable(url).await {
+                    Some(why) => format!("{e}: {why}"),
+                    None => e,
+                }),
+            }
         }
         Endpoint::Stdio => start(handler, rmcp::transport::stdio(), era).await,
+    }
+}
+
+/// Why the host of `url` cannot be reached over TCP, if it cannot (one attempt, one second).
+#[cfg(feature = "http")]
+async fn unreachable(url: &str) -> Option<String> {
+    let uri: http::Uri = url.parse().ok()?;
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+    let attempt = tokio::net::TcpStream::connect((host, port));
+    match tokio::time::timeout(Duration::from_secs(1), attempt).await {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(format!("{host}:{port}: {e}")),
+        Err(_) => Some(format!("{host}:{port}: no answer within 1 s")),
     }
 }
 
