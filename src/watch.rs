@@ -38,10 +38,9 @@ impl std::str::FromStr for Retry {
     fn from_str(s: &str) -> Result<Retry, String> {
         match s {
             "forever" => Ok(Retry::Forever),
-            n => n
-                .parse::<u8>()
-                .map(Retry::Times)
-                .map_err(|_| format!("'{n}' is neither a number of retries (0..=255) nor 'forever'")),
+            n => n.parse::<u8>().map(Retry::Times).map_err(|_| {
+                format!("'{n}' is neither a number of retries (0..=255) nor 'forever'")
+            }),
         }
     }
 }

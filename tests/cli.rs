@@ -101,7 +101,11 @@ fn big_traces_are_refused_while_reading() {
     }
     big.push(']');
     big.push_str(tail);
-    assert!(big.len() > 60 << 20 && big.len() < 64 << 20, "{}", big.len());
+    assert!(
+        big.len() > 60 << 20 && big.len() < 64 << 20,
+        "{}",
+        big.len()
+    );
     let path = dir.path().join("steps.json");
     std::fs::write(&path, &big).unwrap();
     drop(big);
@@ -170,7 +174,9 @@ fn libraries_do_not_print_to_stderr() {
     .collect();
     while let Some(p) = stack.pop() {
         if p.is_dir() {
-            if p.file_name().is_some_and(|n| n == "node_modules" || n == "target") {
+            if p.file_name()
+                .is_some_and(|n| n == "node_modules" || n == "target")
+            {
                 continue;
             }
             for e in std::fs::read_dir(&p).unwrap() {

@@ -97,7 +97,9 @@ async fn post_initialize(addr: SocketAddr) -> u16 {
     let mut tcp = TcpStream::connect(addr).await.unwrap();
     tcp.write_all(req.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
-    within("a response", tcp.read_to_end(&mut raw)).await.unwrap();
+    within("a response", tcp.read_to_end(&mut raw))
+        .await
+        .unwrap();
     let text = String::from_utf8_lossy(&raw);
     text.split_whitespace()
         .nth(1)
@@ -162,10 +164,13 @@ async fn accept_backs_off_when_out_of_descriptors() {
         loop {
             if let Ok(mut tcp) = TcpStream::connect(addr).await {
                 let _ = tcp
-                    .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                    .write_all(
+                        b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                    )
                     .await;
                 let mut raw = Vec::new();
-                let _ = tokio::time::timeout(Duration::from_secs(2), tcp.read_to_end(&mut raw)).await;
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(2), tcp.read_to_end(&mut raw)).await;
                 if raw.starts_with(b"HTTP/1.1 200") {
                     return String::from_utf8_lossy(&raw).into_owned();
                 }
@@ -178,9 +183,15 @@ async fn accept_backs_off_when_out_of_descriptors() {
     let _ = child.start_kill();
     let mut err = String::new();
     let _ = child.stderr.take().unwrap().read_to_string(&mut err).await;
-    assert!(err.contains("accept failed"), "the exhaustion is reported:\n{err}");
+    assert!(
+        err.contains("accept failed"),
+        "the exhaustion is reported:\n{err}"
+    );
     let lines = err.lines().filter(|l| l.contains("accept failed")).count();
-    assert!(lines < 100, "{lines} lines: reported with back-off, not per spin");
+    assert!(
+        lines < 100,
+        "{lines} lines: reported with back-off, not per spin"
+    );
 }
 
 /// The harness's end of a control channel.
@@ -236,7 +247,11 @@ impl Control {
         let cmd = json!({"type": "cmd", "id": id, "cmd": "catalog", "kind": "tools"});
         self.send(format!("{cmd}\n").as_bytes()).await;
         let r = self.reply().await;
-        assert_eq!((r["id"].as_u64(), r["ok"].as_bool()), (Some(id), Some(true)), "{r}");
+        assert_eq!(
+            (r["id"].as_u64(), r["ok"].as_bool()),
+            (Some(id), Some(true)),
+            "{r}"
+        );
     }
 }
 
@@ -298,7 +313,10 @@ async fn the_control_channel_survives_bad_bytes_and_huge_lines() {
     let r = control.reply().await;
     peak = peak.max(mem_of(pid, "VmRSS"));
     assert_eq!(r["ok"], false);
-    assert!(r["error"].as_str().unwrap().contains("line too long"), "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("line too long"),
+        "{r}"
+    );
     let grew = peak.saturating_sub(before);
     eprintln!(
         "control channel: a 200 MB line grew the server's resident set by {} KiB",
@@ -316,7 +334,10 @@ async fn the_control_channel_survives_bad_bytes_and_huge_lines() {
 async fn serve_alone_serves_the_demo_catalog_and_says_so() {
     let (mut child, mut control, ready, _dir) =
         serve_with_control("demo", &[], &[("LISTSYNC_VARIANT", "offset-cursor")]).await;
-    assert_eq!(ready["variant"], "reference", "the environment picks no strategy");
+    assert_eq!(
+        ready["variant"], "reference",
+        "the environment picks no strategy"
+    );
     let cmd = json!({"type": "cmd", "id": 1, "cmd": "catalog", "kind": "tools"});
     control.send(format!("{cmd}\n").as_bytes()).await;
     let r = control.reply().await;
@@ -353,7 +374,10 @@ async fn watch_against_serve_alone_shows_the_demo_tools() {
         .spawn()
         .unwrap();
     let mut out = BufReader::new(watch.stdout.take().unwrap()).lines();
-    let line = within("a change line", out.next_line()).await.unwrap().unwrap();
+    let line = within("a change line", out.next_line())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(line, "tools auth0 v1 (3 items): echo, greet, time");
     assert!(started.elapsed() < LIMIT);
     let _ = watch.kill().await;

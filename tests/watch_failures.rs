@@ -67,16 +67,28 @@ fn show(lines: &[(Duration, String)]) -> String {
 fn assert_loud_then_gives_up(what: &str, code: Option<i32>, lines: &[(Duration, String)]) {
     eprintln!("watch {what}:\n{}", show(lines));
     assert_eq!(code, Some(1), "{what}: exit status\n{}", show(lines));
-    let (first, _) = lines.first().unwrap_or_else(|| panic!("{what}: nothing printed"));
+    let (first, _) = lines
+        .first()
+        .unwrap_or_else(|| panic!("{what}: nothing printed"));
     assert!(*first < PROMPT, "{what}: first line after {first:?}");
     assert!(
         lines.iter().all(|(_, l)| l.starts_with("listsync watch: ")),
         "{what}: one-line diagnostics\n{}",
         show(lines)
     );
-    let failures = lines.iter().filter(|(_, l)| l.contains("cannot connect")).count();
-    let retries = lines.iter().filter(|(_, l)| l.contains("reconnecting in")).count();
-    assert!(failures >= 2 && retries + 1 == failures, "{what}\n{}", show(lines));
+    let failures = lines
+        .iter()
+        .filter(|(_, l)| l.contains("cannot connect"))
+        .count();
+    let retries = lines
+        .iter()
+        .filter(|(_, l)| l.contains("reconnecting in"))
+        .count();
+    assert!(
+        failures >= 2 && retries + 1 == failures,
+        "{what}\n{}",
+        show(lines)
+    );
     // Each retry is announced right after the failure that caused it.
     for w in lines.windows(2) {
         if w[1].1.contains("reconnecting in") {
@@ -104,7 +116,10 @@ async fn a_server_that_exits_at_once_is_reported_with_its_status() {
     assert_loud_then_gives_up("-- false", code, &lines);
     assert!(lines[0].1.contains("exit status: 1"), "{}", show(&lines));
     assert_eq!(
-        lines.iter().filter(|(_, l)| l.contains("cannot connect")).count(),
+        lines
+            .iter()
+            .filter(|(_, l)| l.contains("cannot connect"))
+            .count(),
         3,
         "--retry 2: the first attempt and two retries"
     );
@@ -277,7 +292,10 @@ async fn against(how: Hostility, window: Duration) -> (Vec<(Duration, String)>, 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refresh_storm_prints_the_snapshot_once() {
     let (lines, code, lists) = against(Hostility::Storm, Duration::from_secs(3)).await;
-    let changes: Vec<_> = lines.iter().filter(|(_, l)| l.starts_with("tools ")).collect();
+    let changes: Vec<_> = lines
+        .iter()
+        .filter(|(_, l)| l.starts_with("tools "))
+        .collect();
     eprintln!(
         "storm: {lists} tools/list served in 3 s; {} change line(s):\n{}",
         changes.len(),
@@ -303,12 +321,28 @@ async fn a_cursor_cycle_is_reported_retried_and_given_up_on() {
         .iter()
         .filter(|(_, l)| l.contains("tools: listing failed: server returned cursor 'again' twice"))
         .collect();
-    assert_eq!(failed.len(), 6, "the first attempt and five retries\n{}", show(&lines));
-    assert!(failed[0].0 < PROMPT, "first failure reported after {:?}", failed[0].0);
-    let retries = lines.iter().filter(|(_, l)| l.contains("tools: retry ")).count();
+    assert_eq!(
+        failed.len(),
+        6,
+        "the first attempt and five retries\n{}",
+        show(&lines)
+    );
+    assert!(
+        failed[0].0 < PROMPT,
+        "first failure reported after {:?}",
+        failed[0].0
+    );
+    let retries = lines
+        .iter()
+        .filter(|(_, l)| l.contains("tools: retry "))
+        .count();
     assert_eq!(retries, 5, "{}", show(&lines));
     assert!(
-        lines.last().unwrap().1.contains("tools: giving up after 6 failed attempts"),
+        lines
+            .last()
+            .unwrap()
+            .1
+            .contains("tools: giving up after 6 failed attempts"),
         "{}",
         show(&lines)
     );

@@ -270,7 +270,10 @@ fn bounded_steps<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Step>, D:
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             write!(f, "an array of at most {MAX_TRACE_STEPS} steps")
         }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Step>, A::Error> {
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Vec<Step>, A::Error> {
             let mut steps = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
             while let Some(step) = seq.next_element::<Step>()? {
                 if steps.len() == MAX_TRACE_STEPS {

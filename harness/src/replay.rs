@@ -493,7 +493,11 @@ fn count_real_notifications(st: &HubState, kinds: KindSet) -> usize {
                 .and_then(notified_kind)
                 .is_some_and(|k| k.notification_group().iter().any(|g| kinds.contains(*g)))
         })
-        .map(|(_, e)| e.get("count").and_then(Value::as_u64).map_or(1, |n| n as usize))
+        .map(|(_, e)| {
+            e.get("count")
+                .and_then(Value::as_u64)
+                .map_or(1, |n| n as usize)
+        })
         .sum()
 }
 

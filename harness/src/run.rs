@@ -217,7 +217,10 @@ impl Run {
 
     /// The last bytes an adapter wrote on stderr.
     pub fn stderr_tail(&self, side: Side, n: usize) -> String {
-        tail(&self.dir.path().join(format!("{}.stderr", side.as_str())), n)
+        tail(
+            &self.dir.path().join(format!("{}.stderr", side.as_str())),
+            n,
+        )
     }
 
     /// Reads the ground truth of every tracked kind and records it.

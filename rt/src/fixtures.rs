@@ -68,11 +68,7 @@ impl Fixtures {
                            (--control) and watch clients follow."
                         .into(),
                 },
-                add(
-                    Kind::ResourceTemplates,
-                    "demo://notes/{id}",
-                    "A note by id",
-                ),
+                add(Kind::ResourceTemplates, "demo://notes/{id}", "A note by id"),
             ];
         }
         vec![
@@ -164,7 +160,9 @@ mod tests {
             (Kind::ResourceTemplates, 1),
         ] {
             assert_eq!(
-                catalog.visible(kind, listsync_core::vocab::AuthCtx(0)).len(),
+                catalog
+                    .visible(kind, listsync_core::vocab::AuthCtx(0))
+                    .len(),
                 want,
                 "{kind}"
             );

@@ -104,7 +104,9 @@ impl ServerHandler for Liar {
             (Lie::CursorCycle, _) => page(vec![tool("x")], Some("loop".into())),
             (Lie::Endless, _) => page(vec![tool(&format!("e{n}"))], Some(format!("p{n}"))),
             (Lie::Duplicates, _) => page(vec![tool("a"), tool("a")], None),
-            (Lie::DuplicatesAcrossPages, None) => page(vec![tool("a"), tool("b")], Some("2".into())),
+            (Lie::DuplicatesAcrossPages, None) => {
+                page(vec![tool("a"), tool("b")], Some("2".into()))
+            }
             (Lie::DuplicatesAcrossPages, Some(_)) => page(vec![tool("c"), tool("a")], None),
             (Lie::InvalidSchema, _) => {
                 let mut t = tool("a");
@@ -232,12 +234,19 @@ async fn assert_old_snapshot_kept(s: &mut Setup) {
             _ => {}
         }
     }
-    assert_eq!((failed, retries), (3, 2), "each failure and each retry reported");
+    assert_eq!(
+        (failed, retries),
+        (3, 2),
+        "each failure and each retry reported"
+    );
     let list = s.catalog.list_status(Kind::Tools);
     assert_eq!(list.health, ListHealth::Failing, "{list:?}");
     assert_eq!(list.failures, 3, "{list:?}");
     assert!(list.reason.is_some(), "{list:?}");
-    assert_eq!(list.next_retry, None, "given up until the next change: {list:?}");
+    assert_eq!(
+        list.next_retry, None,
+        "given up until the next change: {list:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -285,7 +294,10 @@ async fn duplicate_names_across_pages_reject_the_snapshot() {
     let failing = &status.lists[&Kind::Tools];
     assert_eq!(failing.health, ListHealth::Failing);
     assert!(
-        failing.reason.as_deref().is_some_and(|r| r.contains("'a' twice")),
+        failing
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("'a' twice")),
         "{failing:?}"
     );
     assert_old_snapshot_kept(&mut s).await;

@@ -116,10 +116,13 @@ async fn a_million_notifications_cost_bounded_memory() {
     let settings = ClientSettings::new(Era::V2025_11_25, KindSet::only(Kind::Tools));
     let catalog = ClientHandle::spawn(settings, endpoint);
     let mut status = catalog.status();
-    tokio::time::timeout(BOUND, status.wait_for(|s| s.ready && s.idle && s.publications == 1))
-        .await
-        .expect("first list within the bound")
-        .expect("client alive");
+    tokio::time::timeout(
+        BOUND,
+        status.wait_for(|s| s.ready && s.idle && s.publications == 1),
+    )
+    .await
+    .expect("first list within the bound")
+    .expect("client alive");
 
     let baseline = rss();
     let peak = Arc::new(AtomicU64::new(baseline));

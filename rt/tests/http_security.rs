@@ -198,7 +198,11 @@ async fn a_session_cannot_switch_context() {
     let hijack = send(
         addr,
         "POST",
-        &mcp_headers(&[("Authorization", &alice), ("Mcp-Session-Id", &session), proto]),
+        &mcp_headers(&[
+            ("Authorization", &alice),
+            ("Mcp-Session-Id", &session),
+            proto,
+        ]),
         LIST,
     )
     .await;
@@ -225,7 +229,8 @@ async fn the_auth_convention_is_off_by_default() {
             ..HttpOptions::default()
         };
         let (server, ep) = endpoint(Era::V2025_11_25, options).await;
-        let mut settings = client_settings(Era::V2025_11_25, KindSet::only(Kind::Tools), 0, &history);
+        let mut settings =
+            client_settings(Era::V2025_11_25, KindSet::only(Kind::Tools), 0, &history);
         settings.client.auth = AuthCtx(1);
         let catalog = ClientHandle::spawn(settings, Endpoint::Http { url: ep.url() });
         settle(&server, &[&catalog]).await;
@@ -235,7 +240,11 @@ async fn the_auth_convention_is_off_by_default() {
             .iter()
             .map(|i| i.name.to_string())
             .collect();
-        assert_eq!(names.contains(&"secret".to_owned()), sees_secret, "{names:?}");
+        assert_eq!(
+            names.contains(&"secret".to_owned()),
+            sees_secret,
+            "{names:?}"
+        );
         catalog.shutdown();
         ep.shutdown().await;
     }
@@ -293,7 +302,13 @@ async fn contexts_never_share_private_items_with_real_tokens() {
         .await;
         settle(&server, &[&catalog]).await;
         history.quiescent(vec![(0, Kind::Tools, AuthCtx(0))]);
-        assert!(catalog.tools().items.iter().all(|i| i.scope == Scope::Public));
+        assert!(
+            catalog
+                .tools()
+                .items
+                .iter()
+                .all(|i| i.scope == Scope::Public)
+        );
         assert_holds(&history);
         catalog.shutdown();
         ep.shutdown().await;
@@ -319,7 +334,11 @@ async fn disallowed_origins_get_403() {
         let r = initialize(addr, &[("Origin", origin)]).await;
         assert_eq!(r.status, want, "{origin}: {}", r.head);
     }
-    assert_eq!(initialize(addr, &[]).await.status, 200, "no Origin: allowed");
+    assert_eq!(
+        initialize(addr, &[]).await.status,
+        200,
+        "no Origin: allowed"
+    );
     ep.shutdown().await;
 }
 
@@ -383,7 +402,9 @@ async fn slow_and_surplus_connections_are_closed() {
     // Both slots are held: a third connection is refused with 503.
     let mut third = TcpStream::connect(addr).await.unwrap();
     let mut raw = Vec::new();
-    within("the 503", third.read_to_end(&mut raw)).await.unwrap();
+    within("the 503", third.read_to_end(&mut raw))
+        .await
+        .unwrap();
     let text = String::from_utf8_lossy(&raw);
     assert!(text.starts_with("HTTP/1.1 503"), "{text}");
     // The silent ones are closed after the header timeout (well within the bound).

@@ -280,10 +280,14 @@ pub(crate) async fn open(
             let read = sniff::Sniffer::new(stdout, child.clone(), warn);
             match start(handler, (read, stdin), era).await {
                 Ok(running) => Ok(running),
-                Err(e) => Err(match sniff::exit_status(&child, Duration::from_millis(300)).await {
-                    Some(status) => format!("{program} exited ({status}) before the handshake: {e}"),
-                    None => e,
-                }),
+                Err(e) => Err(
+                    match sniff::exit_status(&child, Duration::from_millis(300)).await {
+                        Some(status) => {
+                            format!("{program} exited ({status}) before the handshake: {e}")
+                        }
+                        None => e,
+                    },
+                ),
             }
         }
         #[cfg(feature = "http")]
@@ -328,7 +332,11 @@ async fn unreachable(url: &str) -> Option<String> {
     let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
     let port = uri
         .port_u16()
-        .unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+        .unwrap_or(if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
     let attempt = tokio::net::TcpStream::connect((host, port));
     match tokio::time::timeout(Duration::from_secs(1), attempt).await {
         Ok(Ok(_)) => None,
@@ -374,7 +382,9 @@ mod tests {
     #[test]
     fn type_names_are_removed_from_messages() {
         assert_eq!(
-            tidy("Send message error Transport [rmcp::transport::X<a::B, c::D>] error: Broken pipe"),
+            tidy(
+                "Send message error Transport [rmcp::transport::X<a::B, c::D>] error: Broken pipe"
+            ),
             "Send message error Transport error: Broken pipe"
         );
         assert_eq!(tidy("list [a, b] kept"), "list [a, b] kept");

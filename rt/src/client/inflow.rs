@@ -114,7 +114,10 @@ impl Inflow {
     pub(crate) fn take(&self) -> (Vec<Arrival>, u64) {
         let mut p = self.lock();
         p.woken = false;
-        (std::mem::take(&mut p.arrivals), std::mem::take(&mut p.dropped))
+        (
+            std::mem::take(&mut p.arrivals),
+            std::mem::take(&mut p.dropped),
+        )
     }
 }
 

@@ -125,7 +125,10 @@ pub(crate) async fn exit_status(
 ) -> Option<std::process::ExitStatus> {
     let deadline = tokio::time::Instant::now() + wait;
     loop {
-        let status = child.lock().ok().and_then(|mut c| c.try_wait().ok().flatten());
+        let status = child
+            .lock()
+            .ok()
+            .and_then(|mut c| c.try_wait().ok().flatten());
         if status.is_some() || tokio::time::Instant::now() >= deadline {
             return status;
         }

@@ -50,7 +50,9 @@ pub fn forward_notices(mut rx: mpsc::UnboundedReceiver<ClientNotice>, out: Outbo
                     out.event("notification", e);
                 }
                 ClientNotice::NotificationsDropped { count } => {
-                    out.log(format!("{count} notifications dropped (too many distinct pending)"));
+                    out.log(format!(
+                        "{count} notifications dropped (too many distinct pending)"
+                    ));
                 }
                 ClientNotice::RefreshFailed { kind, error } => out.event(
                     "refresh_failed",
@@ -66,10 +68,9 @@ pub fn forward_notices(mut rx: mpsc::UnboundedReceiver<ClientNotice>, out: Outbo
                     delay.as_millis()
                 )),
                 ClientNotice::ConnectFailed { why } => out.log(format!("connect failed: {why}")),
-                ClientNotice::ReconnectScheduled { attempt, delay, .. } => out.log(format!(
-                    "reconnect {attempt} in {} ms",
-                    delay.as_millis()
-                )),
+                ClientNotice::ReconnectScheduled { attempt, delay, .. } => {
+                    out.log(format!("reconnect {attempt} in {} ms", delay.as_millis()))
+                }
                 ClientNotice::Warning(m) => out.log(m),
                 ClientNotice::CallDone { tool, result } => {
                     let is_error = match &result {

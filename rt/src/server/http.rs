@@ -167,11 +167,8 @@ impl Server {
         sessions.session_config.keep_alive = Some(options.session_idle);
         let sessions = Arc::new(sessions);
         let server = self.clone();
-        let svc = StreamableHttpService::new(
-            move || Ok(server.service()),
-            sessions.clone(),
-            config,
-        );
+        let svc =
+            StreamableHttpService::new(move || Ok(server.service()), sessions.clone(), config);
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let guard = Arc::new(Guard::new(

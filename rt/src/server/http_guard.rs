@@ -56,7 +56,10 @@ impl Guard {
         }
         if let Err(origin) = origin_allowed(req.headers(), &self.options.allowed_origins) {
             tracing::warn!("refused a request from origin {origin:?} (403)");
-            return plain(http::StatusCode::FORBIDDEN, "Forbidden: origin not allowed\n");
+            return plain(
+                http::StatusCode::FORBIDDEN,
+                "Forbidden: origin not allowed\n",
+            );
         }
         let principal = match self.authenticate(req.headers()) {
             Ok(p) => p,
@@ -316,7 +319,10 @@ mod tests {
             "file://",
             "http://127.0.0.1:3000/path",
         ] {
-            assert!(origin_allowed(&with_origin(bad), &allowed).is_err(), "{bad}");
+            assert!(
+                origin_allowed(&with_origin(bad), &allowed).is_err(),
+                "{bad}"
+            );
         }
     }
 }
