@@ -63,7 +63,7 @@ impl Guard {
         }
         let principal = match self.authenticate(req.headers()) {
             Ok(p) => p,
-            Err(reply) => return reply,
+            Err(reply) => return *reply,
         };
         let new_session = self.legacy
             && req.method() == http::Method::POST
@@ -132,7 +132,7 @@ impl Guard {
     }
 
     /// The principal of a request, or the 401 reply.
-    fn authenticate(&self, headers: &http::HeaderMap) -> Result<Principal, Reply> {
+    fn authenticate(&self, headers: &http::HeaderMap) -> Result<Principal, Box<Reply>> {
         match &self.options.auth {
             HttpAuth::Anonymous => Ok(Principal::anonymous()),
             HttpAuth::InsecureTestAuth => Ok(insecure_test_auth(headers).map_or_else(
@@ -148,18 +148,18 @@ impl Guard {
                     .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
                     .map(<[u8]>::trim_ascii);
                 match presented {
-                    None => Err(unauthorized(
+                    None => Err(Box::new(unauthorized(
                         "Bearer realm=\"listsync\"",
                         "Unauthorized: a bearer token is required\n",
-                    )),
+                    ))),
                     Some(token) => match table.lookup(token) {
                         Some(p) => Ok(p.clone()),
                         None => {
                             tracing::warn!("refused a request with an unknown bearer token (401)");
-                            Err(unauthorized(
+                            Err(Box::new(unauthorized(
                                 "Bearer realm=\"listsync\", error=\"invalid_token\"",
                                 "Unauthorized: unknown bearer token\n",
-                            ))
+                            )))
                         }
                     },
                 }
