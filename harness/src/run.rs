@@ -370,8 +370,10 @@ impl Drop for Run {
 /// A fresh private directory for one run's sockets and logs: an unpredictable name under the
 /// temporary directory, created with mode 0700 and never an existing path.
 pub fn private_dir() -> Result<tempfile::TempDir, String> {
+    use std::os::unix::fs::PermissionsExt;
     tempfile::Builder::new()
         .prefix("lsh-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
         .map_err(|e| format!("cannot create a private temporary directory: {e}"))
 }
