@@ -281,7 +281,9 @@ impl Actor {
                 .map_or(0, |d| d.as_nanos() as u64)
                 ^ u64::from(settings.id).rotate_left(32)
         });
-        let inflow = Inflow::new(tx.clone(), &settings.client.watch);
+        let coalesce =
+            settings.client.strategy == listsync_core::strategy::ClientStrategy::Reference;
+        let inflow = Inflow::new(tx.clone(), &settings.client.watch, coalesce);
         let now = Status {
             lists: settings
                 .client

@@ -11,10 +11,15 @@
 //! notification, and `resources/updated` of a watched URI); past that, updates of URIs nobody
 //! watches are dropped and counted.
 //!
-//! Delivering a set instead of the sequence changes nothing the machine may rely on: rmcp already
-//! runs each inbound notification in its own task, so their order was never guaranteed, and the
-//! machine treats a notification as "something changed since it arrived", which the first of
-//! several identical pending ones already says.
+//! Delivering a set instead of the sequence changes nothing the reference machine relies on: rmcp
+//! already runs each inbound notification in its own task, so their order was never guaranteed,
+//! and the machine treats a notification as "something changed since it arrived", which the first
+//! of several identical pending ones already says.
+//!
+//! The known-bad strategies are another matter: `naive` refreshes once per notification, and the
+//! harness replays it in lockstep with the model, so merging two would change the bug it
+//! reproduces. For them every notification stays an entry of its own (nothing is merged), and
+//! the entries are capped at [`MAX_PENDING`]: past that, notifications are dropped and counted.
 
 use super::actor::Input;
 use listsync_core::vocab::Name;
@@ -24,6 +29,8 @@ use tokio::sync::mpsc;
 
 /// Most distinct pending notifications kept for URIs the client does not watch.
 pub const MAX_DISTINCT: usize = 256;
+/// Most pending notifications of a client that does not coalesce (a known-bad strategy).
+pub const MAX_PENDING: usize = 65_536;
 
 /// One distinct notification, and how many times it arrived since the actor last looked.
 #[derive(Clone, Debug)]
@@ -50,14 +57,21 @@ pub(crate) struct Inflow {
     pending: Arc<Mutex<Pending>>,
     tx: mpsc::UnboundedSender<Input>,
     watched: Arc<[Name]>,
+    /// Merge identical pending notifications (the reference strategy).
+    coalesce: bool,
 }
 
 impl Inflow {
-    pub(crate) fn new(tx: mpsc::UnboundedSender<Input>, watched: &[Name]) -> Inflow {
+    pub(crate) fn new(
+        tx: mpsc::UnboundedSender<Input>,
+        watched: &[Name],
+        coalesce: bool,
+    ) -> Inflow {
         Inflow {
             pending: Arc::default(),
             tx,
             watched: watched.into(),
+            coalesce,
         }
     }
 
@@ -74,7 +88,19 @@ impl Inflow {
         uri: Option<String>,
     ) -> bool {
         let mut p = self.lock();
-        if let Some(a) = p
+        if !self.coalesce {
+            if p.arrivals.len() < MAX_PENDING {
+                p.arrivals.push(Arrival {
+                    epoch,
+                    msg,
+                    method,
+                    uri,
+                    count: 1,
+                });
+            } else {
+                p.dropped += 1;
+            }
+        } else if let Some(a) = p
             .arrivals
             .iter_mut()
             .find(|a| a.epoch == epoch && a.msg == msg)
@@ -140,7 +166,7 @@ mod tests {
     #[test]
     fn a_flood_is_one_wake_up_and_one_entry_per_distinct_notification() {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let inflow = Inflow::new(tx, &["file:///watched".into()]);
+        let inflow = Inflow::new(tx, &["file:///watched".into()], true);
         for _ in 0..100_000 {
             assert!(inflow.push(1, list_changed(Kind::Tools), "t", None));
             assert!(inflow.push(1, list_changed(Kind::Prompts), "p", None));
@@ -157,9 +183,26 @@ mod tests {
     }
 
     #[test]
+    fn a_known_bad_strategy_gets_every_notification_up_to_the_cap() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let inflow = Inflow::new(tx, &[], false);
+        for _ in 0..3 {
+            inflow.push(1, list_changed(Kind::Tools), "t", None);
+        }
+        assert!(matches!(rx.try_recv(), Ok(Input::Arrived)));
+        let (arrivals, dropped) = inflow.take();
+        assert_eq!((arrivals.len(), dropped), (3, 0));
+        for _ in 0..MAX_PENDING + 10 {
+            inflow.push(1, list_changed(Kind::Tools), "t", None);
+        }
+        let (arrivals, dropped) = inflow.take();
+        assert_eq!((arrivals.len(), dropped), (MAX_PENDING, 10));
+    }
+
+    #[test]
     fn distinct_unwatched_uris_are_capped_watched_ones_and_lists_are_not() {
         let (tx, _rx) = mpsc::unbounded_channel();
-        let inflow = Inflow::new(tx, &["file:///watched".into()]);
+        let inflow = Inflow::new(tx, &["file:///watched".into()], true);
         for i in 0..10_000 {
             inflow.push(1, updated(&format!("file:///{i}")), "u", None);
         }

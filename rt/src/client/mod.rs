@@ -11,8 +11,9 @@
 //!   [`ClientNotice::ConnectFailed`], [`ClientNotice::ReconnectScheduled`]), and
 //!   [`ClientHandle::list_status`] says of each list whether it is current, stale or failing, why,
 //!   and when the next attempt is due;
-//! * notifications are coalesced before they reach the actor (they are idempotent), so a server
-//!   flooding them costs bounded memory ([`inflow`]);
+//! * notifications are coalesced before they reach the actor (they are idempotent to the
+//!   reference machine), so a server flooding them costs bounded memory ([`inflow`]); the
+//!   known-bad strategies get every notification, up to a cap;
 //! * snapshots are cached per (server identity, era, authorization context): a reconnect to a
 //!   different server drops the cache, and a context switch shows that context's own snapshots
 //!   only — a private entry is never served to another context;
