@@ -63,7 +63,8 @@ pub(super) fn count_real_client_steps(st: &HubState) -> usize {
         .count()
 }
 
-/// `list_changed` notifications of kept kinds the client adapter reported handling.
+/// `list_changed` notifications of kept kinds the client adapter reported handling (an event
+/// with `"count": n` stands for n identical notifications the client coalesced).
 pub(super) fn count_real_notifications(st: &HubState, kinds: KindSet) -> usize {
     control::events(st, Side::Client, "notification")
         .filter(|(_, e)| {
@@ -72,5 +73,10 @@ pub(super) fn count_real_notifications(st: &HubState, kinds: KindSet) -> usize {
                 .and_then(notified_kind)
                 .is_some_and(|k| k.notification_group().iter().any(|g| kinds.contains(*g)))
         })
-        .count()
+        .map(|(_, e)| {
+            e.get("count")
+                .and_then(Value::as_u64)
+                .map_or(1, |n| n as usize)
+        })
+        .sum()
 }

@@ -19,7 +19,11 @@ mod handler;
 mod health;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http")]
+mod http_guard;
 mod reply;
+#[cfg(feature = "http")]
+pub mod tokens;
 
 pub use deliver::Outlet;
 pub use handler::Handler;
@@ -55,10 +59,6 @@ pub struct ServerSettings {
     pub delivery_timeout: Duration,
     /// Batches that successful tool calls commit (the conformance suite's trigger tools).
     pub call_effects: Option<CallEffects>,
-    /// Print a line on stderr for each notification that could not be handed to a session's
-    /// transport (closed or timed out). On by default; the simulator, whose injected faults
-    /// close transports on purpose, turns it off.
-    pub log_undelivered: bool,
 }
 
 /// The side effects of tool calls: for a tool that was just called successfully and the catalog
@@ -97,7 +97,6 @@ impl Default for ServerSettings {
             name: "listsync-rt".into(),
             delivery_timeout: Duration::from_secs(10),
             call_effects: None,
-            log_undelivered: true,
         }
     }
 }
