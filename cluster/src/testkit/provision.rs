@@ -490,7 +490,7 @@ fn library_dirs(root: &Path) -> Vec<PathBuf> {
 }
 
 /// One line on the process's stderr, past the test harness's output capture (which takes
-/// `eprintln!`), so that a first run says why it pauses.
+/// the eprint macros), so that a first run says why it pauses.
 fn progress(line: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "{line}");
