@@ -8,7 +8,6 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
-import java.nio.channels.Channels;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
@@ -68,7 +67,20 @@ final class Control {
         this.json = json;
         this.channel = SocketChannel.open(StandardProtocolFamily.UNIX);
         this.channel.connect(UnixDomainSocketAddress.of(path));
-        this.out = Channels.newOutputStream(channel);
+        // Not Channels.newInputStream/newOutputStream: those serialise on the channel's blocking lock,
+        // so a blocked read would hold every write back. SocketChannel reads and writes may overlap.
+        this.out = new OutputStream() {
+            @Override
+            public void write(int b) throws java.io.IOException {
+                write(new byte[] {(byte) b}, 0, 1);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) throws java.io.IOException {
+                java.nio.ByteBuffer buf = java.nio.ByteBuffer.wrap(b, off, len);
+                while (buf.hasRemaining()) channel.write(buf);
+            }
+        };
     }
 
     static void log(String message) {
@@ -121,7 +133,19 @@ final class Control {
 
     /** Reads commands until the socket closes, then exits with status 0. */
     void serve() {
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(Channels.newInputStream(channel), StandardCharsets.UTF_8))) {
+        java.io.InputStream in = new java.io.InputStream() {
+            @Override
+            public int read() throws java.io.IOException {
+                byte[] one = new byte[1];
+                return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) throws java.io.IOException {
+                return channel.read(java.nio.ByteBuffer.wrap(b, off, len));
+            }
+        };
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
             String line;
             while ((line = r.readLine()) != null) {
                 if (!line.isBlank()) handleLine(line);
