@@ -131,7 +131,8 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
         }
         assert!(
             rows.iter()
-                .any(|r| str_of(r, "imp") == imp && r["runs"].as_array().is_some_and(|a| !a.is_empty())),
+                .any(|r| str_of(r, "imp") == imp
+                    && r["runs"].as_array().is_some_and(|a| !a.is_empty())),
             "no {imp} row ran"
         );
     }
@@ -181,6 +182,7 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
         "a tools/call already running when its tool is removed completes normally",
         "calling a removed tool: v1 answers with a tool result carrying isError: true",
         "the client runs notification handlers one at a time",
+        "the one-at-a-time handlers do not cover the application's own first list",
         "on 2026-07-28 Client.Connect sends subscriptions/listen and returns without waiting",
         "AddTool and DeleteTools each send one list_changed at once",
         "SetTools with the whole new list sends one list_changed per batch",

@@ -611,7 +611,9 @@ mod tests {
             let serde_name = serde_json::to_value(imp).unwrap();
             assert_eq!(serde_name, imp.as_str(), "SPECS is out of order at {imp:?}");
             assert_eq!(imp.as_str().parse::<Impl>().unwrap(), imp);
-            assert!(!imp.variants(Role::Server).is_empty() && !imp.variants(Role::Client).is_empty());
+            assert!(
+                !imp.variants(Role::Server).is_empty() && !imp.variants(Role::Client).is_empty()
+            );
             assert_eq!(imp.provisioned(), !imp.spec().needs.is_empty());
         }
         assert!("go-sdk:client@channel".parse::<Subject>().is_ok());

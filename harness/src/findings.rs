@@ -435,7 +435,9 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
                 (
-                    n.len() == 3 && n.iter().all(|x| *x == 1) && !violated(r, Property::NotifyAfterCommit),
+                    n.len() == 3
+                        && n.iter().all(|x| *x == 1)
+                        && !violated(r, Property::NotifyAfterCommit),
                     format!(
                         "notifications per batch (add, remove, 2-op batch): {n:?}; notify_after_commit {}",
                         r.verdict(Property::NotifyAfterCommit)
@@ -452,10 +454,15 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             ],
             check: |r| {
                 (
-                    r.observations.paginated && r.verdict(Property::NoTornSnapshot) == Verdict::Holds,
+                    r.observations.paginated
+                        && r.verdict(Property::NoTornSnapshot) == Verdict::Holds,
                     format!(
                         "page size 1, {}; no_torn_snapshot {}",
-                        if r.observations.paginated { "the server sent nextCursor" } else { "no nextCursor" },
+                        if r.observations.paginated {
+                            "the server sent nextCursor"
+                        } else {
+                            "no nextCursor"
+                        },
                         r.verdict(Property::NoTornSnapshot)
                     ),
                 )
@@ -497,6 +504,24 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                         o.max_concurrent_lists,
                         r.verdict(Property::NoStaleOverwrite),
                         r.verdict(Property::BoundedRefresh)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "Go SDK",
+            claim: "the one-at-a-time handlers do not cover the application's own first list: a list_changed during it starts a second walk, and the first list, answered last, overwrites the newer one",
+            rows: vec![
+                (GoSdk, Client, "handler", E25, "naive.json"),
+                (GoSdk, Client, "channel", E25, "naive.json"),
+            ],
+            check: |r| {
+                (
+                    violated(r, Property::NoStaleOverwrite),
+                    format!(
+                        "no_stale_overwrite {}, converges {}",
+                        r.verdict(Property::NoStaleOverwrite),
+                        r.verdict(Property::Converges)
                     ),
                 )
             },
@@ -549,7 +574,10 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 let n = &r.observations.notifications_per_batch;
                 (
                     n.last().is_some_and(|x| *x >= 2),
-                    format!("notifications per batch (add, remove, 2-op batch): {n:?}; bounded_refresh {}", r.verdict(Property::BoundedRefresh)),
+                    format!(
+                        "notifications per batch (add, remove, 2-op batch): {n:?}; bounded_refresh {}",
+                        r.verdict(Property::BoundedRefresh)
+                    ),
                 )
             },
         },
@@ -577,10 +605,15 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             ],
             check: |r| {
                 (
-                    r.observations.paginated && r.verdict(Property::NoTornSnapshot) == Verdict::Holds,
+                    r.observations.paginated
+                        && r.verdict(Property::NoTornSnapshot) == Verdict::Holds,
                     format!(
                         "page size 1, {}; no_torn_snapshot {}",
-                        if r.observations.paginated { "the server sent nextCursor" } else { "no nextCursor" },
+                        if r.observations.paginated {
+                            "the server sent nextCursor"
+                        } else {
+                            "no nextCursor"
+                        },
                         r.verdict(Property::NoTornSnapshot)
                     ),
                 )
@@ -645,7 +678,10 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 let n = &r.observations.notifications_per_batch;
                 (
                     n.last().is_some_and(|x| *x >= 2),
-                    format!("notifications per batch (add, remove, 2-op batch): {n:?}; bounded_refresh {}", r.verdict(Property::BoundedRefresh)),
+                    format!(
+                        "notifications per batch (add, remove, 2-op batch): {n:?}; bounded_refresh {}",
+                        r.verdict(Property::BoundedRefresh)
+                    ),
                 )
             },
         },
@@ -658,7 +694,11 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                     !r.observations.paginated,
                     format!(
                         "page size 1 asked; {}",
-                        if r.observations.paginated { "a nextCursor was sent" } else { "every list came in one page" }
+                        if r.observations.paginated {
+                            "a nextCursor was sent"
+                        } else {
+                            "every list came in one page"
+                        }
                     ),
                 )
             },
@@ -767,7 +807,10 @@ pub fn extra(runs: &[RunReport]) -> Vec<String> {
         if r.target.name() == "notify"
             && !matches!(r.imp, Impl::Python | Impl::Rmcp)
             && r.observations.tools_list_changed_advertised == Some(true)
-            && r.observations.notifications_per_batch.iter().all(|x| *x == 0)
+            && r.observations
+                .notifications_per_batch
+                .iter()
+                .all(|x| *x == 0)
         {
             out.push(format!(
                 "{}: advertises tools.listChanged = true but sent no list_changed after add, remove or a 2-op batch (docs/sdk-facts.md does not say so)",

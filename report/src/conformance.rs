@@ -258,7 +258,10 @@ fn findings(s: &mut String, v: &Value, runs: &BTreeMap<&str, &Value>) {
     let Some(found) = v.get("findings").and_then(Value::as_array) else {
         return;
     };
-    let _ = writeln!(s, "\n## docs/sdk-facts.md, \"Observed\": what the matrix says\n");
+    let _ = writeln!(
+        s,
+        "\n## docs/sdk-facts.md, \"Observed\": what the matrix says\n"
+    );
     let _ = writeln!(
         s,
         "Each line of evidence names its row and the scenario or corpus trace it ran (`NAME.json` is \
@@ -304,7 +307,10 @@ fn findings(s: &mut String, v: &Value, runs: &BTreeMap<&str, &Value>) {
             evidence.join("<br>")
         );
     }
-    let _ = writeln!(s, "\n### Where the matrix disagrees with docs/sdk-facts.md\n");
+    let _ = writeln!(
+        s,
+        "\n### Where the matrix disagrees with docs/sdk-facts.md\n"
+    );
     let disagree: Vec<&Value> = found
         .iter()
         .filter(|f| matches!(str_of(f, "status"), "refuted" | "partly"))
