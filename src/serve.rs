@@ -111,6 +111,7 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
             page_size,
             ttl_ms: args.ttl_ms,
             catalog_id: fresh_catalog_id(),
+            ..ServerConfig::default()
         },
         call_effects: args.fixtures.map(Fixtures::effects),
         ..ServerSettings::default()
