@@ -8,16 +8,19 @@ use listsync_model::{CheckResult, Search, check};
 
 /// Unique states of each reference configuration (exhaustive exploration).
 const REFERENCE_STATES: &[(&str, usize)] = &[
-    ("reference", 14620),
-    ("reference-http", 97449),
-    ("reference-2026", 197126),
-    ("reference-2026-lossy", 9916),
-    ("reference-multi-client", 64255),
-    ("reference-auth", 589),
+    ("reference", 18343),
+    ("reference-http", 5455),
+    ("reference-2026", 9142),
+    ("reference-2026-lossy", 1995),
+    ("reference-multi-client", 108054),
+    ("reference-auth", 613),
     ("reference-resources", 148),
-    ("reference-faults", 6416),
-    ("reference-cluster", 483881),
-    ("reference-cluster-migrate", 169885),
+    ("reference-faults", 8658),
+    ("reference-cluster", 575321),
+    ("reference-cluster-migrate", 241596),
+    ("reference-burst", 838),
+    ("reference-burst-unbound", 296),
+    ("reference-burst-paced", 5841),
 ];
 
 fn run(c: &Config) -> CheckResult {
