@@ -106,6 +106,11 @@ impl Pacing {
         Pacing::OFF
     }
 
+    /// Whether walks change signals cause go through a pacing timer at all.
+    pub fn is_on(&self) -> bool {
+        !matches!(self.coalesce, Coalesce::Off | Coalesce::Adaptive(0)) || self.storm_after > 0
+    }
+
     /// The documented bound on the walks of one list that change signals cause, over `secs`
     /// seconds of an endless storm in which every walk finds the list unchanged: `storm_after`
     /// walks back to back, then one per storm delay (`storm_base_ms`, doubling, up to
@@ -381,8 +386,8 @@ pub enum ClientOutput {
         /// Suggested delay.
         delay_ms: u32,
     },
-    /// Arm a timer that delivers [`ClientInput::WalkDue`] after `delay_ms` (no jitter): a walk
-    /// is held back by pacing.
+    /// Arm a timer that delivers [`ClientInput::WalkDue`] after `delay_ms` (no jitter; 0: at
+    /// once, after the outputs of this step): a walk is held back by pacing.
     ScheduleWalk {
         /// List kind.
         kind: Kind,
@@ -986,8 +991,10 @@ impl CatalogClient {
         self.begin_refresh(kind, auth, out);
     }
 
-    /// Starts a refresh now, or holds it back until its pacing timer fires (only walks that
-    /// change signals cause are `paced`).
+    /// Starts a refresh now, or — a walk a change signal caused (`paced`), with pacing on —
+    /// holds it until its pacing timer fires. The timer is armed even when its delay is 0, so
+    /// that what the machine does never depends on the clock, only on the order of its inputs
+    /// (a recorded run replays without it); the clock decides only how long the driver waits.
     fn start_or_hold(
         &mut self,
         kind: Kind,
@@ -995,11 +1002,11 @@ impl CatalogClient {
         paced: bool,
         out: &mut Vec<ClientOutput>,
     ) {
-        let delay = if paced { self.pace_delay(kind, auth) } else { 0 };
-        if delay == 0 {
+        if !paced || !self.cfg.pacing.is_on() {
             self.begin_refresh(kind, auth, out);
             return;
         }
+        let delay = self.pace_delay(kind, auth);
         let now = self.now;
         let l = self.lists.entry((kind, auth)).or_default();
         l.held = Some(now + delay);

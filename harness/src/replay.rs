@@ -238,6 +238,9 @@ fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
         Step::Retry { .. } => {
             Some("retry timers fire by themselves in real clients: not replayed".into())
         }
+        Step::WalkDue { .. } => {
+            Some("pacing timers fire by themselves in real clients: not replayed".into())
+        }
         Step::SetAuth { .. } => Some("authorization changes need HTTP".into()),
         Step::BusDeliver { .. }
         | Step::BusDuplicate { .. }

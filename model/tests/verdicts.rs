@@ -8,19 +8,19 @@ use listsync_model::{CheckResult, Search, check};
 
 /// Unique states of each reference configuration (exhaustive exploration).
 const REFERENCE_STATES: &[(&str, usize)] = &[
-    ("reference", 18343),
-    ("reference-http", 5455),
-    ("reference-2026", 9142),
-    ("reference-2026-lossy", 1995),
-    ("reference-multi-client", 108054),
-    ("reference-auth", 613),
-    ("reference-resources", 148),
-    ("reference-faults", 8658),
-    ("reference-cluster", 575321),
-    ("reference-cluster-migrate", 241596),
+    ("reference", 20168),
+    ("reference-http", 5883),
+    ("reference-2026", 9854),
+    ("reference-2026-lossy", 2185),
+    ("reference-multi-client", 169610),
+    ("reference-auth", 1045),
+    ("reference-resources", 165),
+    ("reference-faults", 9307),
+    ("reference-cluster", 791527),
+    ("reference-cluster-migrate", 293790),
     ("reference-burst", 838),
     ("reference-burst-unbound", 296),
-    ("reference-burst-paced", 5841),
+    ("reference-burst-paced", 6262),
 ];
 
 fn run(c: &Config) -> CheckResult {

@@ -772,6 +772,10 @@ impl Actor {
             } => {
                 let generation = self.walk_gen.entry((kind, auth)).or_default();
                 *generation += 1;
+                if delay_ms == 0 {
+                    self.queue.push_back(ClientInput::WalkDue(kind, auth));
+                    return;
+                }
                 let input = Input::WalkDue {
                     epoch: self.epoch,
                     kind,
