@@ -12,6 +12,7 @@
 //! property.
 
 pub mod configs;
+pub mod pacing;
 pub mod symmetry;
 
 use listsync_core::property::{Property, Verdict, Verdicts};
