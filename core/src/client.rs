@@ -134,12 +134,19 @@ impl Pacing {
     }
 }
 
+impl Pacing {
+    /// The reference client's coalescing setting (see [`Pacing::default`]).
+    pub const fn default_coalesce() -> Coalesce {
+        Coalesce::Adaptive(100)
+    }
+}
+
 impl Default for Pacing {
     /// The reference client's pacing: an adaptive gap of at most 100 ms, and a storm back-off
     /// after 2 unchanged walks from 100 ms up to 10 s.
     fn default() -> Self {
         Pacing {
-            coalesce: Coalesce::Adaptive(100),
+            coalesce: Pacing::default_coalesce(),
             storm_after: 2,
             storm_base_ms: 100,
             storm_max_ms: 10_000,
@@ -561,7 +568,9 @@ impl CatalogClient {
 
     /// Whether a walk of (kind, auth) is held back by pacing, waiting for its timer.
     pub fn walk_held(&self, kind: Kind, auth: AuthCtx) -> bool {
-        self.lists.get(&(kind, auth)).is_some_and(|l| l.held.is_some())
+        self.lists
+            .get(&(kind, auth))
+            .is_some_and(|l| l.held.is_some())
     }
 
     /// Every (kind, auth) whose walk is held back by pacing, with the clock (µs) it is due at.
@@ -1263,9 +1272,8 @@ impl CatalogClient {
         let items: ItemList = w.items.into();
         // A list the client already holds, current, at the same version: nothing to publish
         // (its metadata is refreshed in place).
-        let unchanged = |cur: &Snapshot| {
-            !cur.stale && cur.items == items && cur.version == w.version
-        };
+        let unchanged =
+            |cur: &Snapshot| !cur.stale && cur.items == items && cur.version == w.version;
         let publish = match (&l.snapshot, strategy) {
             (None, _) => true,
             (Some(_), ClientStrategy::RequestIdGuard) => l.guard.is_none_or(|g| w.first_req > g),

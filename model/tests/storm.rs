@@ -11,8 +11,17 @@ fn the_default_pacing_bounds_walks_in_an_endless_storm() {
     let r = check(&storm(Pacing::default()), DEPTH);
     // The first walk, and one more that a notification causes before the storm back-off and the
     // coalescing gap have seen anything: then every walk waits.
-    assert!(r.max_walks <= 2, "{} walks without a wait: {:?}", r.max_walks, r.path);
-    assert!(r.states > 100, "the storm was explored ({} states)", r.states);
+    assert!(
+        r.max_walks <= 2,
+        "{} walks without a wait: {:?}",
+        r.max_walks,
+        r.path
+    );
+    assert!(
+        r.states > 100,
+        "the storm was explored ({} states)",
+        r.states
+    );
 }
 
 #[test]
@@ -27,7 +36,12 @@ fn the_storm_back_off_alone_bounds_walks() {
     // real batch resets the count once (a walk that publishes a change ends the back-off).
     let changes = 1 + scn.script.len() as u32;
     let bound = changes * (1 + u32::from(p.storm_after));
-    assert!(r.max_walks <= bound, "{} walks without a wait: {:?}", r.max_walks, r.path);
+    assert!(
+        r.max_walks <= bound,
+        "{} walks without a wait: {:?}",
+        r.max_walks,
+        r.path
+    );
 }
 
 #[test]
@@ -46,4 +60,3 @@ fn the_documented_storm_bound() {
     assert_eq!(p.storm_bound(60.0), Some(3 + 7 + 4));
     assert_eq!(Pacing::OFF.storm_bound(60.0), None);
 }
-

@@ -94,7 +94,12 @@ fn a_version_bound_walk_is_finished_then_walked_once_more() {
         ended,
         [RefreshOutcome::Published, RefreshOutcome::Published]
     );
-    assert!(w.monitor.verdicts().values().all(|v| v.to_string() == "holds"));
+    assert!(
+        w.monitor
+            .verdicts()
+            .values()
+            .all(|v| v.to_string() == "holds")
+    );
 }
 
 #[test]
@@ -114,5 +119,10 @@ fn a_walk_over_unbound_cursors_starts_again_on_the_notification() {
     settle("reference-burst-unbound", &mut w, &mut log);
     // Only the list after the removal was ever published (no versions from this server).
     assert_eq!(published(&log), [None], "{:#?}", log.lines);
-    assert!(w.monitor.verdicts().values().all(|v| v.to_string() == "holds"));
+    assert!(
+        w.monitor
+            .verdicts()
+            .values()
+            .all(|v| v.to_string() == "holds")
+    );
 }
