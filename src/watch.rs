@@ -3,9 +3,10 @@
 //! (`--stdio`, how the harness runs the client adapter) — and prints every change of its
 //! snapshots as it happens, with the catalog version behind it. With `--control` it also serves
 //! the harness control channel (client role). Settings fall back to the harness environment
-//! (`LISTSYNC_ERA`, `LISTSYNC_VARIANT`, `LISTSYNC_CONTROL`).
+//! (`LISTSYNC_ERA`, `LISTSYNC_VARIANT`, `LISTSYNC_CONTROL`, `LISTSYNC_PACING`).
 
 use anyhow::{Context, bail};
+use listsync_core::client::Pacing;
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet};
 use listsync_rt::client::{ClientHandle, ClientSettings, Endpoint};
@@ -40,9 +41,21 @@ pub struct Args {
     /// Authorization context to start in (HTTP: sent as `Bearer auth<N>`).
     #[arg(long, default_value_t = 0)]
     auth: u8,
+    /// Pacing of the walks notifications cause: `default` (adaptive coalescing gap, storm
+    /// back-off; docs/design.md) or `off` (walk at once; the harness replays traces step by
+    /// step with it) [env: LISTSYNC_PACING].
+    #[arg(long)]
+    pacing: Option<PacingArg>,
     /// The server command to run (after `--`).
     #[arg(last = true)]
     command: Vec<String>,
+}
+
+/// `--pacing`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PacingArg {
+    Default,
+    Off,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -97,6 +110,15 @@ async fn watch(args: Args) -> anyhow::Result<ExitCode> {
     let mut settings = ClientSettings::new(era, kinds);
     settings.client.strategy = strategy;
     settings.client.auth = AuthCtx(args.auth);
+    let pacing = match (args.pacing, env("LISTSYNC_PACING").as_deref()) {
+        (Some(p), _) => p,
+        (None, Some("off")) => PacingArg::Off,
+        (None, Some("default") | None) => PacingArg::Default,
+        (None, Some(other)) => bail!("LISTSYNC_PACING: expected default or off, not '{other}'"),
+    };
+    if pacing == PacingArg::Off {
+        settings.client.pacing = Pacing::OFF;
+    }
     settings.observer = Some(ntx);
     let to_stderr = matches!(endpoint, Endpoint::Stdio);
     let catalog = ClientHandle::spawn(settings, endpoint);

@@ -436,12 +436,16 @@ pub fn client_launch(paths: &Paths, c: &ClientSetup) -> Result<Launch, String> {
     let argv = match c.imp {
         Impl::Reference => {
             let kinds: Vec<&str> = c.kinds.iter().map(Kind::as_str).collect();
+            // Replays go step by step, as the traces' clients do: no pacing timers (the model
+            // and rt's pacing tests check the pacing).
             vec![
                 exe,
                 "watch".into(),
                 "--stdio".into(),
                 "--kinds".into(),
                 kinds.join(","),
+                "--pacing".into(),
+                "off".into(),
             ]
         }
         Impl::Rmcp => vec![exe, "adapter".into(), "rmcp".into()],
