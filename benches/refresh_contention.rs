@@ -36,35 +36,65 @@ struct Sample {
     reads: Vec<f64>,
 }
 
-/// One iteration. With `served`, the server keeps serving list requests during the burst
-/// (only the request in flight is parked); otherwise every list request the client sends
-/// during the burst waits with it, so that the whole burst lands while that refresh is in
-/// flight.
-async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32, served: bool) -> Sample {
+/// How the burst meets the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scenario {
+    /// The burst lands while a refresh is in flight (its last page request parked), and every
+    /// list request the client sends meanwhile waits with it.
+    Parked,
+    /// The same, but the server answers the client's new walks during the burst.
+    Served,
+    /// No refresh in flight: the burst's commits come this many ms apart, and the server
+    /// answers everything at once.
+    Spaced(u32),
+}
+
+impl Scenario {
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::Parked => "parked",
+            Scenario::Served => "served",
+            Scenario::Spaced(_) => "spaced",
+        }
+    }
+}
+
+/// One iteration.
+async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32, sc: Scenario) -> Sample {
     let rig = Rig::new(pages * u32::from(PAGE_SIZE));
     let client = Arc::new(Subject::connect(&rig, 0, strategy, DEADLINE).await);
     let (stop, _) = tokio::sync::watch::channel(false);
     let reader_tasks = spawn_readers(&client, readers, &stop);
-    // A refresh in flight: its last page request parked at the server.
-    let gate = rig.park_list(pages);
-    client.refresh();
-    let parked = tokio::time::timeout(DEADLINE, rig.server.gates().parked(gate)).await;
-    assert!(
-        matches!(parked, Ok(true)),
-        "{}: the refresh's last page request is parked",
-        strategy.name()
-    );
+    let mut gate = None;
+    if !matches!(sc, Scenario::Spaced(_)) {
+        // A refresh in flight: its last page request parked at the server.
+        let g = rig.park_list(pages);
+        client.refresh();
+        let parked = tokio::time::timeout(DEADLINE, rig.server.gates().parked(g)).await;
+        assert!(
+            matches!(parked, Ok(true)),
+            "{}: the refresh's last page request is parked",
+            strategy.name()
+        );
+        gate = Some(g);
+    }
     rig.counters.reset();
-    if !served {
+    if sc == Scenario::Parked {
         rig.hold_lists();
     }
     let before = client.notifications();
-    let (target, last_mutation) = rig.burst(k).await;
+    let spacing = match sc {
+        Scenario::Spaced(ms) => Duration::from_millis(u64::from(ms)),
+        _ => Duration::ZERO,
+    };
+    let (target, last_mutation) = rig.burst_spaced(k, spacing).await;
     let all_in = client
         .wait(DEADLINE, || client.heard(before + u64::from(k)))
         .await;
     assert!(all_in, "{}: burst delivered", strategy.name());
-    rig.server.gates().release(gate);
+    if let Some(g) = gate {
+        rig.server.gates().release(g);
+    }
     rig.release_lists();
     let converged = client.converged(target, DEADLINE).await;
     let settled = last_mutation.elapsed();
@@ -86,7 +116,7 @@ async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32, served:
     }
 }
 
-/// Every strategy for one (K, P, M, serving) cell, in one criterion group.
+/// Every strategy for one (scenario, K, P, M) cell, in one criterion group.
 #[allow(clippy::too_many_arguments)]
 fn run_cells(
     c: &mut Criterion,
@@ -95,7 +125,7 @@ fn run_cells(
     k: u32,
     pages: u32,
     readers: u32,
-    served: bool,
+    sc: Scenario,
     rows: &mut Vec<RefreshRow>,
 ) {
     let mut group = c.benchmark_group(group_name);
@@ -106,7 +136,7 @@ fn run_cells(
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    let s = rt.block_on(one_burst(strategy, k, pages, readers, served));
+                    let s = rt.block_on(one_burst(strategy, k, pages, readers, sc));
                     total += s.converge.unwrap_or(s.settled);
                     samples.push(s);
                 }
@@ -132,7 +162,11 @@ fn run_cells(
             k,
             pages,
             readers,
-            served_during_burst: served,
+            served_during_burst: sc != Scenario::Parked,
+            spacing_ms: match sc {
+                Scenario::Spaced(ms) => ms,
+                _ => 0,
+            },
             iterations: samples.len() as u64,
             converged: conv.len() as u64,
             walks: Dist::of(&mut walks),
@@ -153,13 +187,19 @@ fn bench(c: &mut Criterion) {
         .expect("tokio runtime");
     let mut rows = Vec::new();
     // The frontier: every strategy in every (scenario, P, K) cell.
-    for served in [false, true] {
+    for sc in [Scenario::Parked, Scenario::Served] {
         for pages in [1u32, 10] {
-            let scenario = if served { "served" } else { "parked" };
-            let name = format!("refresh_contention/{scenario}/P{pages}");
+            let name = format!("refresh_contention/{}/P{pages}", sc.name());
             for k in [10u32, 100, 1000] {
-                run_cells(c, &rt, &name, k, pages, 0, served, &mut rows);
+                run_cells(c, &rt, &name, k, pages, 0, sc, &mut rows);
             }
+        }
+    }
+    // Notifications 1 ms apart reaching an idle client: what the coalescing gap is for.
+    for pages in [1u32, 10] {
+        let name = format!("refresh_contention/spaced/P{pages}");
+        for k in [10u32, 100] {
+            run_cells(c, &rt, &name, k, pages, 0, Scenario::Spaced(1), &mut rows);
         }
     }
     let mut file = BenchFile::new();
@@ -186,7 +226,9 @@ fn bench(c: &mut Criterion) {
             "In the *parked* cells every list request the client sends during the burst waits \
              with the request in flight (a server busy with that refresh), so the whole burst \
              lands while one refresh is in flight. In the *served* cells the server answers \
-             the client's new walks while the burst is still arriving."
+             the client's new walks while the burst is still arriving. In the *spaced* cells \
+             no refresh is in flight: the K commits come 1 ms apart (a tokio sleep between \
+             them, so at least 1 ms) and everything is answered at once."
                 .into(),
             "Strategies: `reference` is the shipped client (core's reference machine in rt, \
              default pacing: adaptive coalescing gap of at most 100 ms); `reference-gap-off`, \

@@ -197,8 +197,16 @@ impl Rig {
     /// Applies `k` one-update batches back to back (each a new version, so one `list_changed`
     /// per client each); returns the final version and when its commit began.
     pub async fn burst(&self, k: u32) -> (u64, Instant) {
+        self.burst_spaced(k, Duration::ZERO).await
+    }
+
+    /// [`Rig::burst`] with a sleep of `spacing` between two batches (none if zero).
+    pub async fn burst_spaced(&self, k: u32, spacing: Duration) -> (u64, Instant) {
         let mut last = Instant::now();
         for i in 0..k {
+            if i > 0 && !spacing.is_zero() {
+                tokio::time::sleep(spacing).await;
+            }
             last = Instant::now();
             let batch = [Op::update(Kind::Tools, "t0000", &format!("b{i}-{last:?}"))];
             self.server.apply(&batch).await;

@@ -68,10 +68,11 @@ pub enum Coalesce {
     Off,
     /// A fixed minimum gap, in ms, between the starts of two walks.
     Gap(u32),
-    /// A gap adapted to what the client observes, at most this many ms (0: no gap). Outside a
-    /// burst (the previous notification of the list came at least this long before) a walk
-    /// starts at once; inside one the gap is four times the smoothed notification interval or
-    /// the smoothed walk time, whichever is larger, and at least 1 ms.
+    /// A gap adapted to what the client observes, at most this many ms (0: no gap). While a
+    /// burst goes on (notifications of the list less than this far apart, the last one no more
+    /// than four smoothed intervals ago) the gap is four times the smoothed notification
+    /// interval or the smoothed walk time, whichever is larger, and at least 1 ms; otherwise a
+    /// walk starts at once.
     Adaptive(u32),
 }
 
@@ -1041,12 +1042,14 @@ impl CatalogClient {
         let mut gap = match cfg.coalesce {
             Coalesce::Off | Coalesce::Adaptive(0) => 0,
             Coalesce::Gap(g) => u64::from(g) * ms,
-            Coalesce::Adaptive(max) => match p.interval {
-                None => 0,
-                Some(i) => i
+            // Only while the burst goes on: once no notification has come for four intervals,
+            // the walk that follows is the one that catches up, and it starts at once.
+            Coalesce::Adaptive(max) => match (p.interval, p.last_note) {
+                (Some(i), Some(note)) if self.now.saturating_sub(note) <= i.saturating_mul(4) => i
                     .saturating_mul(4)
                     .max(p.walk_time.unwrap_or(0))
                     .clamp(ms, u64::from(max) * ms),
+                _ => 0,
             },
         };
         if cfg.storm_after > 0 && p.unchanged >= cfg.storm_after {

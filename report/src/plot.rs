@@ -41,7 +41,10 @@ pub fn refresh_frontier(rows: &[RefreshRow]) -> Result<String> {
     let mut ks: Vec<u32> = cells.iter().map(|c| c.k).collect();
     ks.sort_unstable();
     ks.dedup();
-    let mut lines: Vec<(bool, u32)> = cells.iter().map(|c| (c.served, c.pages)).collect();
+    let mut lines: Vec<(u32, bool, u32)> = cells
+        .iter()
+        .map(|c| (c.spacing_ms, c.served, c.pages))
+        .collect();
     lines.sort_unstable();
     lines.dedup();
     let (cols, nrows) = (ks.len().max(1), lines.len().max(1));
@@ -60,12 +63,11 @@ pub fn refresh_frontier(rows: &[RefreshRow]) -> Result<String> {
         let (grid, legend) = body.split_vertically(300 * nrows as u32);
         let panels = grid.split_evenly((nrows, cols));
         for (i, panel) in panels.iter().enumerate() {
-            let (served, pages) = lines[i / cols];
+            let (spacing, served, pages) = lines[i / cols];
             let k = ks[i % cols];
-            let Some(cell) = cells
-                .iter()
-                .find(|c| c.served == served && c.pages == pages && c.k == k)
-            else {
+            let Some(cell) = cells.iter().find(|c| {
+                c.spacing_ms == spacing && c.served == served && c.pages == pages && c.k == k
+            }) else {
                 continue;
             };
             let pts: Vec<(usize, f64, f64)> = cell
@@ -90,7 +92,11 @@ pub fn refresh_frontier(rows: &[RefreshRow]) -> Result<String> {
                 .caption(
                     format!(
                         "{}, P = {pages}, K = {k}",
-                        if served { "served" } else { "parked" }
+                        match (spacing, served) {
+                            (0, false) => "parked".to_owned(),
+                            (0, true) => "served".to_owned(),
+                            (ms, _) => format!("spaced {ms} ms"),
+                        }
                     ),
                     ("sans-serif", 14),
                 )
