@@ -70,9 +70,9 @@ pub enum Coalesce {
     Gap(u32),
     /// A gap adapted to what the client observes, at most this many ms (0: no gap). While a
     /// burst goes on (notifications of the list less than this far apart, the last one no more
-    /// than four smoothed intervals ago) the gap is four times the smoothed notification
-    /// interval or the smoothed walk time, whichever is larger, and at least 1 ms; otherwise a
-    /// walk starts at once.
+    /// than four smoothed intervals ago) the next walk starts four smoothed notification
+    /// intervals after the previous one started — at once if that walk took longer; otherwise
+    /// (no burst, or the walk that catches up after one) it starts at once.
     Adaptive(u32),
 }
 
@@ -270,15 +270,12 @@ struct Walk {
     /// The server declared its cursors version-bound, with a version on the first page: a
     /// notification cannot tear this walk.
     bound: bool,
-    /// Clock when the first page was requested.
-    started: u64,
 }
 
 impl Walk {
-    fn fresh(refresh: u32, req: ReqId, restarts: u8, started: u64) -> Walk {
+    fn fresh(refresh: u32, req: ReqId, restarts: u8) -> Walk {
         Walk {
             bound: false,
-            started,
             refresh,
             first_req: req,
             awaiting: Some(req),
@@ -321,8 +318,6 @@ struct Pace {
     last_note: Option<u64>,
     /// Smoothed interval between the notifications of the current burst; None outside one.
     interval: Option<u64>,
-    /// Smoothed walk time.
-    walk_time: Option<u64>,
     /// Walks in a row that found the list unchanged (saturates once the delay is at its
     /// largest).
     unchanged: u8,
@@ -1043,12 +1038,13 @@ impl CatalogClient {
             Coalesce::Off | Coalesce::Adaptive(0) => 0,
             Coalesce::Gap(g) => u64::from(g) * ms,
             // Only while the burst goes on: once no notification has come for four intervals,
-            // the walk that follows is the one that catches up, and it starts at once.
+            // the walk that follows is the one that catches up, and it starts at once. The gap
+            // runs from the previous walk's start, so a walk that takes longer than the gap is
+            // followed at once: the walk time is part of the gap, not added to it.
             Coalesce::Adaptive(max) => match (p.interval, p.last_note) {
-                (Some(i), Some(note)) if self.now.saturating_sub(note) <= i.saturating_mul(4) => i
-                    .saturating_mul(4)
-                    .max(p.walk_time.unwrap_or(0))
-                    .clamp(ms, u64::from(max) * ms),
+                (Some(i), Some(note)) if self.now.saturating_sub(note) <= i.saturating_mul(4) => {
+                    i.saturating_mul(4).min(u64::from(max) * ms)
+                }
                 _ => 0,
             },
         };
@@ -1124,7 +1120,7 @@ impl CatalogClient {
         let now = self.now;
         let l = self.lists.entry((kind, auth)).or_default();
         l.pace.last_walk = Some(now);
-        l.walks.push(Walk::fresh(refresh, first_req, 0, now));
+        l.walks.push(Walk::fresh(refresh, first_req, 0));
     }
 
     /// Starts the (single) walk of (kind, auth) over from the first page, within the same
@@ -1181,7 +1177,7 @@ impl CatalogClient {
         let now = self.now;
         let l = self.lists.get_mut(&(kind, auth)).expect("walk exists");
         l.pace.last_walk = Some(now);
-        l.walks[0] = Walk::fresh(refresh, req, restarts, now);
+        l.walks[0] = Walk::fresh(refresh, req, restarts);
     }
 
     fn page(
@@ -1266,12 +1262,9 @@ impl CatalogClient {
         let strategy = self.cfg.strategy;
         let epoch = self.epoch;
         let id = self.id;
-        let now = self.now;
         let storm_cap = self.storm_cap();
         let l = self.lists.get_mut(&(kind, auth)).expect("list");
         l.retry = None;
-        let took = now.saturating_sub(w.started);
-        l.pace.walk_time = Some(l.pace.walk_time.map_or(took, |t| (3 * t + took) / 4));
         let items: ItemList = w.items.into();
         // A list the client already holds, current, at the same version: nothing to publish
         // (its metadata is refreshed in place).
@@ -1400,7 +1393,7 @@ impl CatalogClient {
                 // Keep the refresh running; the walk resumes when the timer fires.
                 l.retry = Some(attempt);
                 l.armed = true;
-                let mut parked = Walk::fresh(refresh, w.first_req, w.restarts, w.started);
+                let mut parked = Walk::fresh(refresh, w.first_req, w.restarts);
                 parked.awaiting = None;
                 l.walks.push(parked);
                 let shift = u32::from(attempt - 1).min(16);

@@ -8,19 +8,19 @@ use listsync_model::{CheckResult, Search, check};
 
 /// Unique states of each reference configuration (exhaustive exploration).
 const REFERENCE_STATES: &[(&str, usize)] = &[
-    ("reference", 20168),
-    ("reference-http", 5883),
-    ("reference-2026", 9854),
-    ("reference-2026-lossy", 2185),
+    ("reference", 20096),
+    ("reference-http", 5855),
+    ("reference-2026", 9707),
+    ("reference-2026-lossy", 2174),
     ("reference-multi-client", 169610),
     ("reference-auth", 1045),
     ("reference-resources", 165),
-    ("reference-faults", 9307),
+    ("reference-faults", 9289),
     ("reference-cluster", 791527),
     ("reference-cluster-migrate", 293790),
     ("reference-burst", 838),
     ("reference-burst-unbound", 296),
-    ("reference-burst-paced", 6262),
+    ("reference-burst-paced", 6226),
 ];
 
 fn run(c: &Config) -> CheckResult {

@@ -84,6 +84,7 @@ pub fn headline_churn(rows: &[ChurnRow]) -> Vec<String> {
         ) else {
             continue;
         };
+        let arc = get("ArcSwap");
         let mean = |r: &ChurnRow| {
             if r.reads_per_sec > 0.0 {
                 1e9 / r.reads_per_sec
@@ -91,8 +92,17 @@ pub fn headline_churn(rows: &[ChurnRow]) -> Vec<String> {
                 r.read_ns.mean
             }
         };
+        let arc_part = arc
+            .map(|a| {
+                format!(
+                    "ArcSwap {}× / {}×, ",
+                    num(mean(a) / mean(cell).max(1e-9)),
+                    num(a.read_ns.p99 / cell.read_ns.p99.max(1e-9))
+                )
+            })
+            .unwrap_or_default();
         out.push(format!(
-            "{m} reader thread{} + 1 writer publishing back to back: read latency relative to SnapshotCell's (mean / p99) — RwLock {}× / {}×, Mutex {}× / {}× (SnapshotCell: {} ns mean, {} ns p99)",
+            "{m} reader thread{} + 1 writer publishing back to back: read latency relative to SnapshotCell's (mean / p99) — {arc_part}RwLock {}× / {}×, Mutex {}× / {}× (SnapshotCell: {} ns mean, {} ns p99)",
             if m == 1 { "" } else { "s" },
             num(mean(rw) / mean(cell).max(1e-9)),
             num(rw.read_ns.p99 / cell.read_ns.p99.max(1e-9)),
