@@ -23,8 +23,38 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "listsync", version, about)]
 struct Cli {
+    /// More diagnostics on stderr: -v info (and rmcp's own warnings), -vv debug, -vvv trace
+    /// (default: warnings and errors of listsync). `RUST_LOG` (e.g.
+    /// `RUST_LOG=listsync_rt=debug`) overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+/// Installs the diagnostics subscriber: library `tracing` events on stderr (stdout carries
+/// results, or MCP itself on stdio), filtered by `RUST_LOG` when set, else by `-v`.
+fn init_logging(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    // rmcp reports every failed connection and request itself, at error level; the runtime
+    // already says the same in one line of its own, so rmcp is heard from -v on.
+    let level = match verbose {
+        0 => "warn,rmcp=off",
+        1 => "info,rmcp=warn",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(v) if !v.trim().is_empty() => {
+            EnvFilter::try_new(&v).unwrap_or_else(|_| EnvFilter::new(level))
+        }
+        _ => EnvFilter::new(level),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(filter)
+        .try_init();
 }
 
 #[derive(Subcommand)]
@@ -83,6 +113,7 @@ enum TraceCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging(cli.verbose);
     let result = match cli.cmd {
         Cmd::Check(args) => check::run(args),
         Cmd::Explore { config, port } => explore::run(&config, port),

@@ -54,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.out)?;
     listsync_harness::report::write(&args.out, &mut m)
         .with_context(|| format!("writing the report under {}", args.out.display()))?;
-    let md = crate::report_cmd::write_conformance_page(&args.out)
+    let md = listsync_report::pages::write_conformance_page(&args.out)
         .with_context(|| format!("rendering conformance.md under {}", args.out.display()))?;
     let reference_bad = m.rows.iter().any(|r| {
         r.key.imp == Impl::Reference && r.cells.values().any(|c| c.state == CellState::Violated)

@@ -5,7 +5,6 @@
 
 use anyhow::Context;
 use listsync_core::property::{Property, Verdict};
-use listsync_core::trace::Trace;
 use listsync_core::vocab::Era;
 use listsync_harness::adapters::{Paths, Subject};
 use listsync_harness::outcome::RunStatus;
@@ -51,9 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()?;
     let mut worst = 0u8;
     for path in &args.traces {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let trace = Trace::from_json(&text).with_context(|| format!("{}", path.display()))?;
+        let trace = crate::trace_cmd::read(path)?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

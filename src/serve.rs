@@ -1,18 +1,23 @@
 //! `listsync serve`: the reference MCP server (core's registry over rmcp) on stdio or Streamable
 //! HTTP, optionally driven by the harness control channel. Settings come from flags, else from
 //! the harness environment (`LISTSYNC_ERA`, `LISTSYNC_PAGE_SIZE`, `LISTSYNC_CONTROL`,
-//! `LISTSYNC_VARIANT`, `LISTSYNC_INITIAL`). Logs go to stderr; on stdio, stdout is MCP. With
-//! `--redis URL --node NAME` the server is one node of a multi-instance server whose catalog
-//! lives in Redis ([`node`]).
+//! `LISTSYNC_INITIAL`); the strategy is a flag only, so a known-bad server is never picked up
+//! from the environment. Without `--initial`, `--fixtures` or `--empty` it serves the demo
+//! catalog and says so. Logs go to stderr; on stdio, stdout is MCP. With `--redis URL --node
+//! NAME` the server is one node of a multi-instance server whose catalog lives in Redis
+//! ([`node`]). The HTTP endpoint's security options (tokens, origins, caps) are documented in the
+//! README's "Security" section.
 
 mod node;
 
 use anyhow::{Context, bail};
 use listsync_core::server::ServerConfig;
 use listsync_core::strategy::ServerStrategy;
-use listsync_core::vocab::Era;
+use listsync_core::vocab::{Era, Kind};
 use listsync_rt::control::{self, ReadyInfo};
 use listsync_rt::fixtures::Fixtures;
+use listsync_rt::server::http::{HttpAuth, HttpOptions};
+use listsync_rt::server::tokens::TokenTable;
 use listsync_rt::server::{ServerSettings, fresh_catalog_id};
 use rmcp::ServiceExt;
 use serde_json::json;
@@ -40,20 +45,47 @@ pub struct Args {
     /// Unix socket of the harness control channel [env: LISTSYNC_CONTROL].
     #[arg(long)]
     control: Option<PathBuf>,
-    /// Server strategy: reference or a known-bad variant [env: LISTSYNC_VARIANT].
-    #[arg(long)]
-    strategy: Option<ServerStrategy>,
-    /// Initial catalog: a JSON array of control-protocol ops [env: LISTSYNC_INITIAL].
+    /// Server strategy: reference, or a known-bad variant that reproduces a bug on purpose
+    /// (notify-before-commit, offset-cursor, notify-per-mutation, stale-dispatch, ...).
+    #[arg(long, default_value_t = ServerStrategy::Reference)]
+    strategy: ServerStrategy,
+    /// Initial catalog: a JSON array of control-protocol ops [env: LISTSYNC_INITIAL]. Without it
+    /// (and without --fixtures or --empty) the demo catalog is served.
     #[arg(long)]
     initial: Option<String>,
+    /// Start with an empty catalog instead of the demo one.
+    #[arg(long, conflicts_with_all = ["initial", "fixtures"])]
+    empty: bool,
     /// `ttlMs` on 2026-07-28 list results.
     #[arg(long)]
     ttl_ms: Option<u32>,
-    /// A named fixture set added to the initial catalog: `conformance` (the items and
-    /// `test_trigger_tool_change` / `test_trigger_prompt_change` tools the official MCP
-    /// conformance suite expects).
+    /// A named fixture set added to the initial catalog: `demo` (the default catalog) or
+    /// `conformance` (the items and `test_trigger_tool_change` / `test_trigger_prompt_change`
+    /// tools the official MCP conformance suite expects).
     #[arg(long, value_name = "SET")]
     fixtures: Option<Fixtures>,
+    /// HTTP: bearer tokens, one `TOKEN PRINCIPAL CONTEXT` per line; requests without a known
+    /// token get 401. Without it every request is made under context 0 (public items only).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    auth_tokens: Option<PathBuf>,
+    /// HTTP, tests only: `Authorization: Bearer auth<N>` selects context N for anyone who sends
+    /// it. Never use it where another user can reach the port.
+    #[arg(long, requires = "http", conflicts_with = "auth_tokens")]
+    insecure_test_auth: bool,
+    /// HTTP: a browser origin allowed besides the loopback ones (`scheme://host[:port]`, or
+    /// `scheme://host:*` for any port); repeatable. Other origins get 403.
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
+    /// HTTP: most live sessions (2025-11-25); an initialize beyond gets 503.
+    #[arg(long, value_name = "N", default_value_t = HttpOptions::default().max_sessions)]
+    max_sessions: usize,
+    /// HTTP: most open connections; one beyond gets 503 and is closed.
+    #[arg(long, value_name = "N", default_value_t = HttpOptions::default().max_connections)]
+    max_connections: usize,
+    /// HTTP: seconds a connection may take to send a request head (from its start, or from the
+    /// previous response) before it is closed.
+    #[arg(long, value_name = "SECS", default_value_t = HttpOptions::default().header_timeout.as_secs())]
+    header_timeout: u64,
     #[command(flatten)]
     cluster: node::ClusterArgs,
 }
@@ -85,22 +117,30 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
         (None, Some(p)) => p.parse().context("LISTSYNC_PAGE_SIZE")?,
         (None, None) => 0,
     };
-    let strategy = match (args.strategy, env("LISTSYNC_VARIANT")) {
-        (Some(s), _) => s,
-        (None, Some(s)) => s.parse().map_err(anyhow::Error::msg)?,
-        (None, None) => ServerStrategy::Reference,
+    let strategy = args.strategy;
+    let given = if args.empty {
+        None
+    } else {
+        args.initial.clone().or_else(|| env("LISTSYNC_INITIAL"))
     };
-    let initial = match args.initial.or_else(|| env("LISTSYNC_INITIAL")) {
+    let demo = !args.empty && given.is_none() && args.fixtures.is_none();
+    let initial = match given {
         Some(text) => {
             let v: serde_json::Value = serde_json::from_str(&text).context("initial ops")?;
             control::parse_ops(&v).map_err(|f| anyhow::anyhow!("initial ops: {}", f.error))?
         }
         None => Vec::new(),
     };
-    let initial = match args.fixtures {
+    let fixtures = if demo {
+        Some(Fixtures::Demo)
+    } else {
+        args.fixtures
+    };
+    let initial: Vec<_> = match fixtures {
         Some(f) => f.catalog().into_iter().chain(initial).collect(),
         None => initial,
     };
+    let http_options = http_options(&args)?;
     let control_path = args
         .control
         .or_else(|| env("LISTSYNC_CONTROL").map(PathBuf::from));
@@ -113,10 +153,22 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
             catalog_id: fresh_catalog_id(),
             ..ServerConfig::default()
         },
-        call_effects: args.fixtures.map(Fixtures::effects),
+        call_effects: fixtures.map(Fixtures::effects),
         ..ServerSettings::default()
     };
     let (server, _node) = node::server(&args.cluster, settings, &initial).await?;
+    if demo {
+        let c = server.catalog();
+        let n = |k| c.visible(k, listsync_core::vocab::AuthCtx(0)).len();
+        eprintln!(
+            "listsync serve: serving the demo catalog ({} tools, {} prompt, {} resource, {} \
+             resource template; --initial OPS for your own, --empty for none)",
+            n(Kind::Tools),
+            n(Kind::Prompts),
+            n(Kind::Resources),
+            n(Kind::ResourceTemplates),
+        );
+    }
     let stop = CancellationToken::new();
 
     let mut extra = json!({ "page_size": page_size });
@@ -127,7 +179,7 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
         if args.stdio {
             bail!("--stdio and --http are exclusive");
         }
-        let endpoint = server.serve_http(addr).await?;
+        let endpoint = server.serve_http_with(addr, http_options).await?;
         let url = endpoint.url();
         println!("{url}");
         eprintln!(
@@ -180,4 +232,33 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(2), out.flush()).await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The HTTP endpoint's security options from the flags.
+fn http_options(args: &Args) -> anyhow::Result<HttpOptions> {
+    let auth = match (&args.auth_tokens, args.insecure_test_auth) {
+        (Some(file), _) => {
+            let table = TokenTable::load(file).map_err(anyhow::Error::msg)?;
+            HttpAuth::Tokens(std::sync::Arc::new(table))
+        }
+        (None, true) => {
+            eprintln!(
+                "listsync serve: --insecure-test-auth: `Bearer auth<N>` selects context N for \
+                 anyone (tests only)"
+            );
+            HttpAuth::InsecureTestAuth
+        }
+        (None, false) => HttpAuth::Anonymous,
+    };
+    if args.max_sessions == 0 || args.max_connections == 0 || args.header_timeout == 0 {
+        bail!("--max-sessions, --max-connections and --header-timeout must be at least 1");
+    }
+    Ok(HttpOptions {
+        auth,
+        allowed_origins: args.allow_origin.clone(),
+        max_sessions: args.max_sessions,
+        max_connections: args.max_connections,
+        header_timeout: std::time::Duration::from_secs(args.header_timeout),
+        ..HttpOptions::default()
+    })
 }

@@ -69,3 +69,125 @@ fn unknown_configuration_is_an_error() {
         "{err}"
     );
 }
+
+/// A 63 MB trace of 3.5 million steps (the size of one seen in the wild): refused at the step
+/// limit while reading, quickly and with bounded memory (the peak resident set of the process,
+/// `VmHWM`, sampled until it exits); a file over the size limit is refused before it is read,
+/// with its real size.
+#[test]
+fn big_traces_are_refused_while_reading() {
+    let dir = tempfile::Builder::new()
+        .prefix("listsync-cli-")
+        .tempdir()
+        .unwrap();
+    let corpus = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/traces/offset-cursor.json"
+    ))
+    .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&corpus).unwrap();
+    v["steps"] = serde_json::json!([]);
+    v["log"] = serde_json::json!([]);
+    let text = v.to_string();
+    let (head, tail) = text.split_once("\"steps\":[]").unwrap();
+    let mut big = String::with_capacity(64 << 20);
+    big.push_str(head);
+    big.push_str("\"steps\":[");
+    for i in 0..3_500_000 {
+        if i > 0 {
+            big.push(',');
+        }
+        big.push_str("{\"step\":\"commit\"}");
+    }
+    big.push(']');
+    big.push_str(tail);
+    assert!(
+        big.len() > 60 << 20 && big.len() < 64 << 20,
+        "{}",
+        big.len()
+    );
+    let path = dir.path().join("steps.json");
+    std::fs::write(&path, &big).unwrap();
+    drop(big);
+
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_listsync"))
+        .args(["trace", "show", "--quiet", path.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut peak = 0u64;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        let hwm = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0);
+        peak = peak.max(hwm * 1024);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "still reading"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let took = started.elapsed();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    eprintln!(
+        "a 3.5M-step trace: refused in {took:?}, peak resident set {} MiB",
+        peak >> 20
+    );
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("more than 1000000 steps"), "{err}");
+    assert!(peak < 512 << 20, "peak resident set {} MiB", peak >> 20);
+
+    // Over the size limit: refused before reading, with the file's real size.
+    let f = std::fs::File::create(dir.path().join("huge.json")).unwrap();
+    let size: u64 = (64 << 20) + 12345;
+    f.set_len(size).unwrap();
+    let (code, _, err) = listsync(&[
+        "trace",
+        "show",
+        dir.path().join("huge.json").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains(&format!("trace is {size} bytes")), "{err}");
+}
+
+/// Libraries log through `tracing` (the CLI installs the subscriber): no `eprintln!` in their
+/// sources.
+#[test]
+fn libraries_do_not_print_to_stderr() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut offenders = Vec::new();
+    let mut stack: Vec<std::path::PathBuf> = [
+        "core", "store", "model", "sim", "rt", "cluster", "harness", "report",
+    ]
+    .iter()
+    .map(|c| root.join(c))
+    .collect();
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            if p.file_name()
+                .is_some_and(|n| n == "node_modules" || n == "target")
+            {
+                continue;
+            }
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
+        } else if p.extension().is_some_and(|e| e == "rs")
+            && p.components().any(|c| c.as_os_str() == "src")
+            && std::fs::read_to_string(&p).unwrap().contains("eprintln!")
+        {
+            offenders.push(p.display().to_string());
+        }
+    }
+    assert!(offenders.is_empty(), "eprintln! in {offenders:?}");
+}

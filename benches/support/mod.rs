@@ -33,7 +33,8 @@ pub fn criterion_for_runs() -> Criterion {
         .configure_from_args()
         .warm_up_time(runs_warm_up());
     if quick() {
-        c.sample_size(10).measurement_time(Duration::from_millis(800))
+        c.sample_size(10)
+            .measurement_time(Duration::from_millis(800))
     } else {
         c.sample_size(20).measurement_time(Duration::from_secs(4))
     }

@@ -7,5 +7,5 @@
 
 pub mod node;
 pub mod store;
-#[doc(hidden)]
+#[cfg(feature = "testkit")]
 pub mod testkit;

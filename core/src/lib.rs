@@ -9,6 +9,7 @@ pub mod client;
 pub mod history;
 pub mod monitor;
 pub mod property;
+pub mod record;
 pub mod scenario;
 pub mod server;
 pub mod strategy;

@@ -8,7 +8,7 @@
 
 use crate::history::{Cause, ClientId, Event, RefreshOutcome};
 use crate::property::{Property, Verdict, Verdicts};
-use crate::vocab::{AuthCtx, Catalog, Digest, Kind, KindSet, Name, Scope};
+use crate::vocab::{AuthCtx, Catalog, Digest, Item, Kind, KindSet, Name, Scope};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -186,6 +186,13 @@ impl Monitor {
             m.folded += 1;
         }
         m.ranges.get(&digest).copied()
+    }
+
+    /// The latest committed version whose visible list of `kind` under `auth` is `items` (in
+    /// any order), if any.
+    pub fn latest_version_of(&mut self, kind: Kind, auth: AuthCtx, items: &[Item]) -> Option<u64> {
+        let d = Digest::of(items);
+        self.matching(kind, auth, d).map(|(_, hi)| hi)
     }
 
     /// Whether any committed version holds `kind` item `name`, and whether any shows it to

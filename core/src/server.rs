@@ -107,8 +107,14 @@ pub enum ServerOutput {
         /// Message.
         msg: ServerMsg,
     },
-    /// A history event.
+    /// A history event the server is the only witness of (a connection, a page served).
     Event(Event),
+    /// What the server says about itself — a commit, a notification and what it believes was
+    /// visible, a dispatch and whether it believes the tool was present, a refused call. Logs
+    /// and diagnostics show claims; the property checkers never judge them: a driver's
+    /// observer derives the judged events from the wire and its own state (`docs/design.md`,
+    /// "Observed vs reported").
+    Claim(Event),
 }
 
 /// The server registry machine.
@@ -230,8 +236,11 @@ impl Registry {
     pub fn step(&mut self, input: ServerInput, out: &mut Vec<ServerOutput>) {
         match input {
             ServerInput::Connect(c) => {
-                let view = (self.cfg.strategy == ServerStrategy::StaleDispatch)
-                    .then(|| self.catalog.clone());
+                let view = matches!(
+                    self.cfg.strategy,
+                    ServerStrategy::StaleDispatch | ServerStrategy::LyingRegistry
+                )
+                .then(|| self.catalog.clone());
                 self.sessions.insert(
                     c,
                     Session {
@@ -252,7 +261,7 @@ impl Registry {
                 } else if let Some(next) = self.staged.take() {
                     self.version += 1;
                     self.catalog = next;
-                    out.push(ServerOutput::Event(Event::Committed {
+                    out.push(ServerOutput::Claim(Event::Committed {
                         version: self.version,
                         catalog: self.catalog.clone(),
                     }));
@@ -267,28 +276,26 @@ impl Registry {
             // A second batch while one is staged: the staged one lands first.
             self.version += 1;
             self.catalog = pending;
-            out.push(ServerOutput::Event(Event::Committed {
+            out.push(ServerOutput::Claim(Event::Committed {
                 version: self.version,
                 catalog: self.catalog.clone(),
             }));
         }
         let mut next = (*self.catalog).clone();
-        let mut changed = KindSet::EMPTY;
+        // Mutations that changed something, one by one (what `notify-per-mutation` announces).
         let mut per_op = 0usize;
-        let mut contents = Vec::new();
         for op in batch.iter() {
-            if next.apply(op) {
-                if let Some(k) = op.kind() {
-                    changed = changed.with(group_of(k));
-                    per_op += 1;
-                }
-            } else if let crate::vocab::Op::SetContent { uri, .. } = op {
-                contents.push(uri.clone());
+            if next.apply(op) && op.kind().is_some() {
+                per_op += 1;
             }
         }
-        if changed.is_empty() && contents.is_empty() && next == *self.catalog {
+        // A batch whose net effect is nothing (an add and a remove of the same item, a
+        // definition set to what it was) is no change: no new version, no notification.
+        if next == *self.catalog {
             return;
         }
+        let changed = changed_kinds(&self.catalog, &next);
+        let contents = changed_contents(&self.catalog, &next);
         let next = Arc::new(next);
         let announced = self.version + 1;
         let copies = if self.cfg.strategy == ServerStrategy::NotifyPerMutation {
@@ -296,15 +303,21 @@ impl Registry {
         } else {
             1
         };
-        if self.cfg.strategy == ServerStrategy::NotifyBeforeCommit {
+        if self.cfg.strategy.commits_after_notifying() {
             // Announce now, commit later: list requests in between still see the old version.
+            // The lying registry claims the announced version is already visible.
+            let claimed = if self.cfg.strategy == ServerStrategy::LyingRegistry {
+                announced
+            } else {
+                self.version
+            };
             self.staged = Some(next);
-            self.notify(changed, &contents, announced, self.version, 1, out);
+            self.notify(changed, &contents, announced, claimed, 1, out);
             return;
         }
         self.version = announced;
         self.catalog = next;
-        out.push(ServerOutput::Event(Event::Committed {
+        out.push(ServerOutput::Claim(Event::Committed {
             version: self.version,
             catalog: self.catalog.clone(),
         }));
@@ -357,7 +370,7 @@ impl Registry {
                     continue;
                 }
                 for _ in 0..copies {
-                    out.push(ServerOutput::Event(Event::Notified {
+                    out.push(ServerOutput::Claim(Event::Notified {
                         client: c,
                         kind,
                         announces,
@@ -600,7 +613,7 @@ impl Registry {
     ) -> Response {
         let view = match (self.cfg.strategy, self.sessions.get(&c)) {
             (
-                ServerStrategy::StaleDispatch,
+                ServerStrategy::StaleDispatch | ServerStrategy::LyingRegistry,
                 Some(Session {
                     dispatch_view: Some(v),
                     ..
@@ -610,11 +623,13 @@ impl Registry {
         };
         match view.get(Kind::Tools, &name) {
             Some(e) if e.scope.visible_to(auth) => {
-                let present = self
-                    .catalog
-                    .get(Kind::Tools, &name)
-                    .is_some_and(|e| e.scope.visible_to(auth));
-                out.push(ServerOutput::Event(Event::Dispatched {
+                // The lying registry claims every tool it runs is present.
+                let present = self.cfg.strategy == ServerStrategy::LyingRegistry
+                    || self
+                        .catalog
+                        .get(Kind::Tools, &name)
+                        .is_some_and(|e| e.scope.visible_to(auth));
+                out.push(ServerOutput::Claim(Event::Dispatched {
                     client: c,
                     tool: name.clone(),
                     present,
@@ -625,7 +640,7 @@ impl Registry {
                 }
             }
             _ => {
-                out.push(ServerOutput::Event(Event::CallRejected {
+                out.push(ServerOutput::Claim(Event::CallRejected {
                     client: c,
                     tool: name,
                 }));
@@ -808,7 +823,7 @@ mod tests {
         );
         let commit = out
             .iter()
-            .position(|o| matches!(o, ServerOutput::Event(Event::Committed { .. })))
+            .position(|o| matches!(o, ServerOutput::Claim(Event::Committed { .. })))
             .unwrap();
         let sends: Vec<_> = out
             .iter()
@@ -844,7 +859,7 @@ mod tests {
         let out = apply(&mut r, vec![Op::add(Kind::Tools, "d", "d1")]);
         assert!(out.iter().any(|o| matches!(
             o,
-            ServerOutput::Event(Event::Notified {
+            ServerOutput::Claim(Event::Notified {
                 announces: 2,
                 visible: 1,
                 ..
@@ -878,7 +893,7 @@ mod tests {
             let dispatched = out.iter().any(|o| {
                 matches!(
                     o,
-                    ServerOutput::Event(Event::Dispatched { present: false, .. })
+                    ServerOutput::Claim(Event::Dispatched { present: false, .. })
                 )
             });
             assert_eq!(dispatched, ran, "{strategy}");

@@ -2,6 +2,7 @@
 //! bug class someone shipped. Their names are fixed (docs/design.md): configs, traces, reports and
 //! tests use exactly these strings.
 
+use crate::property::Property;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -62,6 +63,12 @@ pub enum ServerStrategy {
     /// new version visible locally later.
     #[serde(rename = "cluster-notify-before-visible")]
     ClusterNotifyBeforeVisible,
+    /// Notifies before commit and dispatches tools it no longer has (as `notify-before-commit`
+    /// and `stale-dispatch`) while claiming the opposite: that the announced version is visible
+    /// and that every tool it runs is present. Only a judge that observes the wire instead of
+    /// believing the server catches it.
+    #[serde(rename = "lying-registry")]
+    LyingRegistry,
 }
 
 macro_rules! names {
@@ -110,9 +117,26 @@ names!(
     NotifyPerMutation = "notify-per-mutation",
     StaleDispatch = "stale-dispatch",
     ClusterNotifyBeforeVisible = "cluster-notify-before-visible",
+    LyingRegistry = "lying-registry",
 );
 
 impl ClientStrategy {
+    /// The property this strategy's bug class breaks (none for `reference`): a run of it counts
+    /// as caught only when this property is violated.
+    pub fn breaks(self) -> Option<Property> {
+        match self {
+            ClientStrategy::Reference => None,
+            ClientStrategy::Naive | ClientStrategy::RequestIdGuard => {
+                Some(Property::NoStaleOverwrite)
+            }
+            ClientStrategy::ClearThenFetch | ClientStrategy::FirstPageOnly => {
+                Some(Property::NoTornSnapshot)
+            }
+            ClientStrategy::FlagClearedAfterAwait => Some(Property::NoLostWakeup),
+            ClientStrategy::ListenWithoutRelist => Some(Property::ListenThenList),
+        }
+    }
+
     /// Whether refreshes are single-flight (at most one walk per list at a time).
     pub fn single_flight(self) -> bool {
         matches!(
@@ -121,6 +145,31 @@ impl ClientStrategy {
                 | ClientStrategy::FlagClearedAfterAwait
                 | ClientStrategy::ListenWithoutRelist
         )
+    }
+}
+
+impl ServerStrategy {
+    /// Whether a batch is announced first and made visible later (by a separate commit step),
+    /// as `notify-before-commit` and `lying-registry` do.
+    pub fn commits_after_notifying(self) -> bool {
+        matches!(
+            self,
+            ServerStrategy::NotifyBeforeCommit | ServerStrategy::LyingRegistry
+        )
+    }
+
+    /// The property this strategy's bug class breaks (none for `reference`): a run of it counts
+    /// as caught only when this property is violated.
+    pub fn breaks(self) -> Option<Property> {
+        match self {
+            ServerStrategy::Reference => None,
+            ServerStrategy::NotifyBeforeCommit
+            | ServerStrategy::ClusterNotifyBeforeVisible
+            | ServerStrategy::LyingRegistry => Some(Property::NotifyAfterCommit),
+            ServerStrategy::OffsetCursor => Some(Property::NoTornSnapshot),
+            ServerStrategy::NotifyPerMutation => Some(Property::BoundedRefresh),
+            ServerStrategy::StaleDispatch => Some(Property::NoCallToRemoved),
+        }
     }
 }
 

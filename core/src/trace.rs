@@ -8,8 +8,9 @@
 //! that says what and where.
 
 use crate::property::{Property, Verdict, Verdicts};
+use crate::record::Log;
 use crate::scenario::Scenario;
-use crate::world::{Log, Step, World};
+use crate::world::{Step, World};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -33,7 +34,8 @@ pub struct Trace {
     pub source: String,
     /// The world.
     pub scenario: Scenario,
-    /// The run.
+    /// The run (at most [`MAX_TRACE_STEPS`], enforced while reading).
+    #[serde(deserialize_with = "bounded_steps")]
     pub steps: Vec<Step>,
     /// Verdict of every property at the end of the run.
     pub expected: Verdicts,
@@ -56,7 +58,10 @@ pub enum TraceError {
     Json(String),
     /// Too large to be a trace.
     #[error("trace is {0} bytes; the limit is {MAX_TRACE_BYTES}")]
-    TooLarge(usize),
+    TooLarge(u64),
+    /// More steps than [`MAX_TRACE_STEPS`] (found while reading; the rest was not read).
+    #[error("trace has more than {MAX_TRACE_STEPS} steps (the limit)")]
+    TooManySteps,
     /// `format` is not `listsync-trace`.
     #[error("not a listsync trace (format is '{0}', expected '{TRACE_FORMAT}')")]
     Format(String),
@@ -140,30 +145,45 @@ impl Trace {
         Ok(t)
     }
 
-    /// Parses a trace, checking its format and version.
+    /// Parses a trace, checking its format and version. The limits hold while reading: a text
+    /// over [`MAX_TRACE_BYTES`] is refused before parsing, and parsing stops at the first step
+    /// past [`MAX_TRACE_STEPS`]; no intermediate JSON tree is built.
     pub fn from_json(text: &str) -> Result<Trace, TraceError> {
         if text.len() > MAX_TRACE_BYTES {
-            return Err(TraceError::TooLarge(text.len()));
+            return Err(TraceError::TooLarge(text.len() as u64));
         }
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| TraceError::Json(e.to_string()))?;
-        let format = value.get("format").and_then(|f| f.as_str()).unwrap_or("");
+        // Format and version first, so that another document or a future schema gets its own
+        // error; the rest of the text is skipped without being stored.
+        #[derive(Deserialize)]
+        struct Header {
+            #[serde(default)]
+            format: Option<String>,
+            #[serde(default)]
+            version: Option<u64>,
+        }
+        let header: Header = match serde_json::from_str(text) {
+            Ok(h) => h,
+            Err(e) if e.classify() == serde_json::error::Category::Data => Header {
+                format: None,
+                version: None,
+            },
+            Err(e) => return Err(TraceError::Json(e.to_string())),
+        };
+        let format = header.format.unwrap_or_default();
         if format != TRACE_FORMAT {
-            return Err(TraceError::Format(format.into()));
+            return Err(TraceError::Format(format));
         }
-        let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
-        match version {
+        match header.version.unwrap_or(0) {
             1 => {}
             v => return Err(TraceError::Version(u32::try_from(v).unwrap_or(u32::MAX))),
         }
-        let t: Trace =
-            serde_json::from_value(value).map_err(|e| TraceError::Json(e.to_string()))?;
-        if t.steps.len() > MAX_TRACE_STEPS {
-            return Err(TraceError::Json(format!(
-                "{} steps; the limit is {MAX_TRACE_STEPS}",
-                t.steps.len()
-            )));
-        }
+        let t: Trace = serde_json::from_str(text).map_err(|e| {
+            if e.to_string().starts_with(TOO_MANY_STEPS) {
+                TraceError::TooManySteps
+            } else {
+                TraceError::Json(e.to_string())
+            }
+        })?;
         t.scenario.validate().map_err(TraceError::Scenario)?;
         Ok(t)
     }
@@ -237,6 +257,37 @@ impl Trace {
             Err(TraceError::Mismatch(diff))
         }
     }
+}
+
+/// The start of the deserializer's error for a trace with too many steps.
+const TOO_MANY_STEPS: &str = "too many steps";
+
+/// Deserializes the steps, failing at the first one past [`MAX_TRACE_STEPS`] (the rest of the
+/// document is not read).
+fn bounded_steps<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Step>, D::Error> {
+    struct Steps;
+    impl<'de> serde::de::Visitor<'de> for Steps {
+        type Value = Vec<Step>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "an array of at most {MAX_TRACE_STEPS} steps")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Vec<Step>, A::Error> {
+            let mut steps = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+            while let Some(step) = seq.next_element::<Step>()? {
+                if steps.len() == MAX_TRACE_STEPS {
+                    return Err(serde::de::Error::custom(format!(
+                        "{TOO_MANY_STEPS}: more than {MAX_TRACE_STEPS}"
+                    )));
+                }
+                steps.push(step);
+            }
+            Ok(steps)
+        }
+    }
+    d.deserialize_seq(Steps)
 }
 
 #[cfg(test)]

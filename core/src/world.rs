@@ -11,10 +11,11 @@ use crate::client::{CatalogClient, ClientInput, ClientOutput};
 use crate::history::{ClientId, Event};
 use crate::monitor::Monitor;
 use crate::property::{Property, Verdict, Verdicts};
+use crate::record::{Note, Recorder, note};
 use crate::scenario::{Scenario, Transport};
 use crate::server::{Registry, ServerInput, ServerOutput};
-use crate::vocab::{AuthCtx, Catalog, Kind};
-use crate::wire::{ClientMsg, Lane, Notification, ServerMsg};
+use crate::vocab::{AuthCtx, Catalog, Item, Kind};
+use crate::wire::{ClientMsg, Lane, Notification, Request, Response, ServerMsg};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -233,8 +234,10 @@ pub struct World {
     pub nodes: Vec<Registry>,
     /// Node each client is connected to.
     pub node_of: Vec<u8>,
-    /// (cluster) The shared store: latest committed version and catalog.
-    pub store: Option<(u64, Arc<Catalog>)>,
+    /// What the administrator has committed: the latest version and its catalog (the shared
+    /// store of a cluster). Versions count the changes that made the catalog differ. This is
+    /// the world's own ground truth, which the observer judges the server against.
+    pub truth: (u64, Arc<Catalog>),
     /// (cluster) Change events (versions) in flight to each node; unordered.
     pub bus: Vec<Vec<u64>>,
     /// (cluster) Faults used: bus duplicates, bus drops, migrations.
@@ -257,41 +260,6 @@ pub struct World {
     pub monitor: Monitor,
 }
 
-/// A sink for what happens during a step (history events and human-readable notes).
-pub trait Recorder {
-    /// A history event.
-    fn event(&mut self, e: &Event);
-    /// A note (a message sent, a timer armed...).
-    fn note(&mut self, text: String);
-    /// A message was put on `link` of `client`'s connection (schedulers use this to plan its
-    /// delivery).
-    fn sent(&mut self, _client: ClientId, _link: Link) {}
-}
-
-impl Recorder for () {
-    fn event(&mut self, _: &Event) {}
-    fn note(&mut self, _: String) {}
-}
-
-/// Records events and notes in order.
-#[derive(Clone, Debug, Default)]
-pub struct Log {
-    /// Events.
-    pub events: Vec<Event>,
-    /// Notes, interleaved with events as text.
-    pub lines: Vec<String>,
-}
-
-impl Recorder for Log {
-    fn event(&mut self, e: &Event) {
-        self.events.push(e.clone());
-        self.lines.push(e.to_string());
-    }
-    fn note(&mut self, text: String) {
-        self.lines.push(text);
-    }
-}
-
 impl World {
     /// The initial state of a scenario: the initial catalog committed, every client connected
     /// and started (its first request in flight).
@@ -310,7 +278,7 @@ impl World {
         let node_of = (0..scn.clients.len())
             .map(|c| scn.cluster.as_ref().map_or(0, |cl| cl.node_of_client(c)))
             .collect();
-        let store = scn.cluster.as_ref().map(|_| (1, Arc::new(initial)));
+        let truth = (1, Arc::new(initial));
         let bus = if scn.cluster.is_some() {
             vec![Vec::new(); n_nodes]
         } else {
@@ -333,11 +301,14 @@ impl World {
             monitor: Monitor::new(),
             nodes,
             node_of,
-            store,
+            truth,
             bus,
             bus_used: [0; 3],
         };
-        let first = w.nodes[0].initial_event();
+        let first = Event::Committed {
+            version: w.truth.0,
+            catalog: w.truth.1.clone(),
+        };
         w.observe(&first, rec);
         for c in 0..scn.clients.len() as ClientId {
             w.connect(scn, c, rec);
@@ -348,7 +319,10 @@ impl World {
     fn observe(&mut self, e: &Event, rec: &mut dyn Recorder) {
         rec.event(e);
         for v in self.monitor.observe(e) {
-            rec.note(format!("VIOLATION {}: {}", v.property, v.detail));
+            note(rec, || Note::Violation {
+                property: v.property,
+                detail: v.detail.clone(),
+            });
         }
     }
 
@@ -369,19 +343,35 @@ impl World {
         self.client_step(scn, c, ClientInput::Start, rec);
     }
 
+    /// Whether the world is a cluster (nodes sharing a store through a bus).
+    pub fn is_cluster(&self) -> bool {
+        !self.bus.is_empty()
+    }
+
     fn is_cut(&self, c: ClientId) -> bool {
         self.cut.contains(&c)
     }
 
     fn route_server(&mut self, scn: &Scenario, out: Vec<ServerOutput>, rec: &mut dyn Recorder) {
+        let node_of_sender = |w: &World, to: ClientId| usize::from(w.node_of[to as usize]);
         for o in out {
             match o {
                 ServerOutput::Event(e) => self.observe(&e, rec),
+                // What the server says about itself is never judged (see `ServerOutput`).
+                ServerOutput::Claim(_) => {}
                 ServerOutput::Send { to, lane, msg } => {
                     if self.is_cut(to) {
                         continue;
                     }
-                    rec.note(format!("server -> c{to}: {}", msg.describe()));
+                    if let ServerMsg::Notification(Notification::ListChanged { kind, .. }) = &msg {
+                        let node = node_of_sender(self, to);
+                        let e = self.observe_notification(scn, node, to, *kind);
+                        self.observe(&e, rec);
+                    }
+                    note(rec, || Note::ServerSends {
+                        to,
+                        msg: msg.clone(),
+                    });
                     let l = &mut self.links[to as usize];
                     let link = match (scn.transport, lane) {
                         (Transport::Http, Lane::Stream) => {
@@ -416,7 +406,10 @@ impl World {
             match o {
                 ClientOutput::Event(e) => self.observe(&e, rec),
                 ClientOutput::Send(msg) => {
-                    rec.note(format!("c{c} -> server: {}", msg.describe()));
+                    note(rec, || Note::ClientSends {
+                        client: c,
+                        msg: msg.clone(),
+                    });
                     let up = &mut self.links[c as usize].up;
                     match scn.transport {
                         Transport::Stdio => up.push(msg),
@@ -429,33 +422,97 @@ impl World {
                     attempt,
                     delay_ms,
                     ..
-                } => rec.note(format!(
-                    "c{c} arms retry {attempt} of {kind} in {delay_ms} ms"
-                )),
-                ClientOutput::ScheduleWalk { kind, delay_ms, .. } => {
-                    rec.note(format!("c{c} holds its walk of {kind} for {delay_ms} ms"))
-                }
-                ClientOutput::Failed { kind, error } => {
-                    rec.note(format!("c{c} refresh of {kind} failed: {error}"))
-                }
-                ClientOutput::CallDone { name, result } => {
-                    rec.note(format!("c{c} call {name}: {result:?}"))
-                }
-                ClientOutput::Content { uri, text } => {
-                    rec.note(format!("c{c} content {uri}={text}"))
-                }
+                } => note(rec, || Note::RetryArmed {
+                    client: c,
+                    kind,
+                    attempt,
+                    delay_ms,
+                }),
+                ClientOutput::ScheduleWalk { kind, delay_ms, .. } => note(rec, || Note::WalkHeld {
+                    client: c,
+                    kind,
+                    delay_ms,
+                }),
+                ClientOutput::Failed { kind, error } => note(rec, || Note::RefreshFailed {
+                    client: c,
+                    kind,
+                    error: error.to_string(),
+                }),
+                ClientOutput::CallDone { name, result } => note(rec, || Note::CallDone {
+                    client: c,
+                    name,
+                    result,
+                }),
+                ClientOutput::Content { uri, text } => note(rec, || Note::Content {
+                    client: c,
+                    uri,
+                    text,
+                }),
             }
         }
     }
 
+    /// The observed event of a `list_changed` of `kind` that node `node` puts on the wire to
+    /// `client`: it announces the latest committed version; the version visible is what a list
+    /// request to that node would be served now, found by probing the node through its wire
+    /// interface (a throwaway copy walks every page) under every authorization context of the
+    /// scenario, and matching each probe against the committed versions (the earliest match
+    /// over the contexts counts). Nothing the server reports about itself is used.
+    fn observe_notification(
+        &mut self,
+        scn: &Scenario,
+        node: usize,
+        client: ClientId,
+        kind: Kind,
+    ) -> Event {
+        let announces = self.truth.0;
+        let mut visible = announces;
+        for auth in scn.auth_contexts() {
+            for k in kind.notification_group() {
+                let seen = probe(&self.nodes[node], *k, auth)
+                    .and_then(|items| self.monitor.latest_version_of(*k, auth, &items))
+                    .unwrap_or(0);
+                visible = visible.min(seen);
+            }
+        }
+        Event::Notified {
+            client,
+            kind,
+            announces,
+            visible,
+        }
+    }
+
+    /// The observed event of the server's answer `resp` to `req` from `client`: a tool result
+    /// is a dispatch, judged present when the committed catalog holds the tool visible to the
+    /// caller's authorization context; an error to a call is a refusal.
+    fn observe_answer(&self, client: ClientId, req: &ClientMsg, resp: &Response) -> Option<Event> {
+        let Request::CallTool { name } = &req.req else {
+            return None;
+        };
+        Some(match resp {
+            Response::ToolResult { .. } => Event::Dispatched {
+                client,
+                tool: name.clone(),
+                present: self
+                    .truth
+                    .1
+                    .get(Kind::Tools, name)
+                    .is_some_and(|e| e.scope.visible_to(req.auth)),
+            },
+            _ => Event::CallRejected {
+                client,
+                tool: name.clone(),
+            },
+        })
+    }
+
     /// (cluster) Node `node` makes the store's latest version visible (if newer) and notifies.
     fn load_latest(&mut self, scn: &Scenario, node: u8, rec: &mut dyn Recorder) {
-        let Some((v, cat)) = self.store.clone() else {
-            return;
-        };
+        let (v, cat) = self.truth.clone();
         let mut out = Vec::new();
         if self.nodes[usize::from(node)].install(v, cat, &mut out) {
-            rec.note(format!("node {node} takes v{v}"));
+            note(rec, || Note::NodeTakes { node, version: v });
         }
         self.route_server(scn, out, rec);
     }
@@ -475,10 +532,7 @@ impl World {
         self.cut.is_empty()
             && self.nodes.iter().all(|n| !n.has_staged())
             && self.bus.iter().all(Vec::is_empty)
-            && self
-                .store
-                .as_ref()
-                .is_none_or(|(v, _)| self.nodes.iter().all(|n| n.version() == *v))
+            && (!self.is_cluster() || self.nodes.iter().all(|n| n.version() == self.truth.0))
             && self.links.iter().all(Links::is_empty)
             && self.clients.iter().all(|c| c.is_idle() && c.is_ready())
             && (0..self.clients.len()).all(|c| self.ttl_due(c as ClientId).is_empty())
@@ -570,7 +624,7 @@ impl World {
         World {
             nodes: self.nodes.iter().map(|n| n.relabel(&map)).collect(),
             node_of,
-            store: self.store.clone(),
+            truth: self.truth.clone(),
             bus: self.bus.clone(),
             bus_used: self.bus_used,
             clients,
@@ -586,7 +640,7 @@ impl World {
 
     /// Every step enabled in this state, in a fixed order.
     pub fn enabled(&self, scn: &Scenario, steps: &mut Vec<Step>) {
-        let single = self.store.is_none();
+        let single = !self.is_cluster();
         if usize::from(self.next_batch) < scn.script.len()
             && !(single && self.nodes[0].has_staged())
         {
@@ -597,7 +651,8 @@ impl World {
         if single && self.nodes[0].has_staged() {
             steps.push(Step::Commit);
         }
-        if let (Some((latest, _)), Some(cl)) = (&self.store, &scn.cluster) {
+        if let Some(cl) = scn.cluster.as_ref().filter(|_| !single) {
+            let latest = &self.truth.0;
             for (ni, q) in self.bus.iter().enumerate() {
                 let node = ni as u8;
                 for (i, v) in q.iter().enumerate().take(usize::from(u8::MAX)) {
@@ -712,50 +767,47 @@ impl World {
                     .script
                     .get(usize::from(batch))
                     .ok_or_else(|| format!("the script has no batch {batch}"))?;
-                if self.store.is_none() && self.nodes[0].has_staged() {
+                let cluster = self.is_cluster();
+                if !cluster && self.nodes[0].has_staged() {
                     return Err("a staged batch must be committed first".into());
                 }
                 self.next_batch += 1;
-                rec.note(format!(
-                    "admin applies batch {batch}: {}",
-                    ops.iter()
-                        .map(|o| o.to_string())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ));
-                match &mut self.store {
-                    None => {
-                        let mut out = Vec::new();
-                        self.nodes[0].step(ServerInput::Apply(ops.clone().into()), &mut out);
-                        self.route_server(scn, out, rec);
-                    }
-                    Some((version, catalog)) => {
-                        // One atomic commit to the shared store, then a change event to every node.
-                        let mut next = (**catalog).clone();
-                        for op in ops {
-                            next.apply(op);
+                note(rec, || Note::AdminApplies {
+                    batch,
+                    ops: ops.clone(),
+                });
+                // The administrator's commit: the world's ground truth (a cluster's store).
+                let mut next = (*self.truth.1).clone();
+                for op in ops {
+                    next.apply(op);
+                }
+                if next != *self.truth.1 {
+                    self.truth = (self.truth.0 + 1, Arc::new(next));
+                    let (v, c) = self.truth.clone();
+                    self.observe(
+                        &Event::Committed {
+                            version: v,
+                            catalog: c,
+                        },
+                        rec,
+                    );
+                    if cluster {
+                        // One atomic commit to the shared store, then a change event to every
+                        // node.
+                        for q in self.bus.iter_mut() {
+                            insert_sorted(q, v);
                         }
-                        if next != **catalog {
-                            *version += 1;
-                            *catalog = Arc::new(next);
-                            let (v, c) = (*version, catalog.clone());
-                            self.observe(
-                                &Event::Committed {
-                                    version: v,
-                                    catalog: c,
-                                },
-                                rec,
-                            );
-                            for q in self.bus.iter_mut() {
-                                insert_sorted(q, v);
-                            }
-                            rec.note(format!("store commits v{v}; bus event to every node"));
-                        }
+                        note(rec, || Note::StoreCommits { version: v });
                     }
+                }
+                if !cluster {
+                    let mut out = Vec::new();
+                    self.nodes[0].step(ServerInput::Apply(ops.clone().into()), &mut out);
+                    self.route_server(scn, out, rec);
                 }
             }
             Step::Commit => {
-                if self.store.is_some() || !self.nodes[0].has_staged() {
+                if self.is_cluster() || !self.nodes[0].has_staged() {
                     return Err("nothing is staged".into());
                 }
                 let mut out = Vec::new();
@@ -791,7 +843,7 @@ impl World {
                         self.bus_used[0] += 1;
                         let v = q[i];
                         insert_sorted(q, v);
-                        rec.note(format!("bus duplicates event v{v} to node {node}"));
+                        note(rec, || Note::BusDuplicates { node, version: v });
                     }
                     Step::BusDrop { .. } => {
                         if self.bus_used[1] >= cl.bus_drop {
@@ -799,28 +851,29 @@ impl World {
                         }
                         self.bus_used[1] += 1;
                         let v = q.remove(i);
-                        rec.note(format!("bus loses event v{v} to node {node}"));
+                        note(rec, || Note::BusLoses { node, version: v });
                     }
                     _ => {
                         let v = q.remove(i);
-                        rec.note(format!("node {node} receives bus event v{v}"));
+                        note(rec, || Note::BusDelivers { node, version: v });
                         self.load_latest(scn, node, rec);
                     }
                 }
             }
             Step::Poll { node } => {
-                let behind = match (&self.store, self.nodes.get(usize::from(node))) {
-                    (Some((v, _)), Some(n)) => n.version() < *v && !n.has_staged(),
-                    _ => false,
-                };
+                let behind = self.is_cluster()
+                    && self
+                        .nodes
+                        .get(usize::from(node))
+                        .is_some_and(|n| n.version() < self.truth.0 && !n.has_staged());
                 if !behind || !self.bus[usize::from(node)].is_empty() {
                     return Err(format!("node {node} has nothing to catch up on by polling"));
                 }
-                rec.note(format!("node {node} polls the store"));
+                note(rec, || Note::NodePolls { node });
                 self.load_latest(scn, node, rec);
             }
             Step::Load { node } => {
-                if self.store.is_none()
+                if !self.is_cluster()
                     || !self
                         .nodes
                         .get(usize::from(node))
@@ -830,10 +883,8 @@ impl World {
                 }
                 let mut out = Vec::new();
                 self.nodes[usize::from(node)].step(ServerInput::CommitStaged, &mut out);
-                rec.note(format!(
-                    "node {node} loads v{}",
-                    self.nodes[usize::from(node)].version()
-                ));
+                let version = self.nodes[usize::from(node)].version();
+                note(rec, || Note::NodeLoads { node, version });
                 self.route_server(scn, out, rec);
             }
             Step::Migrate { client } => {
@@ -854,7 +905,7 @@ impl World {
                 self.client_step(scn, client, ClientInput::Disconnected, rec);
                 let to = (self.node_of[client as usize] + 1) % cl.nodes;
                 self.node_of[client as usize] = to;
-                rec.note(format!("c{client} reconnects to node {to}"));
+                note(rec, || Note::ClientMoves { client, to });
                 self.connect(scn, client, rec);
             }
             Step::Deliver {
@@ -879,13 +930,24 @@ impl World {
                         ));
                     }
                     let msg = l.up.remove(i);
-                    rec.note(format!(
-                        "server receives from c{client}: {}",
-                        msg.describe()
-                    ));
+                    note(rec, || Note::ServerReceives {
+                        client,
+                        msg: msg.clone(),
+                    });
                     let mut out = Vec::new();
                     self.node(client)
-                        .step(ServerInput::Request(client, msg), &mut out);
+                        .step(ServerInput::Request(client, msg.clone()), &mut out);
+                    for o in &out {
+                        if let ServerOutput::Send {
+                            msg: ServerMsg::Response { id, resp },
+                            ..
+                        } = o
+                            && *id == msg.id
+                            && let Some(e) = self.observe_answer(client, &msg, resp)
+                        {
+                            self.observe(&e, rec);
+                        }
+                    }
                     self.route_server(scn, out, rec);
                 } else {
                     let q = l.down_link_mut(link);
@@ -896,7 +958,10 @@ impl World {
                         ));
                     }
                     let msg = q.remove(i);
-                    rec.note(format!("c{client} receives: {}", msg.describe()));
+                    note(rec, || Note::ClientReceives {
+                        client,
+                        msg: msg.clone(),
+                    });
                     self.client_step(scn, client, ClientInput::Receive(msg), rec);
                 }
             }
@@ -921,10 +986,10 @@ impl World {
                 if dup {
                     let m = q[0].clone();
                     q.insert(1, m);
-                    rec.note(format!("network duplicates a notification to c{client}"));
+                    note(rec, || Note::NetworkDuplicates { client });
                 } else {
                     q.remove(0);
-                    rec.note(format!("network loses a notification to c{client}"));
+                    note(rec, || Note::NetworkLoses { client });
                 }
             }
             Step::SetAuth { change } => {
@@ -937,7 +1002,7 @@ impl World {
                     .ok_or_else(|| format!("the scenario has no auth change {change}"))?;
                 client_ok(c)?;
                 self.next_auth += 1;
-                rec.note(format!("c{c} switches to {auth}"));
+                note(rec, || Note::AuthSwitch { client: c, auth });
                 self.client_step(scn, c, ClientInput::SetAuth(auth), rec);
             }
             Step::Call { call } => {
@@ -950,7 +1015,10 @@ impl World {
                 if !self.calls_done.insert(call) {
                     return Err(format!("call {call} was already made"));
                 }
-                rec.note(format!("c{c} application calls {name}"));
+                note(rec, || Note::AppCalls {
+                    client: c,
+                    name: name.clone(),
+                });
                 self.client_step(scn, c, ClientInput::CallTool(name), rec);
             }
             Step::Retry { client, kind, auth } => {
@@ -974,7 +1042,7 @@ impl World {
                         "c{client}'s {kind} ttl is not due (the list is current or busy)"
                     ));
                 }
-                rec.note(format!("c{client} {kind} ttl runs out"));
+                note(rec, || Note::TtlRunsOut { client, kind });
                 self.client_step(scn, client, ClientInput::TtlExpired(kind), rec);
             }
             Step::Disconnect { client } => {
@@ -985,7 +1053,7 @@ impl World {
                 self.used[2] += 1;
                 self.cut.insert(client);
                 self.links[client as usize] = Links::default();
-                rec.note(format!("c{client} connection cut"));
+                note(rec, || Note::ConnectionCut { client });
                 let mut out = Vec::new();
                 self.node(client)
                     .step(ServerInput::Disconnect(client), &mut out);
@@ -998,12 +1066,55 @@ impl World {
                     return Err(format!("c{client} is connected"));
                 }
                 self.cut.remove(&client);
-                rec.note(format!("c{client} reconnects"));
+                note(rec, || Note::Reconnects { client });
                 self.connect(scn, client, rec);
             }
         }
         Ok(())
     }
+}
+
+/// What a list request of `kind` under `auth` would be served by `node` now: a throwaway copy
+/// of the node is asked through its wire interface (a connection of its own, the era's
+/// handshake, then every page, following cursors). None if the walk fails or does not end.
+pub fn probe(node: &Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
+    const PROBE: ClientId = ClientId::MAX;
+    const MAX_PAGES: usize = 64;
+    let mut r = node.clone();
+    let mut out = Vec::new();
+    r.step(ServerInput::Connect(PROBE), &mut out);
+    let ask = |r: &mut Registry, id: u32, req: Request| -> Option<Response> {
+        let mut out = Vec::new();
+        r.step(
+            ServerInput::Request(PROBE, ClientMsg { id, auth, req }),
+            &mut out,
+        );
+        out.into_iter().find_map(|o| match o {
+            ServerOutput::Send {
+                msg: ServerMsg::Response { id: got, resp },
+                ..
+            } if got == id => Some(resp),
+            _ => None,
+        })
+    };
+    if r.config().era == crate::vocab::Era::V2025_11_25 {
+        ask(&mut r, 0, Request::Initialize)?;
+    }
+    let mut items = Vec::new();
+    let mut cursor = None;
+    for page in 1..=MAX_PAGES {
+        match ask(&mut r, page as u32, Request::List { kind, cursor })? {
+            Response::Page(p) => {
+                items.extend(p.items.iter().cloned());
+                match p.next {
+                    Some(next) => cursor = Some(next),
+                    None => return Some(items),
+                }
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// Unordered links are kept sorted, so two states that differ only in the arrival order of

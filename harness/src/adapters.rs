@@ -279,8 +279,8 @@ fn run_provision(paths: &Paths, imp: Impl) -> Result<Provisioned, String> {
         .unwrap_or_else(|| paths.repo.join(".cache/adapters"))
         .join(imp.as_str());
     if !cache.join("launch.json").is_file() {
-        eprintln!(
-            "listsync: provisioning the {imp} adapter (first run: installs its pinned packages into {}; about a minute)...",
+        tracing::warn!(
+            "provisioning the {imp} adapter (first run: installs its pinned packages into {}; about a minute)...",
             cache.display()
         );
     }
@@ -396,11 +396,21 @@ pub fn server_launch(paths: &Paths, s: &ServerSetup) -> Result<Launch, String> {
     let initial = Value::Array(s.initial.iter().map(op_json).collect()).to_string();
     let mut env = common_env(Role::Server, s.era, &s.variant);
     env.push(("LISTSYNC_PAGE_SIZE".into(), s.page_size.to_string()));
-    env.push(("LISTSYNC_INITIAL".into(), initial));
+    env.push(("LISTSYNC_INITIAL".into(), initial.clone()));
     let exe = paths.listsync.to_string_lossy().into_owned();
     let argv = match s.imp {
         Impl::Reference => {
-            let mut a = vec![exe, "serve".into(), "--stdio".into()];
+            // The strategy is an explicit flag (never taken from the environment), and the
+            // initial catalog too (so an empty one is not replaced by the demo catalog).
+            let mut a = vec![
+                exe,
+                "serve".into(),
+                "--stdio".into(),
+                "--strategy".into(),
+                s.variant.clone(),
+                "--initial".into(),
+                initial.clone(),
+            ];
             if let Some(t) = s.ttl_ms {
                 a.push("--ttl-ms".into());
                 a.push(t.to_string());
@@ -436,12 +446,17 @@ pub fn client_launch(paths: &Paths, c: &ClientSetup) -> Result<Launch, String> {
     let argv = match c.imp {
         Impl::Reference => {
             let kinds: Vec<&str> = c.kinds.iter().map(Kind::as_str).collect();
+            // The harness ends the run itself: the client keeps retrying whatever fails.
             // Replays go step by step, as the traces' clients do: no pacing timers (the model
             // and rt's pacing tests check the pacing).
             vec![
                 exe,
                 "watch".into(),
                 "--stdio".into(),
+                "--strategy".into(),
+                variant.into(),
+                "--retry".into(),
+                "forever".into(),
                 "--kinds".into(),
                 kinds.join(","),
                 "--pacing".into(),

@@ -6,7 +6,7 @@
 //!
 //! | scenario | role | what the proxy does |
 //! |---|---|---|
-//! | `stale-race` | client | holds every `tools/list` response; a mutation starts a refresh, two more mutations land while it is in flight (a burst of 3); the held responses are released newest first, each once the client has acted on the one before |
+//! | `stale-race` | client | holds every `tools/list` response; a mutation starts a refresh, two more mutations land while it is in flight (a burst of 3; the third is issued once the server's notification of the second reached the proxy, so each notification is dated by its own batch); the held responses are released newest first, each once the client has acted on the one before |
 //! | `mid-walk` | client | page size 1: a mutation starts a walk; page 1's response is held while a second mutation commits (its notification held too), then released: page 2 is asked with a cursor of the old version |
 //! | `listen-race` | client (2026-07-28) | the client's `subscriptions/listen` is held while a mutation commits, then released: a client that listed before the acknowledgement and never again stays stale |
 //! | `notify` | server | add, remove, then a two-op batch, settling in between: does the server notify, once per batch, after the change is visible? |
@@ -184,6 +184,16 @@ fn published_tools(st: &HubState) -> usize {
         .count()
 }
 
+/// `tools/list_changed` notifications that reached the proxy from the server.
+fn list_changed_from_server(st: &HubState) -> usize {
+    st.records
+        .iter()
+        .filter(|r| {
+            matches!(&r.body, Body::Msg { dir: Dir::Down, json: Some(v), .. } if is_list_changed(v))
+        })
+        .count()
+}
+
 fn held_where(st: &HubState, f: impl Fn(Dir, &Value) -> bool) -> Vec<u64> {
     st.held
         .iter()
@@ -300,6 +310,28 @@ impl Ctx {
         }
         Ok(())
     }
+
+    /// Mutates, then waits (bounded) until the server's `list_changed` for the batch reached the
+    /// proxy, so the next batch cannot be issued before it: the history dates a notification's
+    /// announced version by the last batch issued before it arrived.
+    async fn mutate_notified(&mut self, ops: Vec<Op>) -> Result<(), String> {
+        let before = list_changed_from_server(&self.run.hub.lock());
+        self.mutate(ops).await?;
+        let seen = self
+            .run
+            .hub
+            .wait_until(self.run.bounds.step, |st| {
+                (list_changed_from_server(st) > before).then_some(())
+            })
+            .await;
+        if seen.is_none() {
+            self.run.note(format!(
+                "no tools list_changed from the server within {:?} of the batch",
+                self.run.bounds.step
+            ));
+        }
+        Ok(())
+    }
 }
 
 async fn script(s: Exercise, ctx: &mut Ctx, via: Option<&str>) -> Result<(), String> {
@@ -313,7 +345,8 @@ async fn script(s: Exercise, ctx: &mut Ctx, via: Option<&str>) -> Result<(), Str
                 d == Dir::Down && is_response(v)
             })
             .await;
-            ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
+            ctx.mutate_notified(vec![Op::remove(Kind::Tools, "a")])
+                .await?;
             ctx.mutate(vec![Op::update(Kind::Tools, "b", "b2")]).await?;
             ctx.quiet().await;
             let mut held = held_where(&ctx.run.hub.lock(), |d, v| d == Dir::Down && is_response(v));

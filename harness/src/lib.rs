@@ -7,6 +7,7 @@
 //! command-line front.
 
 pub mod adapters;
+pub mod conformance_suite;
 pub mod control;
 pub mod exercises;
 pub mod findings;
@@ -16,6 +17,7 @@ pub mod matrix;
 pub mod msglog;
 pub mod outcome;
 pub mod pin;
+pub mod portable;
 pub mod proxy;
 pub mod replay;
 pub mod report;

@@ -1,6 +1,7 @@
 //! The message log of a run as a readable text file: every timeline record on one line
 //! (sequence number, milliseconds since start, what), then the reconstructed history that was
-//! judged and the violations with the records they point at.
+//! judged and the violations with the records they point at. Paths of the generating machine
+//! are written as placeholders ([`crate::portable`]).
 
 use crate::history::reconstruct;
 use crate::outcome::RunReport;
@@ -125,8 +126,12 @@ fn line(r: &Record) -> String {
     format!("{:>6} {:>10.1}ms  {what}", r.seq, r.micros as f64 / 1000.0)
 }
 
-/// Renders a run's message log.
+/// Renders a run's message log, with this machine's paths as placeholders.
 pub fn render(report: &RunReport, kinds: KindSet) -> String {
+    crate::portable::portable(&render_raw(report, kinds))
+}
+
+fn render_raw(report: &RunReport, kinds: KindSet) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,

@@ -4,8 +4,9 @@
 //! that keeps starting it from `target/release/listsync` is exposed to a concurrent
 //! `cargo build` replacing that file halfway (a matrix run then mixes two builds, or finds a
 //! binary without the `adapter` subcommand). [`PinnedExe`] keeps the inode the run began with:
-//! a hard link next to the executable (no copy, same file system), or a copy in the temporary
-//! directory where a link is not possible. It is removed when dropped.
+//! a hard link next to the executable (no copy, same file system), or a copy in a private
+//! temporary directory (fresh, unpredictable name, mode 0700) where a link is not possible. It is
+//! removed when dropped.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,6 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Debug)]
 pub struct PinnedExe {
     path: PathBuf,
+    /// The private directory holding the copy, if it is one.
+    _dir: Option<tempfile::TempDir>,
 }
 
 static PINS: AtomicU64 = AtomicU64::new(0);
@@ -27,10 +30,14 @@ impl PinnedExe {
             let link = dir.join(&name);
             let _ = std::fs::remove_file(&link);
             if std::fs::hard_link(exe, &link).is_ok() {
-                return Ok(PinnedExe { path: link });
+                return Ok(PinnedExe {
+                    path: link,
+                    _dir: None,
+                });
             }
         }
-        let copy = std::env::temp_dir().join(name);
+        let dir = crate::run::private_dir()?;
+        let copy = dir.path().join(name);
         std::fs::copy(exe, &copy).map_err(|e| {
             format!(
                 "cannot pin {} (link or copy to {}): {e}",
@@ -38,7 +45,10 @@ impl PinnedExe {
                 copy.display()
             )
         })?;
-        Ok(PinnedExe { path: copy })
+        Ok(PinnedExe {
+            path: copy,
+            _dir: Some(dir),
+        })
     }
 
     /// The pinned file.
@@ -59,8 +69,8 @@ mod tests {
 
     #[test]
     fn a_pin_survives_the_original_being_replaced_and_is_removed_on_drop() {
-        let dir = std::env::temp_dir().join(format!("lsh-pin-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = crate::run::private_dir().unwrap();
+        let dir = tmp.path();
         let exe = dir.join("prog");
         std::fs::write(&exe, b"build 1").unwrap();
         let pin = PinnedExe::new(&exe).unwrap();
@@ -71,6 +81,5 @@ mod tests {
         let p = pin.path().to_path_buf();
         drop(pin);
         assert!(!p.exists());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

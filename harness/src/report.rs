@@ -1,7 +1,8 @@
 //! Writes the conformance matrix as `reports/conformance.json` (read by tools and by the report
 //! crate, which renders `reports/conformance.md` from it), with a message log under
 //! `reports/conformance/` for every run that violated a property, diverged or failed (the cells
-//! and findings link them).
+//! and findings link them). Paths of the generating machine are written as placeholders
+//! ([`crate::portable`]).
 
 use crate::findings::{self, Finding};
 use crate::matrix::{Matrix, Row};
@@ -64,6 +65,7 @@ pub fn write(reports: &Path, m: &mut Matrix) -> std::io::Result<std::path::PathB
         runs: &m.runs,
     };
     let text = serde_json::to_string_pretty(&json).map_err(std::io::Error::other)?;
+    let text = crate::portable::portable(&text);
     let path = reports.join("conformance.json");
     std::fs::write(&path, text + "\n")?;
     Ok(path)

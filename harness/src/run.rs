@@ -1,7 +1,9 @@
 //! One run: a server adapter and a client adapter started as child processes, the proxy between
 //! their stdio, one control channel each, and the actions the harness takes on them (mutate and
 //! read the ground truth, call a tool, release held lines, settle). Children are killed when the
-//! run ends or is dropped; socket files live in a private temporary directory removed with it.
+//! run ends or is dropped; socket and log files live in a private temporary directory (a fresh,
+//! unpredictable name, mode 0700, never an existing path) removed with it, and log files are
+//! created there with `O_EXCL`, so a symlink planted in their place is never followed.
 
 use crate::adapters::Launch;
 use crate::control::{self, CmdError, Control};
@@ -10,10 +12,8 @@ use crate::timeline::{Body, Fact, Hub, HubState, NamedItem, Record, Side};
 use listsync_core::vocab::{Kind, KindSet, Op};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::process::{Child, Command};
 
@@ -76,18 +76,20 @@ pub struct Run {
     /// Kinds whose ground truth is read.
     pub kinds: KindSet,
     children: Vec<(Side, Child)>,
-    dir: PathBuf,
+    dir: tempfile::TempDir,
     batches: usize,
 }
-
-static RUNS: AtomicU64 = AtomicU64::new(0);
 
 fn spawn(l: &Launch, control: &std::path::Path, stderr: &std::path::Path) -> Result<Child, String> {
     let (prog, args) = l
         .argv
         .split_first()
         .ok_or_else(|| format!("{}: empty command", l.label))?;
-    let err = std::fs::File::create(stderr).map_err(|e| e.to_string())?;
+    let err = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(stderr)
+        .map_err(|e| format!("{}: {e}", stderr.display()))?;
     Command::new(prog)
         .args(args)
         .envs(l.env.iter().map(|(k, v)| (k, v)))
@@ -111,19 +113,13 @@ impl Run {
     /// Starts both adapters and the proxy, and waits for the server's `ready` and both control
     /// connections. The client's `ready` comes after its handshake, which may be held.
     pub async fn start(cfg: RunConfig) -> Result<Run, String> {
-        let n = RUNS.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("lsh-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let result = Self::start_in(cfg, dir.clone()).await;
-        if result.is_err() {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        result
+        let dir = private_dir()?;
+        Self::start_in(cfg, dir).await
     }
 
-    async fn start_in(cfg: RunConfig, dir: PathBuf) -> Result<Run, String> {
+    async fn start_in(cfg: RunConfig, dir: tempfile::TempDir) -> Result<Run, String> {
         let hub = Hub::new();
-        let (s_sock, c_sock) = (dir.join("s.sock"), dir.join("c.sock"));
+        let (s_sock, c_sock) = (dir.path().join("s.sock"), dir.path().join("c.sock"));
         let s_listener =
             control::listen(&s_sock).map_err(|e| format!("{}: {e}", s_sock.display()))?;
         let c_listener =
@@ -137,8 +133,8 @@ impl Run {
                 cfg.client.argv.join(" ")
             ),
         });
-        let mut server = spawn(&cfg.server, &s_sock, &dir.join("server.stderr"))?;
-        let mut client = spawn(&cfg.client, &c_sock, &dir.join("client.stderr"))?;
+        let mut server = spawn(&cfg.server, &s_sock, &dir.path().join("server.stderr"))?;
+        let mut client = spawn(&cfg.client, &c_sock, &dir.path().join("client.stderr"))?;
         let (Some(s_in), Some(s_out), Some(c_in), Some(c_out)) = (
             server.stdin.take(),
             server.stdout.take(),
@@ -168,7 +164,7 @@ impl Run {
                 Err(e) => {
                     return Err(format!(
                         "{e}; stderr: {}",
-                        tail(&dir.join("server.stderr"), 1500)
+                        tail(&dir.path().join("server.stderr"), 1500)
                     ));
                 }
             },
@@ -177,7 +173,7 @@ impl Run {
                 Err(e) => {
                     return Err(format!(
                         "{e}; stderr: {}",
-                        tail(&dir.join("client.stderr"), 1500)
+                        tail(&dir.path().join("client.stderr"), 1500)
                     ));
                 }
             },
@@ -221,7 +217,10 @@ impl Run {
 
     /// The last bytes an adapter wrote on stderr.
     pub fn stderr_tail(&self, side: Side, n: usize) -> String {
-        tail(&self.dir.join(format!("{}.stderr", side.as_str())), n)
+        tail(
+            &self.dir.path().join(format!("{}.stderr", side.as_str())),
+            n,
+        )
     }
 
     /// Reads the ground truth of every tracked kind and records it.
@@ -364,8 +363,19 @@ impl Drop for Run {
         for (_, c) in &mut self.children {
             let _ = c.start_kill();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // The directory goes with `self.dir` (TempDir).
     }
+}
+
+/// A fresh private directory for one run's sockets and logs: an unpredictable name under the
+/// temporary directory, created with mode 0700 and never an existing path.
+pub fn private_dir() -> Result<tempfile::TempDir, String> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix("lsh-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .map_err(|e| format!("cannot create a private temporary directory: {e}"))
 }
 
 fn is_listen(method: &str) -> bool {
@@ -380,4 +390,44 @@ pub fn messages(st: &HubState) -> impl Iterator<Item = (u64, crate::timeline::Di
         } => Some((r.seq, *dir, v)),
         _ => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_directories_are_fresh_private_and_unpredictable() {
+        use std::os::unix::fs::PermissionsExt;
+        let a = private_dir().unwrap();
+        let b = private_dir().unwrap();
+        assert_ne!(a.path(), b.path());
+        for d in [&a, &b] {
+            let mode = std::fs::metadata(d.path()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", d.path().display());
+            let name = d.path().file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                !name.contains(&std::process::id().to_string()),
+                "the name does not derive from the pid: {name}"
+            );
+        }
+    }
+
+    /// A symlink planted where a log file goes is refused, and its target left alone.
+    #[tokio::test]
+    async fn a_planted_symlink_is_never_followed() {
+        let dir = private_dir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let log = dir.path().join("server.stderr");
+        std::os::unix::fs::symlink(&victim, &log).unwrap();
+        let launch = Launch {
+            argv: vec!["true".into()],
+            env: Vec::new(),
+            label: "test".into(),
+        };
+        let err = spawn(&launch, &dir.path().join("s.sock"), &log).unwrap_err();
+        assert!(err.contains("server.stderr"), "{err}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    }
 }

@@ -1,4 +1,5 @@
-use listsync_core::world::{Log, World};
+use listsync_core::record::Log;
+use listsync_core::world::World;
 use listsync_model::configs;
 fn main() {
     let name = std::env::args().nth(1).unwrap();

@@ -420,8 +420,8 @@ pub fn all() -> Vec<Config> {
     s.script.truncate(1);
     out.push(cfg(
         s.build(),
-        "list_changed sent before the commit: the client re-lists, sees the old list, and is never told again",
-        &[NotifyAfterCommit, Converges, NoLostWakeup],
+        "list_changed sent before the commit: the client re-lists, sees the old list, and is never told again (its refresh began after the change was committed, so no wake-up was lost: the server's fault, not the client's)",
+        &[NotifyAfterCommit, Converges],
     ));
 
     let mut s = Spec::bad("offset-cursor");
@@ -475,6 +475,18 @@ pub fn all() -> Vec<Config> {
         s,
         "a node that notifies its clients on the bus event before loading the new version: they re-list, see the old one, and are not told again",
         &[NotifyAfterCommit, Converges],
+    ));
+
+    let mut s = Spec::new("lying-registry");
+    s.server = ServerStrategy::LyingRegistry;
+    s.page_size = 0;
+    s.script = vec![vec![Op::remove(Kind::Tools, "a")]];
+    let mut s = s.build();
+    s.calls = vec![(0, "a".into())];
+    out.push(cfg(
+        s,
+        "a registry that notifies before commit and runs a removed tool while claiming the announced version is visible and the tool present: the world's observer judges the wire, so both are caught",
+        &[NotifyAfterCommit, NoCallToRemoved, Converges],
     ));
 
     out

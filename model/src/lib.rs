@@ -13,14 +13,16 @@
 
 pub mod configs;
 pub mod pacing;
+pub mod suite;
 pub mod symmetry;
 
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::scenario::Scenario;
 use listsync_core::trace::Trace;
 use listsync_core::world::{Step, World};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use stateright::{Checker, Model, Property as SrProperty};
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
@@ -125,7 +127,7 @@ impl Model for ListModel {
 }
 
 /// How to explore a configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Search {
     /// Breadth-first: counterexamples are shortest.
@@ -161,8 +163,17 @@ pub struct CheckResult {
     pub counterexamples: Vec<Counterexample>,
 }
 
+impl fmt::Display for Search {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Search::Bfs => "bfs",
+            Search::DfsSymmetric => "dfs_symmetric",
+        })
+    }
+}
+
 /// Strategy names of a configuration.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Strategies {
     /// Client strategy.
     pub client: String,
@@ -196,9 +207,15 @@ pub fn check(
         Search::Bfs => Box::new(builder.spawn_bfs()),
         Search::DfsSymmetric => Box::new(builder.symmetry_fn(symmetry::representative).spawn_dfs()),
     };
+    // Poll often (the wall time of a small configuration is measured here), report at most
+    // every 50 ms.
+    let mut reported = Instant::now();
     while !checker.is_done() {
-        std::thread::sleep(Duration::from_millis(50));
-        progress(checker.unique_state_count(), start.elapsed().as_secs_f64());
+        std::thread::sleep(Duration::from_millis(1));
+        if reported.elapsed() >= Duration::from_millis(50) {
+            progress(checker.unique_state_count(), start.elapsed().as_secs_f64());
+            reported = Instant::now();
+        }
     }
     let seconds = start.elapsed().as_secs_f64();
     let mut verdicts = Verdicts::new();

@@ -15,11 +15,12 @@
 
 use listsync_core::client::{ClientConfig, Limits, Pacing};
 use listsync_core::history::Event;
+use listsync_core::record::Log;
 use listsync_core::scenario::{Faults, Scenario, Transport};
 use listsync_core::server::ServerConfig;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_core::vocab::{Era, Kind, Op};
-use listsync_core::world::{Log, Step, World};
+use listsync_core::world::{Step, World};
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -135,3 +135,19 @@ fn configurations_are_well_formed() {
         assert_eq!(c.expected().len(), Property::ALL.len());
     }
 }
+
+/// Each known-bad configuration is about one strategy, and its first expected violation is the
+/// property that strategy is known to break (what the simulator and the harness count as
+/// caught).
+#[test]
+fn known_bad_configs_expect_their_strategys_property_first() {
+    for c in configs::all().iter().filter(|c| !c.is_reference()) {
+        let s = &c.scenario;
+        let breaks = s
+            .client_strategy()
+            .breaks()
+            .or(s.server_strategy().breaks())
+            .unwrap_or_else(|| panic!("{}: known-bad without a known-bad strategy", c.name()));
+        assert_eq!(c.violates.first(), Some(&breaks), "{}", c.name());
+    }
+}

@@ -5,7 +5,8 @@
 //! step and reads what happened from the recorded history.
 
 use listsync_core::history::{Event, RefreshOutcome, Restart};
-use listsync_core::world::{Link, Log, Step, World};
+use listsync_core::record::Log;
+use listsync_core::world::{Link, Step, World};
 use listsync_model::configs;
 
 fn deliver(link: Link) -> Step {

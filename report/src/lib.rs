@@ -4,6 +4,7 @@
 //! (SVG), and bench plots (SVG). `listsync report` drives it; nothing here runs an instrument.
 //!
 //! * [`diagram`]: a trace as a sequence diagram;
+//! * [`pages`]: every page under `reports/`, regenerated from the tools' outputs;
 //! * [`model_check`], [`sim`], [`conformance`], [`bench_page`]: the Markdown pages
 //!   ([`bench_refresh`]: the refresh-contention frontier; [`bench_cluster`]: the cluster
 //!   bench's section of the bench page);
@@ -16,9 +17,11 @@ pub mod bench_cluster;
 pub mod bench_page;
 pub mod bench_refresh;
 pub mod conformance;
+pub mod conformance_suite;
 pub mod diagram;
 pub mod md;
 pub mod model_check;
+pub mod pages;
 pub mod plot;
 pub mod sim;
 pub mod svg;

@@ -4,84 +4,14 @@
 
 use crate::md::{Link, cell_escape};
 use listsync_core::property::{Property, Verdict};
-use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// The model-check JSON, as far as the report reads it.
-#[derive(Clone, Debug, Deserialize)]
-pub struct ModelCheck {
-    /// Tool and version that wrote it.
-    pub tool: String,
-    /// One entry per configuration.
-    pub configs: Vec<ConfigResult>,
-    /// Sum of unique states.
-    pub total_unique_states: u64,
-    /// Wall time of the whole check.
-    pub total_seconds: f64,
-    /// Whether every verdict was the expected one.
-    pub all_as_expected: bool,
-}
+pub use listsync_model::suite::{ConfigReport, PropertyReport, SuiteReport};
 
-/// One configuration's result.
-#[derive(Clone, Debug, Deserialize)]
-pub struct ConfigResult {
-    /// Name.
-    pub name: String,
-    /// What it shows.
-    pub about: String,
-    /// Protocol era.
-    pub era: String,
-    /// `client` and `server` strategy names.
-    pub strategies: BTreeMap<String, String>,
-    /// Search used.
-    pub search: String,
-    /// Unique states.
-    pub unique_states: u64,
-    /// Deepest path.
-    pub max_depth: u64,
-    /// Wall time.
-    pub seconds: f64,
-    /// Per property.
-    pub properties: BTreeMap<Property, PropertyResult>,
-    /// Whether the verdicts were the expected ones.
-    pub as_expected: bool,
-}
-
-/// One property's verdict.
-#[derive(Clone, Debug, Deserialize)]
-pub struct PropertyResult {
-    /// Verdict.
-    pub verdict: Verdict,
-    /// Counterexample length.
-    #[serde(default)]
-    pub depth: Option<u64>,
-    /// Trace file as written by check (any path; only its file name is used).
-    #[serde(default)]
-    pub trace: Option<String>,
-}
-
-impl ModelCheck {
-    /// Parses the JSON text.
-    pub fn parse(text: &str) -> anyhow::Result<ModelCheck> {
-        Ok(serde_json::from_str(text)?)
-    }
-
-    /// Every violation: (config, property, trace file name).
-    pub fn violations(&self) -> Vec<(String, Property, String)> {
-        let mut v = Vec::new();
-        for c in &self.configs {
-            for (p, r) in &c.properties {
-                if r.verdict == Verdict::Violated
-                    && let Some(f) = r.trace.as_deref().and_then(file_name)
-                {
-                    v.push((c.name.clone(), *p, f));
-                }
-            }
-        }
-        v
-    }
+/// Parses `model-check.json`.
+pub fn parse(text: &str) -> anyhow::Result<SuiteReport> {
+    Ok(serde_json::from_str(text)?)
 }
 
 fn file_name(path: &str) -> Option<String> {
@@ -120,7 +50,7 @@ pub fn render_missing(unreadable: bool) -> String {
 }
 
 /// Renders `model-check.md`.
-pub fn render(m: &ModelCheck) -> String {
+pub fn render(m: &SuiteReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Model check\n");
     let _ = writeln!(
@@ -160,8 +90,8 @@ pub fn render(m: &ModelCheck) -> String {
             s,
             "| `{}` | {} | {} | {} | {} | {:.2} |",
             c.name,
-            c.strategies.get("client").map_or("?", String::as_str),
-            c.strategies.get("server").map_or("?", String::as_str),
+            c.strategies.client,
+            c.strategies.server,
             c.unique_states,
             c.max_depth,
             c.seconds
@@ -210,6 +140,76 @@ pub fn render(m: &ModelCheck) -> String {
     let _ = writeln!(
         s,
         "\nTimes are from the `listsync check` run that wrote the JSON, on the machine that ran it."
+    );
+    s
+}
+
+/// Short column header of a property for the terminal table.
+fn short(p: Property) -> &'static str {
+    match p {
+        Property::NoTornSnapshot => "torn",
+        Property::NoStaleOverwrite => "stale",
+        Property::Converges => "conv",
+        Property::NoLostWakeup => "wake",
+        Property::NotifyAfterCommit => "commit",
+        Property::NoCallToRemoved => "call",
+        Property::BoundedRefresh => "bound",
+        Property::AuthIsolation => "auth",
+        Property::ListenThenList => "listen",
+    }
+}
+
+/// The configuration × property table `listsync check` prints; `traces` names the directory
+/// the counterexamples were written to.
+pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "{:26} {:10} {:>8} {:>5} {:>7} {:>9}",
+        "CONFIG", "ERA", "STATES", "DEPTH", "TIME", "STATES/S"
+    );
+    for p in Property::ALL {
+        let _ = write!(s, " {:>6}", short(p));
+    }
+    let _ = writeln!(s, "  VERDICT");
+    for c in &r.configs {
+        let _ = write!(
+            s,
+            "{:26} {:10} {:>8} {:>5} {:>6.2}s {:>9.0}",
+            c.name, c.era, c.unique_states, c.max_depth, c.seconds, c.states_per_second
+        );
+        for p in Property::ALL {
+            let cell = match c.properties.get(&p) {
+                Some(x) if x.verdict == Verdict::Holds => "ok".to_owned(),
+                Some(x) if x.verdict == Verdict::Violated => {
+                    format!("X{}", x.depth.unwrap_or(0))
+                }
+                _ => "-".to_owned(),
+            };
+            let _ = write!(s, " {cell:>6}");
+        }
+        let _ = writeln!(
+            s,
+            "  {}",
+            if c.as_expected {
+                "as expected"
+            } else {
+                "DIFFERS"
+            }
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nok = holds (whole state space explored)   Xd = violated, counterexample of d steps   - = n/a"
+    );
+    let _ = writeln!(
+        s,
+        "{} configurations, {} states in {:.2}s ({:.0} states/s); traces of violations in {}",
+        r.configs.len(),
+        r.total_unique_states,
+        r.total_seconds,
+        r.total_unique_states as f64 / r.total_seconds.max(1e-9),
+        traces.display()
     );
     s
 }

@@ -1,44 +1,49 @@
-//! `reports/sim.md` from the simulator's JSON summaries — `reports/sim.json` (what `listsync sim
+//! `reports/sim.md` from the simulator's summaries — `reports/sim.json` (what `listsync sim
 //! --json` prints, or `--report reports/sim.json` writes: one summary, or an array of them) and
 //! any `reports/sim/*.json` — one row per campaign or scale run, violations linked to the
-//! sequence diagrams of their shrunk traces (`reports/sim-traces/`). The summary's fields (see
-//! `src/sim_cmd.rs`) are read by name and missing ones are left blank, so the page follows the
-//! simulator's format as it grows.
+//! sequence diagrams of their shrunk traces (`reports/sim-traces/`). The summary is the
+//! simulator's own typed document ([`listsync_sim::summary::Summary`]).
 
-use crate::md::{Link, num, value_cell};
-use serde_json::Value;
+use crate::md::{Link, cell_escape, num};
+use listsync_sim::summary::Mode;
 use std::fmt::Write as _;
 use std::path::Path;
+
+pub use listsync_sim::summary::Summary as SimSummary;
 
 /// One summary and the file it came from.
 pub struct Summary {
     /// File name, for the table.
     pub source: String,
-    /// The JSON.
-    pub json: Value,
+    /// The document.
+    pub doc: SimSummary,
 }
 
-fn get<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(v, |v, k| v.get(k))
-}
-
-fn text(v: &Value, path: &[&str]) -> String {
-    get(v, path).map(value_cell).unwrap_or_default()
+/// Parses a summary file: one summary, or an array of them.
+pub fn parse(text: &str) -> anyhow::Result<Vec<SimSummary>> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        Many(Vec<SimSummary>),
+        One(Box<SimSummary>),
+    }
+    Ok(match serde_json::from_str(text)? {
+        OneOrMany::Many(v) => v,
+        OneOrMany::One(s) => vec![*s],
+    })
 }
 
 /// Every shrunk trace file a summary names, as (property, file name).
 pub fn traces(s: &Summary) -> Vec<(String, String)> {
-    let mut v = Vec::new();
-    if let Some(Value::Object(m)) = s.json.get("violations") {
-        for (p, r) in m {
-            if let Some(f) = get(r, &["trace", "file"]).and_then(Value::as_str)
-                && let Some(name) = Path::new(f).file_name()
-            {
-                v.push((p.clone(), name.to_string_lossy().into_owned()));
-            }
-        }
-    }
-    v
+    s.doc
+        .violations
+        .iter()
+        .filter_map(|(p, v)| {
+            let f = v.trace.as_ref()?;
+            let name = Path::new(&f.file).file_name()?;
+            Some((p.to_string(), name.to_string_lossy().into_owned()))
+        })
+        .collect()
 }
 
 /// Renders `sim.md`. `diagram` maps a shrunk trace's file name to its diagram link (None if it
@@ -66,9 +71,8 @@ pub fn render(summaries: &[Summary], diagram: &dyn Fn(&str) -> Option<String>) -
         );
         return s;
     }
-    let (scale, campaigns): (Vec<&Summary>, Vec<&Summary>) = summaries
-        .iter()
-        .partition(|s| s.json.get("mode").and_then(Value::as_str) == Some("scale"));
+    let (scale, campaigns): (Vec<&Summary>, Vec<&Summary>) =
+        summaries.iter().partition(|s| s.doc.mode == Mode::Scale);
     if !campaigns.is_empty() {
         campaign_table(&mut s, &campaigns, diagram);
     }
@@ -78,29 +82,23 @@ pub fn render(summaries: &[Summary], diagram: &dyn Fn(&str) -> Option<String>) -
     s
 }
 
-/// A count as an integer (`text` would print 2 as "2.00").
-fn count(v: &Value, path: &[&str]) -> String {
-    match get(v, path) {
-        Some(n) if n.is_u64() => n.to_string(),
-        _ => text(v, path),
-    }
+fn converge(v: &SimSummary) -> String {
+    format!("{} / {}", num(v.converge.p50_ms), num(v.converge.p99_ms))
 }
 
-fn converge(v: &Value) -> String {
-    match (
-        get(v, &["converge", "p50_ms"]).and_then(Value::as_f64),
-        get(v, &["converge", "p99_ms"]).and_then(Value::as_f64),
-    ) {
-        (Some(a), Some(b)) => format!("{} / {}", num(a), num(b)),
-        _ => String::new(),
-    }
+fn as_expected(v: &SimSummary) -> &'static str {
+    if v.as_expected { "yes" } else { "**NO**" }
 }
 
-fn as_expected(v: &Value) -> String {
-    match v.get("as_expected").and_then(Value::as_bool) {
-        Some(true) => "yes".to_owned(),
-        Some(false) => "**NO**".to_owned(),
-        None => String::new(),
+fn level(v: &SimSummary) -> &'static str {
+    v.level.as_str()
+}
+
+fn mode(v: &SimSummary) -> &'static str {
+    match v.mode {
+        Mode::Campaign => "campaign",
+        Mode::Seed => "seed",
+        Mode::Scale => "scale",
     }
 }
 
@@ -121,37 +119,38 @@ fn scale_table(s: &mut String, sums: &[&Summary]) {
         "|---|---|---|---:|---:|---|---|---|---:|---:|---:|---:|---|---|"
     );
     for sum in sums {
-        let v = &sum.json;
-        let viol = match v.get("violations") {
-            Some(Value::Object(m)) if !m.is_empty() => {
-                m.keys().cloned().collect::<Vec<_>>().join(", ")
-            }
-            _ => "none".into(),
+        let v = &sum.doc;
+        let viol = if v.violations.is_empty() {
+            "none".to_owned()
+        } else {
+            v.violations
+                .keys()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         let walks = format!(
             "{} / {}{}",
-            text(v, &["walks_per_client_mean"]),
-            count(v, &["walks_per_client_max"]),
-            get(v, &["walk_bound"])
-                .map(|_| format!(" ({})", count(v, &["walk_bound"])))
-                .unwrap_or_default()
+            num(v.walks_per_client_mean),
+            v.walks_per_client_max,
+            v.walk_bound.map(|b| format!(" ({b})")).unwrap_or_default()
         );
         let _ = writeln!(
             s,
             "| `{}` | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {} | {} | {} | {} | {} |",
             sum.source,
-            text(v, &["level"]),
-            text(v, &["strategy"]),
-            count(v, &["clients"]),
-            count(v, &["nodes"]),
-            count(v, &["burst"]),
-            count(v, &["burst_batches"]),
+            level(v),
+            v.strategy,
+            v.clients,
+            v.nodes,
+            v.burst.map(|b| b.to_string()).unwrap_or_default(),
+            v.burst_batches.map(|b| b.to_string()).unwrap_or_default(),
             walks,
             converge(v),
-            count(v, &["events"]),
-            text(v, &["wall_seconds"]),
-            text(v, &["events_per_second"]),
-            text(v, &["peak_rss_mib"]),
+            v.events,
+            num(v.wall_seconds),
+            num(v.events_per_second),
+            v.peak_rss_mib.map(num).unwrap_or_default(),
             viol,
             as_expected(v),
         );
@@ -169,51 +168,50 @@ fn campaign_table(s: &mut String, sums: &[&Summary], diagram: &dyn Fn(&str) -> O
         "|---|---|---|---|---|---:|---|---|---:|---|---:|---:|---|---|"
     );
     for sum in sums {
-        let v = &sum.json;
+        let v = &sum.doc;
         let mut viol = Vec::new();
-        if let Some(Value::Object(m)) = v.get("violations") {
-            for (p, r) in m {
-                let runs = r.get("runs").and_then(Value::as_u64).unwrap_or(0);
-                let file = get(r, &["trace", "file"])
-                    .and_then(Value::as_str)
-                    .and_then(|f| Path::new(f).file_name())
-                    .map(|f| f.to_string_lossy().into_owned());
-                // Where the shrunk trace replays (older summaries do not say).
-                let replays = match (
-                    get(r, &["trace", "replays_in_model"]).and_then(Value::as_bool),
-                    get(r, &["trace", "replays_in_harness"]).and_then(Value::as_bool),
-                ) {
-                    (Some(true), Some(true)) => "; trace replays in model and harness",
-                    (Some(true), Some(false)) => "; trace replays in model",
-                    (Some(false), _) => "; trace DOES NOT REPLAY",
-                    _ => "",
-                };
-                match file.as_deref().and_then(diagram) {
-                    Some(d) => viol.push(format!("{} ({runs} runs{replays})", Link::new(p, &d))),
-                    None => viol.push(format!("{p} ({runs} runs{replays})")),
+        for (p, r) in &v.violations {
+            let runs = r.runs;
+            let file = r
+                .trace
+                .as_ref()
+                .and_then(|t| Path::new(&t.file).file_name())
+                .map(|f| f.to_string_lossy().into_owned());
+            // Where the shrunk trace replays.
+            let replays = match &r.trace {
+                Some(t) if t.replays_in_model && t.replays_in_harness => {
+                    "; trace replays in model and harness"
                 }
+                Some(t) if t.replays_in_model => "; trace replays in model",
+                Some(_) => "; trace DOES NOT REPLAY",
+                None => "",
+            };
+            let name = p.to_string();
+            match file.as_deref().and_then(diagram) {
+                Some(d) => viol.push(format!("{} ({runs} runs{replays})", Link::new(&name, &d))),
+                None => viol.push(format!("{p} ({runs} runs{replays})")),
             }
         }
         let _ = writeln!(
             s,
             "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             sum.source,
-            text(v, &["level"]),
-            text(v, &["mode"]),
-            text(v, &["strategy"]),
-            text(v, &["faults"]),
-            text(v, &["runs"]),
-            text(v, &["clients"]),
+            level(v),
+            mode(v),
+            v.strategy,
+            v.faults,
+            v.runs,
+            v.clients,
             if viol.is_empty() {
                 "none".into()
             } else {
                 viol.join(", ")
             },
-            text(v, &["refresh_amplification"]),
+            num(v.refresh_amplification),
             converge(v),
-            text(v, &["wall_seconds"]),
-            text(v, &["events_per_second"]),
-            text(v, &["expected"]),
+            num(v.wall_seconds),
+            num(v.events_per_second),
+            cell_escape(&v.expected),
             as_expected(v),
         );
     }
@@ -223,19 +221,41 @@ fn campaign_table(s: &mut String, sums: &[&Summary], diagram: &dyn Fn(&str) -> O
 mod tests {
     use super::*;
 
+    fn doc(json: serde_json::Value) -> SimSummary {
+        let base = serde_json::json!({
+            "tool": "listsync sim", "level": "machine", "mode": "campaign",
+            "strategy": "reference", "client_strategy": "reference",
+            "server_strategy": "reference", "faults": "default", "faults_about": "",
+            "first_seed": 0, "seeds": 1000, "shard": "1/1", "clients": "1-4", "nodes": "1",
+            "threads": 2, "runs": 1000, "steps": 10, "events": 10, "wall_seconds": 1.0,
+            "events_per_second": 2.0e6, "steps_per_second": 1.0, "seeds_per_second": 1.0,
+            "simulated_seconds": 1.0, "violations": {}, "refresh_amplification": 1.5,
+            "walks_per_client_mean": 1.0, "walks_per_client_max": 1,
+            "converge": {"n": 10, "p50_ms": 3.0, "p99_ms": 9.5, "max_ms": 12.0},
+            "settle": {"n": 10, "p50_ms": 3.0, "p99_ms": 9.5, "max_ms": 12.0},
+            "anomalies": 0, "anomaly_seeds": [], "expected": "no violation",
+            "as_expected": true
+        });
+        let mut v = base;
+        for (k, x) in json.as_object().expect("an object") {
+            v[k] = x.clone();
+        }
+        serde_json::from_value(v).expect("a summary")
+    }
+
     #[test]
     fn a_campaign_row_links_its_shrunk_trace() {
-        let json = serde_json::json!({
-            "mode": "campaign", "strategy": "naive", "faults": "default", "runs": 1000,
-            "clients": "1-4", "refresh_amplification": 1.5, "events_per_second": 2.0e6,
-            "converge": {"n": 10, "p50_ms": 3.0, "p99_ms": 9.5, "max_ms": 12.0},
+        let d = doc(serde_json::json!({
+            "strategy": "naive", "client_strategy": "naive",
             "violations": {"no_stale_overwrite": {"runs": 17, "first_seed": 4,
-                "trace": {"file": "reports/sim-traces/naive.default.no_stale_overwrite.json"}}},
-            "expected": "violations caught", "as_expected": true
-        });
+                "trace": {"file": "reports/sim-traces/naive.default.no_stale_overwrite.json",
+                "seed": 4, "original_steps": 90, "steps": 9, "clients": 1,
+                "replays_in_model": true, "replays_in_harness": true}}},
+            "expected": "no_stale_overwrite violated"
+        }));
         let sums = [Summary {
             source: "sim.json".into(),
-            json,
+            doc: d,
         }];
         assert_eq!(
             traces(&sums[0])[0].1,
@@ -243,45 +263,47 @@ mod tests {
         );
         let page = render(&sums, &|f| Some(format!("diagrams/sim/{f}.svg")));
         assert!(page.contains(
-            "[no_stale_overwrite](diagrams/sim/naive.default.no_stale_overwrite.json.svg) (17 runs)"
-        ));
-        assert!(page.contains("| 3.00 / 9.50 |"));
-        assert!(page.contains("| violations caught | yes |"));
-        let json = serde_json::json!({"mode": "campaign", "violations": {"converges": {
-            "runs": 2, "trace": {"file": "x.json", "replays_in_model": true,
-            "replays_in_harness": false}}}});
-        let page = render(
-            &[Summary {
-                source: "b.json".into(),
-                json,
-            }],
-            &|_| None,
+            "[no_stale_overwrite](diagrams/sim/naive.default.no_stale_overwrite.json.svg) (17 runs; trace replays in model and harness)"
+        ), "{page}");
+        assert!(page.contains("| 3.00 / 9.50 |"), "{page}");
+        assert!(
+            page.contains("| no_stale_overwrite violated | yes |"),
+            "{page}"
         );
-        assert!(page.contains("converges (2 runs; trace replays in model)"));
         assert!(render(&[], &|_| None).contains("listsync sim --report reports/sim.json"));
     }
 
     #[test]
     fn a_scale_run_gets_its_own_table_with_walks_memory_and_time() {
-        let json = serde_json::json!({
-            "level": "stack", "mode": "scale", "strategy": "reference", "clients": "1000",
-            "nodes": "1", "burst": 1000, "burst_batches": 1000, "walks_per_client_mean": 2.0,
-            "walks_per_client_max": 2, "walk_bound": 2, "events": 2000000, "wall_seconds": 39.0,
-            "events_per_second": 51000.0, "peak_rss_mib": 424.0, "violations": {},
-            "as_expected": true
-        });
+        let d = doc(serde_json::json!({
+            "level": "stack", "mode": "scale", "clients": "1000", "burst": 1000,
+            "burst_batches": 1000, "walks_per_client_mean": 2.0, "walks_per_client_max": 2,
+            "walk_bound": 2, "events": 2000000, "wall_seconds": 39.0,
+            "events_per_second": 51000.0, "peak_rss_mib": 424.0
+        }));
         let page = render(
             &[Summary {
                 source: "sim/scale.json".into(),
-                json,
+                doc: d,
             }],
             &|_| None,
         );
         assert!(page.contains("## Scale runs"));
-        assert!(page.contains(
-            "| `sim/scale.json` | stack | reference | 1000 | 1 | 1000 (1000) | 2.00 / 2 (2) |"
-        ));
-        assert!(page.contains("| 424 | none | yes |"));
+        assert!(
+            page.contains(
+                "| `sim/scale.json` | stack | reference | 1000 | 1 | 1000 (1000) | 2.00 / 2 (2) |"
+            ),
+            "{page}"
+        );
+        assert!(page.contains("| 424 | none | yes |"), "{page}");
         assert!(!page.contains("| walks per change per client |"));
+    }
+
+    #[test]
+    fn a_file_holds_one_summary_or_several() {
+        let one = serde_json::to_string(&doc(serde_json::json!({}))).unwrap();
+        assert_eq!(parse(&one).unwrap().len(), 1);
+        assert_eq!(parse(&format!("[{one},{one}]")).unwrap().len(), 2);
+        assert!(parse("{\"level\": \"machine\"}").is_err());
     }
 }

@@ -1,5 +1,6 @@
-//! The catalog and tool side effects the official MCP conformance suite expects of a server
-//! under test (`listsync serve --fixtures conformance`).
+//! Named catalogs for `listsync serve`: the demo catalog it serves when given no other
+//! (`--fixtures demo`, the default), and the catalog and tool side effects the official MCP
+//! conformance suite expects of a server under test (`--fixtures conformance`).
 //!
 //! The suite's list, subscription and caching scenarios look for a few well-known items (a
 //! `test_simple_text` tool, a `test://watched-resource` to subscribe to, ...) and drive list
@@ -25,6 +26,9 @@ pub const DYNAMIC_PROMPT: &str = "test_dynamic_prompt";
 /// Named fixture sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fixtures {
+    /// A small catalog to try the server and `listsync watch` with: three tools, a prompt, a
+    /// resource (with content) and a resource template.
+    Demo,
     /// The official conformance suite's items and trigger tools.
     Conformance,
 }
@@ -33,9 +37,10 @@ impl std::str::FromStr for Fixtures {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
+            "demo" => Ok(Fixtures::Demo),
             "conformance" => Ok(Fixtures::Conformance),
             other => Err(format!(
-                "unknown fixture set '{other}' (known: conformance)"
+                "unknown fixture set '{other}' (known: demo, conformance)"
             )),
         }
     }
@@ -50,6 +55,22 @@ impl Fixtures {
             def: items::def_of(kind, name, description, Scope::Public),
             scope: Scope::Public,
         };
+        if self == Fixtures::Demo {
+            return vec![
+                add(Kind::Tools, "echo", "Returns its description"),
+                add(Kind::Tools, "greet", "Says hello"),
+                add(Kind::Tools, "time", "Tells the time of the catalog"),
+                add(Kind::Prompts, "summarize", "Summarize a document"),
+                add(Kind::Resources, "demo://readme", "What this server is"),
+                Op::SetContent {
+                    uri: "demo://readme".into(),
+                    text: "The listsync demo catalog: change it through the control channel \
+                           (--control) and watch clients follow."
+                        .into(),
+                },
+                add(Kind::ResourceTemplates, "demo://notes/{id}", "A note by id"),
+            ];
+        }
         vec![
             add(Kind::Tools, "test_simple_text", "Returns a short text"),
             add(
@@ -125,6 +146,28 @@ fn trigger(tool: &str, catalog: &Catalog) -> Option<Vec<Op>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_demo_catalog_has_a_few_of_each_kind() {
+        let mut catalog = Catalog::default();
+        for op in Fixtures::Demo.catalog() {
+            catalog.apply(&op);
+        }
+        for (kind, want) in [
+            (Kind::Tools, 3),
+            (Kind::Prompts, 1),
+            (Kind::Resources, 1),
+            (Kind::ResourceTemplates, 1),
+        ] {
+            assert_eq!(
+                catalog
+                    .visible(kind, listsync_core::vocab::AuthCtx(0))
+                    .len(),
+                want,
+                "{kind}"
+            );
+        }
+    }
 
     #[test]
     fn a_trigger_toggles_its_item_and_other_tools_do_nothing() {

@@ -1,15 +1,17 @@
 //! The reference client against lying servers (hand-written rmcp handlers): a cursor cycle,
-//! endless pagination, duplicate names, an invalid input schema, an oversized list, a result of
-//! the wrong shape, and a server that exits in the middle of a walk. Each server first serves a
-//! good list; then it starts lying and announces a change. Every test asserts the client's error
-//! and that the previous snapshot is intact (marked stale), and that the work stayed bounded.
+//! endless pagination, duplicate names (in one page, and across pages), an invalid input schema,
+//! an oversized list, a result of the wrong shape, and a server that exits in the middle of a
+//! walk. Each server first serves a good list; then it starts lying and announces a change. Every
+//! test asserts the client's error and that the previous snapshot is intact (marked stale), and
+//! that the work stayed bounded; the loud part — each failure and each retry reported, the list's
+//! status failing with the reason and the next retry — is asserted for every lie.
 
 mod common;
 
 use common::*;
 use listsync_core::client::ClientError;
 use listsync_core::vocab::{Era, Kind, KindSet};
-use listsync_rt::client::{ClientHandle, ClientNotice, ClientSettings, Endpoint};
+use listsync_rt::client::{ClientHandle, ClientNotice, ClientSettings, Endpoint, ListHealth};
 use listsync_rt::history::SharedHistory;
 use rmcp::model::{
     ErrorCode, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
@@ -29,6 +31,7 @@ enum Lie {
     CursorCycle,
     Endless,
     Duplicates,
+    DuplicatesAcrossPages,
     InvalidSchema,
     Oversized,
     WrongShape,
@@ -101,6 +104,10 @@ impl ServerHandler for Liar {
             (Lie::CursorCycle, _) => page(vec![tool("x")], Some("loop".into())),
             (Lie::Endless, _) => page(vec![tool(&format!("e{n}"))], Some(format!("p{n}"))),
             (Lie::Duplicates, _) => page(vec![tool("a"), tool("a")], None),
+            (Lie::DuplicatesAcrossPages, None) => {
+                page(vec![tool("a"), tool("b")], Some("2".into()))
+            }
+            (Lie::DuplicatesAcrossPages, Some(_)) => page(vec![tool("c"), tool("a")], None),
             (Lie::InvalidSchema, _) => {
                 let mut t = tool("a");
                 t.input_schema = Arc::new(json!({"type": "string"}).as_object().cloned().unwrap());
@@ -154,6 +161,8 @@ fn setup() -> Setup {
     settings.client.limits.max_pages = 20;
     settings.client.limits.max_items = 100;
     settings.client.limits.max_retries = 2;
+    // Retries far enough apart that a status reader sees each one armed.
+    settings.client.limits.backoff_base_ms = 100;
     let (tx, notices) = mpsc::unbounded_channel();
     settings.observer = Some(tx);
     Setup {
@@ -206,12 +215,38 @@ async fn lie_after_a_good_list(s: &mut Setup, lie: Lie) -> ClientError {
     .await
 }
 
-/// After the retries give up: the old snapshot is what applications still read, marked stale.
-async fn assert_old_snapshot_kept(s: &Setup) {
+/// After the retries give up: the old snapshot is what applications still read, marked stale;
+/// every failure and every retry was reported, and the list's status says it is failing, why,
+/// with no retry due any more.
+async fn assert_old_snapshot_kept(s: &mut Setup) {
     let status = wait_status("retries over", &s.catalog, |st| st.idle).await;
     assert_eq!(status.publications, 1, "nothing else was published");
     assert_eq!(names(&s.catalog), ["a", "b", "c"]);
     assert!(s.catalog.tools().is_stale());
+    let (mut failed, mut retries) = (1, 0); // the first failure was taken already
+    while let Ok(n) = s.notices.try_recv() {
+        match n {
+            ClientNotice::RefreshFailed { .. } => failed += 1,
+            ClientNotice::RetryScheduled { attempt, of, .. } => {
+                retries += 1;
+                assert_eq!((attempt, of), (retries, 2));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        (failed, retries),
+        (3, 2),
+        "each failure and each retry reported"
+    );
+    let list = s.catalog.list_status(Kind::Tools);
+    assert_eq!(list.health, ListHealth::Failing, "{list:?}");
+    assert_eq!(list.failures, 3, "{list:?}");
+    assert!(list.reason.is_some(), "{list:?}");
+    assert_eq!(
+        list.next_retry, None,
+        "given up until the next change: {list:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,7 +257,7 @@ async fn cursor_cycle() {
         err,
         ClientError::CursorCycle(listsync_core::wire::Cursor("loop".into()))
     );
-    assert_old_snapshot_kept(&s).await;
+    assert_old_snapshot_kept(&mut s).await;
     // Two pages per attempt, three attempts (first + two retries), plus the first list.
     assert!(s.state.served.load(Ordering::SeqCst) <= 2 + 3 * 2);
 }
@@ -232,7 +267,7 @@ async fn endless_pagination_stops_at_the_page_limit() {
     let mut s = setup();
     let err = lie_after_a_good_list(&mut s, Lie::Endless).await;
     assert_eq!(err, ClientError::TooManyPages(20));
-    assert_old_snapshot_kept(&s).await;
+    assert_old_snapshot_kept(&mut s).await;
     assert!(s.state.served.load(Ordering::SeqCst) <= 2 + 3 * 21);
 }
 
@@ -241,7 +276,32 @@ async fn duplicate_names_reject_the_snapshot() {
     let mut s = setup();
     let err = lie_after_a_good_list(&mut s, Lie::Duplicates).await;
     assert_eq!(err, ClientError::DuplicateName("a".into()));
-    assert_old_snapshot_kept(&s).await;
+    assert_old_snapshot_kept(&mut s).await;
+}
+
+/// The same name on two pages of one walk: no page is wrong on its own, the list is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_names_across_pages_reject_the_snapshot() {
+    let mut s = setup();
+    let err = lie_after_a_good_list(&mut s, Lie::DuplicatesAcrossPages).await;
+    assert_eq!(err, ClientError::DuplicateName("a".into()));
+    // While a retry is pending the status says why the list is failing and when the next
+    // attempt is due.
+    let status = wait_status("a retry armed", &s.catalog, |st| {
+        st.lists[&Kind::Tools].next_retry.is_some()
+    })
+    .await;
+    let failing = &status.lists[&Kind::Tools];
+    assert_eq!(failing.health, ListHealth::Failing);
+    assert!(
+        failing
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("'a' twice")),
+        "{failing:?}"
+    );
+    assert_old_snapshot_kept(&mut s).await;
+    assert!(s.state.served.load(Ordering::SeqCst) <= 2 + 3 * 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,7 +312,7 @@ async fn invalid_schema_rejects_the_snapshot() {
         matches!(&err, ClientError::InvalidResponse(m) if m.contains("inputSchema")),
         "{err}"
     );
-    assert_old_snapshot_kept(&s).await;
+    assert_old_snapshot_kept(&mut s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -260,7 +320,7 @@ async fn oversized_list_is_refused() {
     let mut s = setup();
     let err = lie_after_a_good_list(&mut s, Lie::Oversized).await;
     assert_eq!(err, ClientError::TooManyItems(100));
-    assert_old_snapshot_kept(&s).await;
+    assert_old_snapshot_kept(&mut s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -271,7 +331,7 @@ async fn error_instead_of_a_list() {
         matches!(&err, ClientError::Rpc(e) if e.code == -32603),
         "{err}"
     );
-    assert_old_snapshot_kept(&s).await;
+    assert_old_snapshot_kept(&mut s).await;
 }
 
 /// The server exits while page 2 of a walk is outstanding: the old snapshot is kept and marked

@@ -23,10 +23,11 @@ use crate::case::{roll, stream, streams, uniform};
 use crate::plan::{FaultPlan, Micros};
 use listsync_core::history::{ClientId, Event};
 use listsync_core::property::Property;
+use listsync_core::record::{Note, Recorder};
 use listsync_core::scenario::{Scenario, Transport};
 use listsync_core::vocab::{AuthCtx, Kind};
 use listsync_core::wire::{Notification, ServerMsg};
-use listsync_core::world::{Link, Recorder, Step, World};
+use listsync_core::world::{Link, Step, World};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -272,7 +273,11 @@ impl Recorder for Tap {
         }
     }
 
-    fn note(&mut self, _text: String) {}
+    fn wants_notes(&self) -> bool {
+        false
+    }
+
+    fn note(&mut self, _: Note) {}
 
     fn sent(&mut self, client: ClientId, link: Link) {
         self.sent.push((client, link));
@@ -720,7 +725,7 @@ impl<'a> Engine<'a> {
                 epoch,
             } => self.deliver(client, link, epoch),
             Ev::Mutate { batch } => {
-                let single = self.world.store.is_none();
+                let single = !self.world.is_cluster();
                 if single && self.world.server().has_staged() {
                     self.apply(Step::Commit, None);
                     self.staged_batch = None;
@@ -737,7 +742,7 @@ impl<'a> Engine<'a> {
             }
             Ev::Commit { batch } => {
                 if self.staged_batch == Some(batch)
-                    && self.world.store.is_none()
+                    && !self.world.is_cluster()
                     && self.world.server().has_staged()
                 {
                     self.staged_batch = None;
@@ -805,11 +810,8 @@ impl<'a> Engine<'a> {
             Ev::Bus { node } => self.bus_arrival(node),
             Ev::Poll { node } => {
                 let n = usize::from(node);
-                let behind = self
-                    .world
-                    .store
-                    .as_ref()
-                    .is_some_and(|(v, _)| self.world.nodes[n].version() < *v);
+                let behind =
+                    self.world.is_cluster() && self.world.nodes[n].version() < self.world.truth.0;
                 if behind
                     && !self.world.nodes[n].has_staged()
                     && self.world.bus[n].is_empty()

@@ -12,15 +12,19 @@
 //! - [`shrink`]: shrinking a failing run to a short trace;
 //! - [`stack`]: the full-stack level — the runtime's tokio + rmcp code on a paused clock over a
 //!   simulated network;
-//! - [`campaign`]: many seeds on many threads, with statistics and a JSON summary.
+//! - [`campaign`]: many seeds on many threads, with statistics;
+//! - [`summary`]: the JSON summary of a campaign, seed or scale run, and its expected-outcome rule;
+//! - [`driver`]: what `listsync sim` runs, as one call.
 
 pub mod campaign;
 pub mod case;
+pub mod driver;
 pub mod engine;
 pub mod plan;
 pub mod shrink;
 pub mod stack;
 pub mod stats;
+pub mod summary;
 
 use case::{Params, Shape};
 use engine::{Budget, Engine, RunOpts, RunResult};

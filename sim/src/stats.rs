@@ -52,7 +52,7 @@ pub struct Stats {
 }
 
 /// Percentiles of a sample, in milliseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Percentiles {
     /// Samples.
     pub n: u64,

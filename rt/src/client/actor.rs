@@ -8,11 +8,14 @@
 
 use super::connect::{self, Endpoint};
 use super::handler::Notifier;
+use super::inflow::Inflow;
 use super::request::{self, CallMeta, RequestOutcome};
 use super::views::{Listing, View, Views};
-use super::{CallResult, ClientNotice, ClientSettings, RefreshDone, Status};
+use super::{
+    CallResult, ClientNotice, ClientSettings, ListHealth, ListStatus, RefreshDone, Status,
+};
 use listsync_core::client::{CallError, CatalogClient, ClientInput, ClientOutput};
-use listsync_core::history::Event;
+use listsync_core::history::{Event, RefreshOutcome};
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Name};
 use listsync_core::wire::{
     Caps, ClientMsg, Notification, ReqId, Request, Response, ServerMsg, SubId,
@@ -24,7 +27,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, RoleClient};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -68,11 +71,12 @@ pub(crate) enum Input {
         epoch: u32,
         why: String,
     },
-    Notified {
+    /// Notifications are waiting in the [`Inflow`].
+    Arrived,
+    /// A child server printed something that is not JSON-RPC on stdout.
+    Warning {
         epoch: u32,
-        msg: ServerMsg,
-        method: &'static str,
-        uri: Option<String>,
+        text: String,
     },
     Acked {
         epoch: u32,
@@ -122,6 +126,8 @@ pub(crate) struct Actor {
     settings: Arc<ClientSettings>,
     endpoint: Endpoint,
     tx: mpsc::UnboundedSender<Input>,
+    /// Where notifications wait, coalesced, until the actor takes them.
+    inflow: Inflow,
     views: Arc<Views>,
     status: watch::Sender<Status>,
     /// The status being built; published (all fields at once) after each input.
@@ -262,6 +268,15 @@ fn from_stream(
     Some((ServerMsg::Notification(note), method, uri))
 }
 
+/// A list nothing was fetched for yet.
+fn not_listed_yet() -> ListStatus {
+    ListStatus {
+        health: ListHealth::Stale,
+        reason: Some("not listed yet".into()),
+        ..ListStatus::default()
+    }
+}
+
 impl Actor {
     pub(crate) fn new(
         settings: Arc<ClientSettings>,
@@ -276,14 +291,27 @@ impl Actor {
                 .map_or(0, |d| d.as_nanos() as u64)
                 ^ u64::from(settings.id).rotate_left(32)
         });
+        let coalesce =
+            settings.client.strategy == listsync_core::strategy::ClientStrategy::Reference;
+        let inflow = Inflow::new(tx.clone(), &settings.client.watch, coalesce);
+        let now = Status {
+            lists: settings
+                .client
+                .kinds
+                .iter()
+                .map(|k| (k, not_listed_yet()))
+                .collect(),
+            ..Status::default()
+        };
         Actor {
             machine: CatalogClient::new(settings.id, Arc::new(settings.client.clone())),
             settings,
             endpoint,
             tx,
+            inflow,
             views,
             status,
-            now: Status::default(),
+            now,
             epoch: 0,
             live: None,
             connecting: false,
@@ -358,12 +386,19 @@ impl Actor {
         let probe = self.endpoint.request_failure_is_disconnect();
         let handler = Notifier {
             epoch,
-            tx: tx.clone(),
+            inflow: self.inflow.clone(),
             info: client_info(era, &self.settings.name),
         };
+        let bearer = self.settings.bearer.get(&auth).cloned();
+        let warn_tx = tx.clone();
+        let warn: super::sniff::Report = Arc::new(move |text| {
+            let _ = warn_tx.send(Input::Warning { epoch, text });
+        });
         tokio::spawn(async move {
-            let opened =
-                tokio::time::timeout(timeout, connect::open(&endpoint, handler, era, auth));
+            let opened = tokio::time::timeout(
+                timeout,
+                connect::open(&endpoint, handler, era, auth, bearer.as_deref(), warn),
+            );
             let running = match opened.await {
                 Ok(Ok(r)) => r,
                 Ok(Err(why)) => {
@@ -419,13 +454,33 @@ impl Actor {
                 .is_some_and(|m| self.reconnects >= m)
         {
             self.now.ended = true;
+            self.now.next_reconnect = None;
+            self.lists_failing(why, None);
             return;
         }
         self.reconnects += 1;
         let shift = self.reconnects.saturating_sub(1).min(16);
         let base = self.settings.reconnect_base.saturating_mul(1 << shift);
         let delay = base.min(self.settings.reconnect_max).mul_f64(self.jitter());
+        let due = Instant::now() + delay;
+        self.now.next_reconnect = Some(due);
+        self.lists_failing(why, Some(due));
+        self.notice(ClientNotice::ReconnectScheduled {
+            attempt: self.reconnects,
+            of: self.settings.max_reconnects,
+            delay,
+        });
         self.after_delay(delay, Input::Reconnect { epoch: self.epoch });
+    }
+
+    /// Every kept list waits for the connection, which failed for `why`; the next attempt is
+    /// due at `due` (None: the client gave up).
+    fn lists_failing(&mut self, why: &str, due: Option<Instant>) {
+        for ls in self.now.lists.values_mut() {
+            ls.health = ListHealth::Failing;
+            ls.reason = Some(why.to_owned());
+            ls.next_retry = due;
+        }
     }
 
     /// Drops the current connection now (its `Lost` will be ignored) and tells the machine.
@@ -444,6 +499,15 @@ impl Actor {
             Input::Connected { epoch, live } if epoch == current => {
                 self.connecting = false;
                 self.reconnects = 0;
+                self.now.connect_failures = 0;
+                self.now.next_reconnect = None;
+                for ls in self.now.lists.values_mut() {
+                    if ls.health == ListHealth::Failing && ls.failures == 0 {
+                        // Failing for want of a connection only: now it waits for its list.
+                        ls.health = ListHealth::Stale;
+                        ls.next_retry = None;
+                    }
+                }
                 let identity = format!(
                     "{}|{}|{}",
                     self.endpoint.describe(),
@@ -493,7 +557,8 @@ impl Actor {
             Input::Connected { live, .. } => live.kill.cancel(),
             Input::ConnectFailed { epoch, why } if epoch == current => {
                 self.connecting = false;
-                self.notice(ClientNotice::Log(format!("connect failed: {why}")));
+                self.now.connect_failures += 1;
+                self.notice(ClientNotice::ConnectFailed { why: why.clone() });
                 self.schedule_reconnect(&why);
             }
             Input::Lost { epoch, why } if epoch == current => {
@@ -504,20 +569,9 @@ impl Actor {
                 self.step(ClientInput::Disconnected);
                 self.schedule_reconnect(&why);
             }
-            Input::Notified {
-                epoch,
-                msg,
-                method,
-                uri,
-            } if epoch == current => {
-                let sub = match &msg {
-                    ServerMsg::Notification(Notification::ListChanged { sub, .. })
-                    | ServerMsg::Notification(Notification::ResourceUpdated { sub, .. }) => *sub,
-                    _ => None,
-                };
-                self.now.notifications += 1;
-                self.notice(ClientNotice::Notification { method, uri, sub });
-                self.step(ClientInput::Receive(msg));
+            Input::Arrived => self.arrived(current),
+            Input::Warning { epoch, text } if epoch == current => {
+                self.notice(ClientNotice::Warning(text));
             }
             Input::Acked {
                 epoch,
@@ -543,6 +597,9 @@ impl Actor {
                 call,
             } if epoch == current => self.reply(id, outcome, call),
             Input::RetryDue { epoch, kind, auth } if epoch == current => {
+                if let Some(ls) = self.now.lists.get_mut(&kind) {
+                    ls.next_retry = None;
+                }
                 self.step(ClientInput::RetryDue(kind, auth));
             }
             Input::WalkDue {
@@ -567,6 +624,30 @@ impl Actor {
             _ => {} // from an older connection
         }
         true
+    }
+
+    /// Steps the machine with every notification waiting in the inflow (those of the current
+    /// connection; older ones are dropped like any input of an older epoch).
+    fn arrived(&mut self, current: u32) {
+        let (arrivals, dropped) = self.inflow.take();
+        if dropped > 0 {
+            self.notice(ClientNotice::NotificationsDropped { count: dropped });
+        }
+        for a in arrivals.into_iter().filter(|a| a.epoch == current) {
+            let sub = match &a.msg {
+                ServerMsg::Notification(Notification::ListChanged { sub, .. })
+                | ServerMsg::Notification(Notification::ResourceUpdated { sub, .. }) => *sub,
+                _ => None,
+            };
+            self.now.notifications += a.count;
+            self.notice(ClientNotice::Notification {
+                method: a.method,
+                uri: a.uri,
+                sub,
+                count: a.count,
+            });
+            self.step(ClientInput::Receive(a.msg));
+        }
     }
 
     fn reply(&mut self, id: ReqId, outcome: RequestOutcome, call: Option<CallMeta>) {
@@ -648,6 +729,9 @@ impl Actor {
                         self.epoch += 1;
                     }
                     self.step(ClientInput::SetAuth(auth));
+                    for ls in self.now.lists.values_mut() {
+                        *ls = not_listed_yet();
+                    }
                     let mut seq = self.seq;
                     self.views.switch(auth, || {
                         seq += 1;
@@ -685,7 +769,7 @@ impl Actor {
             return;
         };
         let peer = live.peer.clone();
-        let tx = self.tx.clone();
+        let inflow = self.inflow.clone();
         let epoch = self.epoch;
         let timeout = self.settings.request_timeout;
         tokio::spawn(async move {
@@ -716,15 +800,7 @@ impl Actor {
                         }
                         other => other,
                     };
-                    if tx
-                        .send(Input::Notified {
-                            epoch,
-                            msg,
-                            method,
-                            uri,
-                        })
-                        .is_err()
-                    {
+                    if !inflow.push(epoch, msg, method, uri) {
                         break;
                     }
                 }
@@ -753,9 +829,20 @@ impl Actor {
                 kind,
                 auth,
                 delay_ms,
-                ..
+                attempt,
             } => {
                 let delay = Duration::from_millis(u64::from(delay_ms)).mul_f64(self.jitter());
+                if auth == self.machine.auth()
+                    && let Some(ls) = self.now.lists.get_mut(&kind)
+                {
+                    ls.next_retry = Some(Instant::now() + delay);
+                }
+                self.notice(ClientNotice::RetryScheduled {
+                    kind,
+                    attempt,
+                    of: self.settings.client.limits.max_retries,
+                    delay,
+                });
                 self.after_delay(
                     delay,
                     Input::RetryDue {
@@ -787,6 +874,12 @@ impl Actor {
             ClientOutput::Failed { kind, error } => {
                 let text = error.to_string();
                 self.now.failures += 1;
+                if let Some(ls) = self.now.lists.get_mut(&kind) {
+                    ls.health = ListHealth::Failing;
+                    ls.reason = Some(text.clone());
+                    ls.next_retry = None;
+                    ls.failures += 1;
+                }
                 self.now.last_error = Some(text);
                 self.notice(ClientNotice::RefreshFailed { kind, error });
             }
@@ -847,13 +940,66 @@ impl Actor {
                     self.machine.auth(),
                 );
                 self.now.publications += 1;
+                if *auth == self.machine.auth() {
+                    self.list_current(*kind);
+                }
             }
             Event::MarkedStale { kind, auth, .. } => {
                 self.views.mark_stale(*kind, *auth, self.machine.auth());
+                if *auth == self.machine.auth()
+                    && let Some(ls) = self.now.lists.get_mut(kind)
+                    && ls.health == ListHealth::Current
+                {
+                    ls.health = ListHealth::Stale;
+                    ls.reason = Some(
+                        self.now
+                            .last_error
+                            .clone()
+                            .unwrap_or_else(|| "marked stale".into()),
+                    );
+                }
             }
+            Event::RefreshEnded {
+                kind,
+                auth,
+                outcome,
+                ..
+            } if *auth == self.machine.auth() => match outcome {
+                // Given up until the next change notification: still failing, nothing due.
+                RefreshOutcome::Failed => {
+                    if let Some(ls) = self.now.lists.get_mut(kind)
+                        && ls.health == ListHealth::Failing
+                    {
+                        ls.next_retry = None;
+                    }
+                }
+                _ => self.list_current(*kind),
+            },
             _ => {}
         }
         self.notice(ClientNotice::Event(e));
+    }
+
+    /// A refresh of `kind` completed: the list is current unless its snapshot is stale.
+    fn list_current(&mut self, kind: Kind) {
+        let stale = self
+            .machine
+            .snapshot_for(kind, self.machine.auth())
+            .is_some_and(|s| s.stale);
+        if let Some(ls) = self.now.lists.get_mut(&kind) {
+            *ls = if stale {
+                ListStatus {
+                    health: ListHealth::Stale,
+                    reason: Some("the server's list changed since".into()),
+                    ..ListStatus::default()
+                }
+            } else {
+                ListStatus {
+                    health: ListHealth::Current,
+                    ..ListStatus::default()
+                }
+            };
+        }
     }
 
     fn send(&mut self, msg: ClientMsg) {
@@ -866,6 +1012,7 @@ impl Actor {
         let peer = live.peer.clone();
         let epoch = self.epoch;
         let tx = self.tx.clone();
+        let inflow = self.inflow.clone();
         let timeout = self.settings.request_timeout;
         match req {
             Request::Initialize => {
@@ -925,17 +1072,12 @@ impl Actor {
                     {
                         return;
                     }
-                    // Drain continuously: rmcp cancels a subscription whose buffer fills up.
+                    // Drain continuously (rmcp cancels a subscription whose buffer fills up) into
+                    // the coalescing inflow, which holds at most one entry per distinct
+                    // notification however fast they come.
                     while let Ok(Some(n)) = sub.next().await {
                         if let Some((msg, method, uri)) = from_stream(n, local)
-                            && tx
-                                .send(Input::Notified {
-                                    epoch,
-                                    msg,
-                                    method,
-                                    uri,
-                                })
-                                .is_err()
+                            && !inflow.push(epoch, msg, method, uri)
                         {
                             return;
                         }

@@ -3,6 +3,7 @@
 //! 2026-07-28), and rmcp's own response cache switched off (the catalog machine is the cache).
 
 use super::handler::Notifier;
+use super::sniff;
 use crate::server::Server;
 use listsync_core::vocab::{AuthCtx, Era};
 use rmcp::model::ProtocolVersion;
@@ -13,6 +14,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, DuplexStream};
 
 /// The reading half of a byte-stream connection.
@@ -102,6 +104,23 @@ impl Endpoint {
         })
     }
 
+    /// A Streamable HTTP endpoint, if `url` is an absolute `http://` or `https://` URL with a
+    /// host.
+    #[cfg(feature = "http")]
+    pub fn http(url: &str) -> Result<Endpoint, String> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| format!("'{url}' is not a URL: {e}"))?;
+        match (uri.scheme_str(), uri.host()) {
+            (Some("http" | "https"), Some(h)) if !h.is_empty() => Ok(Endpoint::Http {
+                url: url.to_owned(),
+            }),
+            _ => Err(format!(
+                "'{url}' is not an http:// URL with a host (e.g. http://127.0.0.1:8080/mcp)"
+            )),
+        }
+    }
+
     /// A child process from an argv.
     pub fn command(argv: &[String]) -> Option<Endpoint> {
         let (program, args) = argv.split_first()?;
@@ -167,7 +186,7 @@ where
                 .await
         }
     }
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| describe(&e))?;
     running
         .peer()
         .set_response_cache_config(ClientCacheConfig::disabled())
@@ -175,14 +194,70 @@ where
     Ok(running)
 }
 
+/// An error as one readable line: rmcp's message without the transport's type name, followed by
+/// the causes it does not mention (e.g. "Connection refused").
+pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = tidy(&e.to_string());
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = tidy(&c.to_string());
+        if !text.is_empty() && !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
+}
+
+/// Removes bracketed Rust type names (`Transport [rmcp::transport::...] error`).
+fn tidy(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" [") {
+        let after = &rest[at + 2..];
+        // A type path: `ident::ident...<...>]`, brackets balanced.
+        let mut depth = 1usize;
+        let mut end = None;
+        for (i, ch) in after.char_indices() {
+            match ch {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        match end {
+            Some(i) if after[..i].contains("::") => {
+                out.push_str(&rest[..at]);
+                rest = &after[i + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..at + 2]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Opens one connection to `endpoint` in `era`, under authorization context `auth` (HTTP: sent
-/// as `Authorization: Bearer auth<N>` when N > 0; byte-stream factories get it; a child process
-/// cannot be told).
+/// as `Authorization: Bearer <bearer>`, or as the test convention `Bearer auth<N>` when N > 0
+/// and no token is given; byte-stream factories get it; a child process cannot be told).
+/// `warn` hears what a child process prints on stdout that is not JSON-RPC.
 pub(crate) async fn open(
     endpoint: &Endpoint,
     handler: Notifier,
     era: Era,
     auth: AuthCtx,
+    bearer: Option<&str>,
+    warn: sniff::Report,
 ) -> Result<RunningService<RoleClient, Notifier>, String> {
     match endpoint {
         Endpoint::Io(factory) => {
@@ -191,10 +266,29 @@ pub(crate) async fn open(
         }
         Endpoint::Command { program, args } => {
             let mut cmd = tokio::process::Command::new(program);
-            cmd.args(args);
-            let child = rmcp::transport::TokioChildProcess::new(cmd)
+            cmd.args(args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true);
+            let mut child = cmd
+                .spawn()
                 .map_err(|e| format!("cannot start {program}: {e}"))?;
-            start(handler, child, era).await
+            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                return Err(format!("cannot start {program}: no pipes"));
+            };
+            let child = Arc::new(std::sync::Mutex::new(child));
+            let read = sniff::Sniffer::new(stdout, child.clone(), warn);
+            match start(handler, (read, stdin), era).await {
+                Ok(running) => Ok(running),
+                Err(e) => Err(
+                    match sniff::exit_status(&child, Duration::from_millis(300)).await {
+                        Some(status) => {
+                            format!("{program} exited ({status}) before the handshake: {e}")
+                        }
+                        None => e,
+                    },
+                ),
+            }
         }
         #[cfg(feature = "http")]
         Endpoint::Http { url } => {
@@ -207,17 +301,47 @@ pub(crate) async fn open(
             // session is a lost connection: reconnect, then list everything again.
             let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .reinit_on_expired_session(false);
-            if auth.0 != 0 {
-                cfg = cfg.auth_header(format!("auth{}", auth.0));
+            match bearer {
+                Some(token) => cfg = cfg.auth_header(token.to_owned()),
+                None if auth.0 != 0 => cfg = cfg.auth_header(format!("auth{}", auth.0)),
+                None => {}
             }
-            start(
+            match start(
                 handler,
                 StreamableHttpClientTransport::from_config(cfg),
                 era,
             )
             .await
+            {
+                Ok(running) => Ok(running),
+                // rmcp's message does not say why the request could not be sent: ask TCP.
+                Err(e) => Err(match unreachable(url).await {
+                    Some(why) => format!("{e}: {why}"),
+                    None => e,
+                }),
+            }
         }
         Endpoint::Stdio => start(handler, rmcp::transport::stdio(), era).await,
+    }
+}
+
+/// Why the host of `url` cannot be reached over TCP, if it cannot (one attempt, one second).
+#[cfg(feature = "http")]
+async fn unreachable(url: &str) -> Option<String> {
+    let uri: http::Uri = url.parse().ok()?;
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+    let attempt = tokio::net::TcpStream::connect((host, port));
+    match tokio::time::timeout(Duration::from_secs(1), attempt).await {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(format!("{host}:{port}: {e}")),
+        Err(_) => Some(format!("{host}:{port}: no answer within 1 s")),
     }
 }
 
@@ -248,5 +372,21 @@ pub(crate) async fn probe(
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_are_removed_from_messages() {
+        assert_eq!(
+            tidy(
+                "Send message error Transport [rmcp::transport::X<a::B, c::D>] error: Broken pipe"
+            ),
+            "Send message error Transport error: Broken pipe"
+        );
+        assert_eq!(tidy("list [a, b] kept"), "list [a, b] kept");
     }
 }

@@ -1,30 +1,25 @@
 //! The client's rmcp handler. rmcp runs each inbound notification in its own spawned task, so
-//! callbacks run concurrently and in no particular order; this handler therefore only forwards
-//! each notification, tagged with the connection epoch, to the actor's inbox. All decisions are
-//! made by the one actor task that steps the catalog machine.
+//! callbacks run concurrently and in no particular order; this handler therefore only hands
+//! each notification, tagged with the connection epoch, to the coalescing [`Inflow`] that wakes
+//! the actor. All decisions are made by the one actor task that steps the catalog machine.
 
-use super::actor::Input;
+use super::inflow::Inflow;
 use listsync_core::vocab::Kind;
 use listsync_core::wire::{Notification, ServerMsg};
 use rmcp::ClientHandler;
 use rmcp::model::{ClientConfig, ResourceUpdatedNotificationParam};
 use rmcp::service::{NotificationContext, RoleClient};
-use tokio::sync::mpsc;
 
 pub(crate) struct Notifier {
     pub(crate) epoch: u32,
-    pub(crate) tx: mpsc::UnboundedSender<Input>,
+    pub(crate) inflow: Inflow,
     pub(crate) info: ClientConfig,
 }
 
 impl Notifier {
     fn forward(&self, n: Notification, method: &'static str, uri: Option<String>) {
-        let _ = self.tx.send(Input::Notified {
-            epoch: self.epoch,
-            msg: ServerMsg::Notification(n),
-            method,
-            uri,
-        });
+        self.inflow
+            .push(self.epoch, ServerMsg::Notification(n), method, uri);
     }
 
     fn list_changed(&self, kind: Kind) {

@@ -6,7 +6,14 @@
 //! * [`ClientHandle::changes`] is a `watch` stream of publications (and stale markings);
 //! * on failure the old snapshot is kept and marked stale, and the refresh is retried with
 //!   backoff and jitter; a lost connection is reopened (backoff, jitter) and everything
-//!   re-listed;
+//!   re-listed; every failure and every retry it schedules is reported
+//!   ([`ClientNotice::RefreshFailed`], [`ClientNotice::RetryScheduled`],
+//!   [`ClientNotice::ConnectFailed`], [`ClientNotice::ReconnectScheduled`]), and
+//!   [`ClientHandle::list_status`] says of each list whether it is current, stale or failing, why,
+//!   and when the next attempt is due;
+//! * notifications are coalesced before they reach the actor (they are idempotent to the
+//!   reference machine), so a server flooding them costs bounded memory ([`inflow`]); the
+//!   known-bad strategies get every notification, up to a cap;
 //! * snapshots are cached per (server identity, era, authorization context): a reconnect to a
 //!   different server drops the cache, and a context switch shows that context's own snapshots
 //!   only — a private entry is never served to another context;
@@ -18,7 +25,9 @@
 mod actor;
 mod connect;
 mod handler;
+pub mod inflow;
 mod request;
+mod sniff;
 mod views;
 
 pub use connect::{BoxRead, BoxWrite, Endpoint, IoFactory};
@@ -31,8 +40,9 @@ use listsync_core::history::{ClientId, Event};
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet};
 use listsync_core::wire::SubId;
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 use views::Views;
 
@@ -58,6 +68,10 @@ pub struct ClientSettings {
     /// How often an HTTP connection is probed with `ping` (rmcp's HTTP client does not notice
     /// a server that went away until a request fails).
     pub probe_interval: Duration,
+    /// The bearer token presented over HTTP under each authorization context (a server started
+    /// with `--auth-tokens`). A context without one is sent as `Bearer auth<N>` (N > 0), the
+    /// convention of servers started with `--insecure-test-auth`; context 0 then sends nothing.
+    pub bearer: BTreeMap<AuthCtx, String>,
     /// Where to record history events.
     pub history: Option<SharedHistory>,
     /// Where to report what happens (the control channel).
@@ -82,6 +96,7 @@ impl ClientSettings {
             reconnect_max: Duration::from_secs(5),
             max_reconnects: None,
             probe_interval: Duration::from_secs(5),
+            bearer: BTreeMap::new(),
             history: None,
             observer: None,
             jitter_seed: None,
@@ -112,10 +127,43 @@ pub struct Status {
     pub failures: u64,
     /// The last error.
     pub last_error: Option<String>,
+    /// Failed connection attempts in a row (reset by a connection that opens).
+    pub connect_failures: u32,
+    /// When the next connection attempt is due, if one is scheduled.
+    pub next_reconnect: Option<Instant>,
+    /// How current each kept list is (under the current authorization context).
+    pub lists: BTreeMap<Kind, ListStatus>,
     /// Negotiated protocol version.
     pub protocol_version: Option<String>,
     /// `serverInfo` name and version.
     pub server: Option<String>,
+}
+
+/// Whether a list's snapshot can be trusted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ListHealth {
+    /// Listed, and nothing since says it is out of date.
+    Current,
+    /// Not listed yet, or known to be out of date (the connection was lost, the context
+    /// switched) with nothing failing.
+    #[default]
+    Stale,
+    /// The last attempt to list it (or to connect) failed; `next_retry` says when the next one
+    /// is due, None if the client gave up until the next change notification.
+    Failing,
+}
+
+/// How current one list is, why, and when the next attempt is due.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListStatus {
+    /// Current, stale or failing.
+    pub health: ListHealth,
+    /// Why it is not current.
+    pub reason: Option<String>,
+    /// When the next refresh or connection attempt is due.
+    pub next_retry: Option<Instant>,
+    /// Failed attempts in a row (reset by a refresh that completes).
+    pub failures: u32,
 }
 
 /// What a client reports to an observer.
@@ -128,7 +176,7 @@ pub enum ClientNotice {
         /// Server name and version.
         server: String,
     },
-    /// A notification arrived.
+    /// A notification arrived (`count` identical ones, coalesced while the client was busy).
     Notification {
         /// JSON-RPC method.
         method: &'static str,
@@ -136,6 +184,14 @@ pub enum ClientNotice {
         uri: Option<String>,
         /// Listen stream it came on (local number).
         sub: Option<SubId>,
+        /// How many arrived.
+        count: u64,
+    },
+    /// Notifications dropped because too many distinct ones were pending (updates of resources
+    /// the client does not watch).
+    NotificationsDropped {
+        /// How many.
+        count: u64,
     },
     /// A refresh failed; the snapshot was kept.
     RefreshFailed {
@@ -143,6 +199,31 @@ pub enum ClientNotice {
         kind: Kind,
         /// Why.
         error: ClientError,
+    },
+    /// A failed refresh will be tried again.
+    RetryScheduled {
+        /// List.
+        kind: Kind,
+        /// Retry number (1 = first retry).
+        attempt: u8,
+        /// Of at most this many.
+        of: u8,
+        /// After this delay (jitter included).
+        delay: Duration,
+    },
+    /// A connection attempt failed.
+    ConnectFailed {
+        /// Why.
+        why: String,
+    },
+    /// The connection will be opened again.
+    ReconnectScheduled {
+        /// Attempt number (1 = first reconnect in a row).
+        attempt: u32,
+        /// Of at most this many (None: no limit).
+        of: Option<u32>,
+        /// After this delay (jitter included).
+        delay: Duration,
     },
     /// A tool call finished.
     CallDone {
@@ -165,6 +246,8 @@ pub enum ClientNotice {
     },
     /// A history event of this client (refresh started, published, ...).
     Event(Event),
+    /// Something wrong the client tolerated (a server child printing non-JSON on stdout).
+    Warning(String),
     /// Anything worth a log line.
     Log(String),
 }
@@ -275,6 +358,18 @@ impl ClientHandle {
     /// A stream of status changes.
     pub fn status(&self) -> watch::Receiver<Status> {
         self.inner.status.clone()
+    }
+
+    /// How current the `kind` list is (under the current authorization context), why not, and
+    /// when the next attempt is due.
+    pub fn list_status(&self, kind: Kind) -> ListStatus {
+        self.inner
+            .status
+            .borrow()
+            .lists
+            .get(&kind)
+            .cloned()
+            .unwrap_or_default()
     }
 
     fn command(&self, c: Command) -> bool {

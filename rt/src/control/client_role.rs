@@ -30,7 +30,12 @@ pub fn forward_notices(mut rx: mpsc::UnboundedReceiver<ClientNotice>, out: Outbo
                     "negotiated",
                     json!({"protocol_version": protocol_version, "server": server}),
                 ),
-                ClientNotice::Notification { method, uri, sub } => {
+                ClientNotice::Notification {
+                    method,
+                    uri,
+                    sub,
+                    count,
+                } => {
                     let mut params = json!({});
                     if let Some(u) = uri {
                         params["uri"] = json!(u);
@@ -38,12 +43,35 @@ pub fn forward_notices(mut rx: mpsc::UnboundedReceiver<ClientNotice>, out: Outbo
                     if let Some(s) = sub {
                         params["_meta"] = json!({ "io.modelcontextprotocol/subscriptionId": s });
                     }
-                    out.event("notification", json!({"method": method, "params": params}));
+                    let mut e = json!({"method": method, "params": params});
+                    if count > 1 {
+                        e["count"] = json!(count);
+                    }
+                    out.event("notification", e);
+                }
+                ClientNotice::NotificationsDropped { count } => {
+                    out.log(format!(
+                        "{count} notifications dropped (too many distinct pending)"
+                    ));
                 }
                 ClientNotice::RefreshFailed { kind, error } => out.event(
                     "refresh_failed",
                     json!({"kind": kind.as_str(), "error": error.to_string()}),
                 ),
+                ClientNotice::RetryScheduled {
+                    kind,
+                    attempt,
+                    of,
+                    delay,
+                } => out.log(format!(
+                    "{kind}: retry {attempt} of {of} in {} ms",
+                    delay.as_millis()
+                )),
+                ClientNotice::ConnectFailed { why } => out.log(format!("connect failed: {why}")),
+                ClientNotice::ReconnectScheduled { attempt, delay, .. } => {
+                    out.log(format!("reconnect {attempt} in {} ms", delay.as_millis()))
+                }
+                ClientNotice::Warning(m) => out.log(m),
                 ClientNotice::CallDone { tool, result } => {
                     let is_error = match &result {
                         Ok(r) => r.is_error,

@@ -2,8 +2,10 @@
 //! socket the harness listens on. The adapter connects, sends `ready`, and serves commands —
 //! each in its own task, so a command parked at a gate does not block the `release` that frees
 //! it — replying exactly once per command; events go out unsolicited. Malformed lines get a reply
-//! with `ok:false` (and the id they carried, if any); nothing on the channel can crash the
-//! adapter.
+//! with `ok:false` (and the id they carried, if any): JSON that is not a command, text that is not
+//! JSON, bytes that are not UTF-8, and lines longer than [`MAX_LINE`] (read no further than the
+//! cap and discarded up to their newline, so a peer that never sends one costs bounded memory).
+//! Nothing on the channel can crash the adapter or end it but the socket closing or `shutdown`.
 
 mod client_role;
 mod server_role;
@@ -16,7 +18,7 @@ use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedReadHalf;
 use tokio::sync::{mpsc, oneshot};
@@ -155,8 +157,33 @@ impl Channel {
     /// Reads commands until the socket closes, running each with `handler` in its own task.
     /// After replying to `shutdown` it cancels `stop`; so does the socket closing.
     pub async fn serve(self, handler: Handler, stop: CancellationToken) {
-        let mut lines = BufReader::new(self.reader).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        let mut reader = BufReader::new(self.reader);
+        let mut buf = Vec::new();
+        loop {
+            let line = match read_line(&mut reader, &mut buf, MAX_LINE).await {
+                Ok(Some(Line::Text(line))) => line,
+                Ok(Some(Line::TooLong(n))) => {
+                    tracing::warn!("control channel: a line of {n} bytes was discarded");
+                    self.outbox.reply(
+                        Value::Null,
+                        Err(Failure::new(format!(
+                            "line too long ({n} bytes; the limit is {MAX_LINE}); discarded"
+                        ))),
+                    );
+                    continue;
+                }
+                Ok(Some(Line::NotUtf8)) => {
+                    tracing::warn!("control channel: a line that is not UTF-8 was refused");
+                    self.outbox
+                        .reply(Value::Null, Err(Failure::new("line is not UTF-8 text")));
+                    continue;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!("control channel: read failed: {e}");
+                    break;
+                }
+            };
             if line.trim().is_empty() {
                 continue;
             }
@@ -194,6 +221,64 @@ impl Channel {
             });
         }
         stop.cancel();
+    }
+}
+
+/// Longest line accepted on the control channel (bytes, newline excluded).
+pub const MAX_LINE: usize = 1 << 20;
+
+/// One line read from the control channel.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    Text(String),
+    /// Longer than the cap: this many bytes were discarded.
+    TooLong(usize),
+    NotUtf8,
+}
+
+/// Reads one `\n`-terminated line of at most `max` bytes: never buffers more than `max` (a
+/// longer line is consumed and discarded up to its newline). None at the end of the stream; a
+/// last line without a newline counts as a line.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<Line>> {
+    buf.clear();
+    let mut seen = 0usize;
+    let mut ended = false;
+    loop {
+        let avail = r.fill_buf().await?;
+        if avail.is_empty() {
+            if seen == 0 {
+                return Ok(None);
+            }
+            break;
+        }
+        let (chunk, used) = match avail.iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                ended = true;
+                (&avail[..i], i + 1)
+            }
+            None => (avail, avail.len()),
+        };
+        seen += chunk.len();
+        if seen <= max {
+            buf.extend_from_slice(chunk);
+        } else {
+            buf.clear();
+        }
+        r.consume(used);
+        if ended {
+            break;
+        }
+    }
+    if seen > max {
+        return Ok(Some(Line::TooLong(seen)));
+    }
+    match String::from_utf8(std::mem::take(buf)) {
+        Ok(text) => Ok(Some(Line::Text(text))),
+        Err(_) => Ok(Some(Line::NotUtf8)),
     }
 }
 
@@ -248,3 +333,35 @@ impl ReadyInfo {
 
 /// The rmcp version this runtime is built against (pinned in Cargo.toml).
 pub const RMCP_VERSION: &str = "3.11.0";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_are_capped_checked_and_the_reader_goes_on() {
+        let mut input: Vec<u8> = Vec::new();
+        input.extend_from_slice(b"{\"a\":1}\n");
+        input.extend(std::iter::repeat_n(b'x', 5000));
+        input.push(b'\n');
+        input.extend_from_slice(b"\xff\xfe\n");
+        input.extend_from_slice(b"last");
+        // A tiny read buffer, so that lines span many reads.
+        let mut r = BufReader::with_capacity(7, &input[..]);
+        let mut buf = Vec::new();
+        let mut got = Vec::new();
+        while let Some(l) = read_line(&mut r, &mut buf, 1000).await.unwrap() {
+            assert!(buf.capacity() <= 2000, "buffered {}", buf.capacity());
+            got.push(l);
+        }
+        assert_eq!(
+            got,
+            [
+                Line::Text("{\"a\":1}".into()),
+                Line::TooLong(5000),
+                Line::NotUtf8,
+                Line::Text("last".into()),
+            ]
+        );
+    }
+}

@@ -180,7 +180,11 @@ impl Shared {
                 shared: self.clone(),
             }
             .health();
-            eprintln!("listsync-rt: {health}");
+            if health.is_stale() {
+                tracing::warn!("{health}");
+            } else {
+                tracing::info!("{health}");
+            }
         }
     }
 }

@@ -49,6 +49,17 @@ pub(crate) struct Conn {
     /// will run `listen` for them.
     pending_listens: Mutex<HashMap<tokio::task::Id, ClientId>>,
     owned: Mutex<Vec<ClientId>>,
+    /// The authorization context (and principal) of the connection's first request: every
+    /// later request must be made under the same one (a session cannot switch context).
+    pinned: Mutex<Option<Caller>>,
+}
+
+/// Who a request comes from: its authorization context and, over authenticated HTTP, the
+/// principal's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Caller {
+    auth: AuthCtx,
+    principal: Option<Arc<str>>,
 }
 
 impl Conn {
@@ -59,6 +70,24 @@ impl Conn {
             initialized: std::sync::atomic::AtomicBool::new(false),
             pending_listens: Mutex::new(HashMap::new()),
             owned: Mutex::new(Vec::new()),
+            pinned: Mutex::new(None),
+        }
+    }
+
+    /// Pins the connection to its first caller; refuses a later request from another one.
+    fn admit_caller(&self, caller: Caller) -> Result<AuthCtx, McpError> {
+        let mut pinned = lock(&self.pinned);
+        match &*pinned {
+            None => {
+                let auth = caller.auth;
+                *pinned = Some(caller);
+                Ok(auth)
+            }
+            Some(p) if *p == caller => Ok(caller.auth),
+            Some(_) => Err(McpError::invalid_request(
+                "this session belongs to another authorization context",
+                None,
+            )),
         }
     }
 
@@ -141,7 +170,11 @@ impl Handler {
         req: Request,
     ) -> Result<Response, McpError> {
         self.admit(ctx)?;
-        match catch(self.serve_admitted(ctx, req)).await {
+        let auth = match self.auth {
+            Some(auth) => auth,
+            None => self.conn.admit_caller(caller_of(ctx))?,
+        };
+        match catch(self.serve_admitted(auth, req)).await {
             Ok(resp) => Ok(resp),
             Err(panic) => Err(McpError::internal_error(
                 format!("handler panicked: {panic}"),
@@ -150,7 +183,7 @@ impl Handler {
         }
     }
 
-    async fn serve_admitted(&self, ctx: &RequestContext<RoleServer>, req: Request) -> Response {
+    async fn serve_admitted(&self, auth: AuthCtx, req: Request) -> Response {
         let method = req.method().to_owned();
         let gate = |phase| Target::Request {
             method: method.clone(),
@@ -162,7 +195,6 @@ impl Handler {
             _ => None,
         };
         let c = self.conn.session();
-        let auth = self.auth.unwrap_or_else(|| auth_of(ctx));
         let resp = self.shared.request(c, auth, req).await;
         if let (Some(tool), Response::ToolResult { .. }) = (call, &resp) {
             self.shared
@@ -228,15 +260,25 @@ impl Handler {
     }
 }
 
-/// The authorization context of a request: `Authorization: Bearer auth<N>` over HTTP gives
-/// context N; everything else (stdio, no header, another token) is context 0.
-fn auth_of(ctx: &RequestContext<RoleServer>) -> AuthCtx {
+/// Who made a request: over HTTP, the principal the endpoint authenticated
+/// ([`super::http_guard`]); everything else (stdio, in-memory connections) is context 0.
+fn caller_of(ctx: &RequestContext<RoleServer>) -> Caller {
     #[cfg(feature = "http")]
-    if let Some(parts) = ctx.extensions.get::<http::request::Parts>() {
-        return super::http::auth_from_headers(&parts.headers);
+    if let Some(p) = ctx
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<super::tokens::Principal>())
+    {
+        return Caller {
+            auth: p.auth,
+            principal: Some(p.name.clone()),
+        };
     }
     let _ = ctx;
-    AuthCtx(0)
+    Caller {
+        auth: AuthCtx(0),
+        principal: None,
+    }
 }
 
 impl ServerHandler for Handler {

@@ -19,7 +19,11 @@ mod handler;
 mod health;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http")]
+mod http_guard;
 mod reply;
+#[cfg(feature = "http")]
+pub mod tokens;
 
 pub use deliver::Outlet;
 pub use handler::Handler;
@@ -55,10 +59,6 @@ pub struct ServerSettings {
     pub delivery_timeout: Duration,
     /// Batches that successful tool calls commit (the conformance suite's trigger tools).
     pub call_effects: Option<CallEffects>,
-    /// Print a line on stderr for each notification that could not be handed to a session's
-    /// transport (closed or timed out). On by default; the simulator, whose injected faults
-    /// close transports on purpose, turns it off.
-    pub log_undelivered: bool,
 }
 
 /// The side effects of tool calls: for a tool that was just called successfully and the catalog
@@ -97,7 +97,6 @@ impl Default for ServerSettings {
             name: "listsync-rt".into(),
             delivery_timeout: Duration::from_secs(10),
             call_effects: None,
-            log_undelivered: true,
         }
     }
 }
@@ -388,9 +387,7 @@ impl Server {
             out
         };
         let notified = self.shared.deliver(out).await;
-        if self.shared.settings.core.strategy
-            == listsync_core::strategy::ServerStrategy::NotifyBeforeCommit
-        {
+        if self.shared.settings.core.strategy.commits_after_notifying() {
             // The known-bad variant: the batch becomes visible only after the notifications
             // went out (a gate can hold it longer).
             self.shared
@@ -484,10 +481,11 @@ impl Shared {
         out
     }
 
-    /// Records the events among `out` (call with the registry locked).
+    /// Records the events among `out` (call with the registry locked). The registry's claims
+    /// about itself are recorded too: rt's histories are still judged from them.
     fn record(&self, out: &[ServerOutput]) {
         for o in out {
-            if let ServerOutput::Event(e) = o {
+            if let ServerOutput::Event(e) | ServerOutput::Claim(e) = o {
                 if let Some(h) = &self.history {
                     h.record(e);
                 }
@@ -537,7 +535,7 @@ impl Shared {
                     ..
                 } if to == c && rid == id => resp = Some(r),
                 ServerOutput::Send { .. } => rest.push(o),
-                ServerOutput::Event(_) => {}
+                ServerOutput::Event(_) | ServerOutput::Claim(_) => {}
             }
         }
         self.deliver(rest).await;

@@ -339,8 +339,6 @@ async fn drive(
     let mut settings = ServerSettings::new(scn.era, scn.server.page_size);
     settings.core = scn.server;
     settings.name = "sim-server".into();
-    // Injected faults close transports on purpose: undelivered notifications are expected.
-    settings.log_undelivered = false;
     let server = Server::new(settings, &scn.initial, Some(history.clone()));
     let net = Net::new(plan, seed, how.net, opts.record, base);
 

@@ -62,7 +62,7 @@ pub fn run() -> i32 {
     let env = match Env::read() {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("[listsync-rmcp-adapter] {e}");
+            tracing::error!("[listsync-rmcp-adapter] {e}");
             return 2;
         }
     };
@@ -73,7 +73,7 @@ pub fn run() -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("[listsync-rmcp-adapter] tokio: {e}");
+            tracing::error!("[listsync-rmcp-adapter] tokio: {e}");
             return 2;
         }
     };
@@ -81,7 +81,7 @@ pub fn run() -> i32 {
         let (out, reader) = match control::connect(&env.control).await {
             Ok(c) => c,
             Err(e) => {
-                eprintln!(
+                tracing::error!(
                     "[listsync-rmcp-adapter] control socket {}: {e}",
                     env.control
                 );

@@ -358,7 +358,7 @@ pub async fn run(env: Env, out: Outbox, reader: tokio::net::unix::OwnedReadHalf)
             Ok(running) => {
                 let _ = running.waiting().await;
             }
-            Err(e) => eprintln!("[listsync-rmcp-adapter server] serve: {e}"),
+            Err(e) => tracing::error!("[listsync-rmcp-adapter server] serve: {e}"),
         }
         let _ = done_tx.send(());
     });

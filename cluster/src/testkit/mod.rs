@@ -1,29 +1,37 @@
-//! A throwaway Redis server for tests: `redis-server` on a free loopback port with its own
-//! temporary directory (append-only file on, so a restart keeps the data), stopped on drop.
-//! Tests that need it call [`TestRedis::start`], which explains how to install Redis if it is
-//! missing (`.ci/run` installs it).
+//! Test support (feature `testkit`, enabled only by the test and bench targets that need it, never
+//! by the production build): a throwaway Redis server for tests, `redis-server` on a free
+//! loopback port with its own temporary directory (append-only file on, so a restart keeps the
+//! data), stopped on drop. The executable is found or provisioned on first use by [`provision`]
+//! (a `redis-server` on PATH, else a pinned Redis 7 unpacked or built into `.cache/redis/`).
 
+pub mod provision;
+
+use provision::RedisServer;
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// A Redis server owned by a test.
 #[derive(Debug)]
 pub struct TestRedis {
+    server: RedisServer,
     port: u16,
     dir: PathBuf,
     child: Option<Child>,
 }
 
 impl TestRedis {
-    /// Starts a server on a free port. Fails with a clear message if `redis-server` is missing.
+    /// Starts a server on a free port, provisioning `redis-server` first if this machine has
+    /// none. Fails with a one-line message when it cannot.
     pub fn start() -> Result<TestRedis, String> {
+        let server = provision::redis_server()?;
         let port = free_port()?;
         let dir =
             std::env::temp_dir().join(format!("listsync-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         let mut r = TestRedis {
+            server,
             port,
             dir,
             child: None,
@@ -33,23 +41,30 @@ impl TestRedis {
     }
 
     fn spawn(&mut self) -> Result<(), String> {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        let child = self
+            .server
+            .command()
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
             .args(["--appendonly", "yes", "--dir"])
             .arg(&self.dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| {
-                format!("cannot start redis-server ({e}); install it (Debian: apt-get install redis-server) or run .ci/run, which does")
-            })?;
+            .map_err(|e| format!("cannot start {} ({e})", self.server))?;
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             if Instant::now() > deadline {
                 return Err(format!(
-                    "redis-server did not listen on 127.0.0.1:{} within 10 s",
-                    self.port
+                    "{} did not listen on 127.0.0.1:{} within 10 s",
+                    self.server, self.port
                 ));
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -1,0 +1,253 @@
+//! Trace replay against real implementations, in lockstep with a *shadow* [`World`] of the
+//! trace's scenario.
+//!
+//! The shadow world says, before each `deliver` step, which abstract message is meant (which
+//! request of the walk, which response, which notification); the harness finds the real held
+//! message of the same shape (method, cursor or not, tool name; a response through the
+//! real-id ↔ abstract-id map built as requests are released; a notification by method) and
+//! releases it. `mutate` becomes a control `mutate` to the server adapter, `call` a client
+//! `call`, `duplicate` / `drop` act on the held notification, `commit` releases the parked
+//! commit of our `notify-before-commit` server (other servers commit by themselves).
+//!
+//! After every step the harness waits (bounded) until every message the shadow world has in
+//! flight has a real counterpart, and until the client published (and the server dispatched)
+//! as often as the shadow world did. A real message of a tracked shape that the shadow world
+//! does not have in flight, or a predicted one that never comes, is a **divergence**: reported
+//! with the message log; the run then continues freely (everything released) and its history
+//! is still judged.
+//!
+//! Messages the model does not track pass straight through: the `initialize` handshake's
+//! `notifications/initialized`, `ping`, logging, `server/discover`, `notifications/cancelled`,
+//! lists and notifications of kinds the scenario's client does not keep, and requests from the
+//! server to the client. Tracked: `initialize`, `subscriptions/listen`, `tools/call`, list
+//! requests of kept kinds and every response to them, `list_changed` of kept kinds and
+//! `notifications/subscriptions/acknowledged`.
+//!
+//! After the trace's last step the harness *drains*: it delivers what is still in flight, head
+//! first (and commits a staged batch), until the shadow world is quiescent, then declares the
+//! run quiescent. The verdicts to compare with are the shadow world's after the same drained
+//! schedule (equal to the trace's own when the drain has nothing to do).
+//!
+//! Strategy substitution: against `reference`, the shadow world runs the reference strategy in
+//! the role under test (or the variant asked for: `reference@naive:client`; `reference@trace`
+//! keeps the trace's strategies), and a trace step that is impossible for it is skipped with a
+//! note. Against a third-party SDK the shadow world keeps the trace's strategies: the question
+//! is whether the SDK takes the same path.
+//!
+//! Files: [`planning`] resolves who plays which role with which strategy; [`matching`] says which
+//! real held message is which of the shadow world's in-flight messages; [`progress`] counts what
+//! each side did (publications, tool calls, client steps); [`lockstep`] carries out one step on
+//! both sides and waits for the real side to catch up; this file drives a whole replay.
+
+mod lockstep;
+mod matching;
+mod planning;
+mod progress;
+
+pub use matching::tracked_policy;
+pub use planning::{ReplayPlan, plan, trace_role, why_not_replayable};
+
+use crate::adapters::{Impl, Paths, client_launch, server_launch};
+use crate::jsonrpc;
+use crate::outcome::{RunReport, RunStatus, Target};
+use crate::proxy::Policy;
+use crate::run::{Bounds, Run, RunConfig};
+use crate::timeline::{Body, Dir, Fact};
+use listsync_core::property::{Property, Verdicts};
+use listsync_core::record::Log;
+use listsync_core::world::World;
+use lockstep::{Lockstep, Wait};
+use serde_json::json;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Replays a planned trace. Never panics; failures become a `failed` report.
+pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunReport {
+    let started = std::time::Instant::now();
+    let mut report = RunReport::new(
+        Target::Trace {
+            name: plan.trace_name.clone(),
+            shows: plan.trace.shows,
+        },
+        &plan.subject,
+        plan.role,
+        plan.scenario.era,
+    );
+    report.expected = Some(plan.scenario.mask(&plan.trace.expected));
+    report.server = format!("{} ({})", plan.server.imp, plan.server.variant);
+    report.client = format!("{} ({})", plan.client.imp, plan.client.variant);
+    if let Some(why) = &plan.unsupported {
+        report.status = RunStatus::Unsupported;
+        report.detail = Some(why.clone());
+        return report;
+    }
+    let launches = server_launch(paths, &plan.server)
+        .and_then(|s| Ok((s, client_launch(paths, &plan.client)?)));
+    let (server, client) = match launches {
+        Ok(l) => l,
+        Err(e) => return report.failed(e, started),
+    };
+    let kinds = plan.client.kinds;
+    let cfg = RunConfig {
+        server,
+        client,
+        policy: tracked_policy(kinds),
+        probe_kinds: kinds,
+        kinds,
+        bounds,
+    };
+    let run = match Run::start(cfg).await {
+        Ok(r) => r,
+        Err(e) => return report.failed(e, started),
+    };
+    if let Err(e) = run.read_catalog("initial", None).await {
+        let records = run.finish().await;
+        report.attach(records, kinds);
+        return report.failed(e, started);
+    }
+    let mut log = Log::default();
+    let world = World::new_recorded(&plan.scenario, &mut log);
+    run.fact(Fact::Step {
+        index: None,
+        step: "start".into(),
+        model: log.lines.clone(),
+    });
+    let mut ls = Lockstep {
+        plan,
+        run,
+        world,
+        model_events: log.events,
+        ids: HashMap::new(),
+        kinds,
+        commit_gate: None,
+        exact: plan.client.imp == Impl::Reference && plan.server.imp == Impl::Reference,
+        notifications_delivered: 0,
+    };
+    let mut diverged: Option<(Option<usize>, String)> = None;
+    // Start-up: the client process gets the start-up bound to show life (its first message);
+    // from then on a predicted message gets the usual step bound, so a client that takes
+    // another path at start-up is reported as quickly as one that does so later.
+    let alive = ls
+        .run
+        .hub
+        .wait_until(bounds.startup, |st| {
+            st.records
+                .iter()
+                .any(|r| matches!(r.body, Body::Msg { dir: Dir::Up, .. }))
+                .then_some(())
+        })
+        .await
+        .is_some();
+    let first = if alive { bounds.step } else { Duration::ZERO };
+    if let Wait::Diverged(e) = ls.sync(first).await {
+        let e = if alive {
+            e
+        } else {
+            format!("the client sent nothing within {:?}; {e}", bounds.startup)
+        };
+        diverged = Some((None, format!("at start-up: {e}")));
+    }
+    let mut skipped = Vec::new();
+    if diverged.is_none() {
+        for (i, step) in plan.trace.steps.iter().enumerate() {
+            // A step impossible for a substituted strategy is skipped (checked on a copy).
+            let mut probe = ls.world.clone();
+            if let Err(reason) = probe.apply(&plan.scenario, step, &mut ()) {
+                ls.run.fact(Fact::Skipped {
+                    index: i,
+                    step: step.to_string(),
+                    reason: reason.clone(),
+                });
+                skipped.push(format!("step {i} ({step}): {reason}"));
+                continue;
+            }
+            if let Err(e) = ls.step(Some(i), step).await {
+                diverged = Some((Some(i), e));
+                break;
+            }
+            if let Wait::Diverged(e) = ls.sync(bounds.step).await {
+                diverged = Some((Some(i), e));
+                break;
+            }
+        }
+    }
+    if diverged.is_none() {
+        for _ in 0..64 {
+            let Some(step) = ls.drain_step() else { break };
+            if let Err(e) = ls.step(None, &step).await {
+                diverged = Some((None, format!("draining: {e}")));
+                break;
+            }
+            if let Wait::Diverged(e) = ls.sync(bounds.step).await {
+                diverged = Some((None, format!("draining: {e}")));
+                break;
+            }
+        }
+    }
+    let model_quiescent = ls.world.quiescent();
+    if diverged.is_none() && !ls.exact {
+        // A third-party implementation may still act on its own (timers): give it a
+        // quiet period to show an unpredicted message.
+        let settled = ls.run.settle().await;
+        let extra = {
+            let st = ls.run.hub.lock();
+            st.held.first().map(|h| (h.seq, jsonrpc::summary(&h.json)))
+        };
+        if let Some((seq, s)) = extra {
+            diverged = Some((
+                None,
+                format!("after the last step the implementation sent {s} (record {seq})"),
+            ));
+        } else if !settled {
+            ls.run
+                .note("the run did not fall quiet within the settle bound");
+        }
+    }
+    if let Some((step, reason)) = &diverged {
+        ls.run.fact(Fact::Divergence {
+            step: *step,
+            reason: reason.clone(),
+        });
+        // Continue freely: release everything, let it settle, judge what happened.
+        ls.run.proxy.set_policy(Policy::pass_all());
+        ls.run.proxy.release_all();
+        if let Some((gate, _)) = ls.commit_gate.take() {
+            let _ = ls
+                .run
+                .server
+                .cmd("release", json!({ "gate": gate }), bounds.command)
+                .await;
+        }
+        let settled = ls.run.settle().await;
+        if settled {
+            ls.run.fact(Fact::Quiescent {
+                kinds: kinds.iter().collect(),
+            });
+        }
+        report.status = RunStatus::Diverged;
+        report.detail = Some(match step {
+            Some(i) => format!("step {i}: {reason}"),
+            None => reason.clone(),
+        });
+    } else {
+        if model_quiescent {
+            ls.run.fact(Fact::Quiescent {
+                kinds: kinds.iter().collect(),
+            });
+        }
+        report.status = RunStatus::Completed;
+    }
+    report.model = Some(ls.world.verdicts(&plan.scenario));
+    report.notes.extend(skipped);
+    let Lockstep { run, .. } = ls;
+    let records = run.finish().await;
+    report.attach(records, kinds);
+    report.mask(&plan.scenario);
+    report.duration_ms = started.elapsed().as_millis() as u64;
+    report
+}
+
+/// Whether the judged verdicts equal the shadow world's (applicable properties only).
+pub fn agrees(judged: &Verdicts, model: &Verdicts) -> bool {
+    Property::ALL.iter().all(|p| judged.get(p) == model.get(p))
+}

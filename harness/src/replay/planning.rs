@@ -1,0 +1,220 @@
+//! Planning a replay: which implementation plays the role under test, which strategies the
+//! shadow world runs (substituted for `reference`, the trace's own against a third-party SDK),
+//! the launch setups of both sides, and why a trace cannot be replayed (several clients, HTTP-only
+//! features, cluster steps, an era the implementation does not speak).
+
+use crate::adapters::{ClientSetup, Impl, Role, ServerSetup, Subject};
+use listsync_core::scenario::Scenario;
+use listsync_core::strategy::{ClientStrategy, ServerStrategy};
+use listsync_core::trace::Trace;
+use listsync_core::vocab::{Era, Kind, KindSet, Scope};
+use listsync_core::world::Step;
+
+/// A replay, resolved: who plays which role with which strategy.
+#[derive(Clone, Debug)]
+pub struct ReplayPlan {
+    /// The trace.
+    pub trace: Trace,
+    /// Trace file name (for reports).
+    pub trace_name: String,
+    /// Implementation under test, with its role resolved.
+    pub subject: Subject,
+    /// Role under test.
+    pub role: Role,
+    /// The shadow world's scenario (strategies substituted).
+    pub scenario: Scenario,
+    /// Server side.
+    pub server: ServerSetup,
+    /// Client side.
+    pub client: ClientSetup,
+    /// Why it cannot run, if it cannot.
+    pub unsupported: Option<String>,
+}
+
+/// The role a trace is about: the side whose strategy is not the reference.
+pub fn trace_role(scn: &Scenario) -> Option<Role> {
+    let server_bad = scn.server.strategy != ServerStrategy::Reference;
+    let client_bad = scn.client_strategy() != ClientStrategy::Reference;
+    match (server_bad, client_bad) {
+        (true, false) => Some(Role::Server),
+        (false, true) => Some(Role::Client),
+        _ => None,
+    }
+}
+
+/// Why the harness could not replay `trace` against our runtime running the trace's own
+/// strategies (one server process, one client, stdio), or None if it can.
+pub fn why_not_replayable(trace: &Trace) -> Option<String> {
+    let subject: Subject = match "reference@trace".parse() {
+        Ok(s) => s,
+        Err(e) => return Some(e.to_string()),
+    };
+    match plan(trace, "sim", &subject, None) {
+        Ok(plan) => plan.unsupported,
+        Err(e) => Some(e),
+    }
+}
+
+/// Resolves a replay of `trace` against `subject`.
+pub fn plan(
+    trace: &Trace,
+    trace_name: &str,
+    subject: &Subject,
+    era: Option<Era>,
+) -> Result<ReplayPlan, String> {
+    // A trace whose own strategies cannot take its steps is malformed, whatever is replayed.
+    trace
+        .replay()
+        .map_err(|e| format!("the trace cannot be replayed: {e}"))?;
+    let role = subject
+        .role
+        .or_else(|| trace_role(&trace.scenario))
+        .unwrap_or(Role::Client);
+    let mut scenario = trace.scenario.clone();
+    if subject.imp == Impl::Reference {
+        match subject.variant.as_deref() {
+            Some("trace") => {}
+            None | Some("reference") => match role {
+                Role::Server => scenario.server.strategy = ServerStrategy::Reference,
+                Role::Client => {
+                    for c in &mut scenario.clients {
+                        c.strategy = ClientStrategy::Reference;
+                    }
+                }
+            },
+            Some(v) => match role {
+                Role::Server => scenario.server.strategy = v.parse()?,
+                Role::Client => {
+                    let s: ClientStrategy = v.parse()?;
+                    for c in &mut scenario.clients {
+                        c.strategy = s;
+                    }
+                }
+            },
+        }
+    }
+    let mut unsupported = unsupported(&trace.scenario, &trace.steps);
+    if let Some(e) = era
+        && e != scenario.era
+    {
+        unsupported.get_or_insert(format!(
+            "the trace is a {} run; it cannot be replayed as {e}",
+            scenario.era
+        ));
+    }
+    if !subject.imp.eras().contains(&scenario.era) {
+        unsupported.get_or_insert(format!("{} does not speak {}", subject.imp, scenario.era));
+    }
+    if subject.imp == Impl::Rmcp
+        && scenario
+            .clients
+            .iter()
+            .any(|c| c.kinds.iter().any(|k| k != Kind::Tools))
+    {
+        unsupported.get_or_insert("the rmcp adapter keeps tools only".into());
+    }
+    let default_variant = |imp: Impl, r: Role| imp.variants(r)[0].to_owned();
+    let (server_imp, client_imp) = match role {
+        Role::Server => (subject.imp, Impl::Reference),
+        Role::Client => (Impl::Reference, subject.imp),
+    };
+    let server_variant = if server_imp == Impl::Reference {
+        scenario.server.strategy.as_str().to_owned()
+    } else {
+        subject
+            .variant
+            .clone()
+            .unwrap_or_else(|| default_variant(server_imp, Role::Server))
+    };
+    let client_variant = if client_imp == Impl::Reference {
+        scenario.client_strategy().as_str().to_owned()
+    } else {
+        subject
+            .variant
+            .clone()
+            .unwrap_or_else(|| default_variant(client_imp, Role::Client))
+    };
+    let kinds = scenario
+        .clients
+        .first()
+        .map(|c| c.kinds)
+        .unwrap_or_else(|| KindSet::only(Kind::Tools));
+    Ok(ReplayPlan {
+        trace: trace.clone(),
+        trace_name: trace_name.to_owned(),
+        subject: Subject {
+            imp: subject.imp,
+            role: Some(role),
+            variant: subject.variant.clone(),
+        },
+        role,
+        server: ServerSetup {
+            imp: server_imp,
+            variant: server_variant,
+            era: scenario.era,
+            page_size: scenario.server.page_size,
+            initial: scenario.initial.clone(),
+            ttl_ms: scenario.server.ttl_ms,
+        },
+        client: ClientSetup {
+            imp: client_imp,
+            variant: client_variant,
+            era: scenario.era,
+            kinds,
+        },
+        scenario,
+        unsupported,
+    })
+}
+
+fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
+    if scn.cluster.is_some() {
+        return Some(
+            "cluster scenarios (several server nodes) are out of the harness's scope".into(),
+        );
+    }
+    if scn.clients.len() != 1 {
+        return Some(format!(
+            "{} clients: the harness runs one client per run",
+            scn.clients.len()
+        ));
+    }
+    if scn.clients.iter().any(|c| !c.watch.is_empty()) {
+        return Some("resource content subscriptions are not replayed".into());
+    }
+    let scoped = scn
+        .initial
+        .iter()
+        .chain(scn.script.iter().flatten())
+        .any(|o| {
+            matches!(
+                o,
+                listsync_core::vocab::Op::Add {
+                    scope: Scope::Only(_),
+                    ..
+                }
+            )
+        });
+    if scoped || !scn.auth_changes.is_empty() {
+        return Some("authorization contexts need HTTP; the harness runs stdio".into());
+    }
+    steps.iter().find_map(|s| match s {
+        Step::Disconnect { .. } | Step::Reconnect { .. } => {
+            Some("disconnects are not replayed (the harness keeps one connection)".into())
+        }
+        Step::Retry { .. } => {
+            Some("retry timers fire by themselves in real clients: not replayed".into())
+        }
+        Step::WalkDue { .. } => {
+            Some("pacing timers fire by themselves in real clients: not replayed".into())
+        }
+        Step::SetAuth { .. } => Some("authorization changes need HTTP".into()),
+        Step::BusDeliver { .. }
+        | Step::BusDuplicate { .. }
+        | Step::BusDrop { .. }
+        | Step::Poll { .. }
+        | Step::Load { .. }
+        | Step::Migrate { .. } => Some("cluster steps are out of the harness's scope".into()),
+        _ => None,
+    })
+}

@@ -1,0 +1,545 @@
+//! Every page under `reports/`, regenerated from scratch from the tools' JSON outputs (what
+//! `listsync report` does):
+//!
+//! * `model-check.md` from `model-check.json` (`listsync check`);
+//! * `sim.md` from `sim.json` and `sim/*.json` (`listsync sim --report ...`);
+//! * `conformance.md` from `conformance.json` (`listsync matrix`);
+//! * `bench.md` and `plots/*.svg` from `target/listsync-bench/*.json` (`cargo bench`), merged into
+//!   `bench.json` so the page can be regenerated without re-running the benches (a group is
+//!   replaced only by a newer run of it);
+//! * a sequence diagram (`diagrams/**.svg`) of every counterexample trace: the model's
+//!   (`reports/traces/`), the corpus (`traces/`) and the simulator's shrunk ones
+//!   (`reports/sim-traces/`), linked from the pages' tables;
+//! * the index `README.md` with the headline numbers.
+//!
+//! A missing input gives a page that says how to produce it; an unreadable one is reported and
+//! makes the command exit 1 after every other page was written.
+//!
+//! `listsync check --update-reports` calls [`model_check`] and `listsync matrix` calls
+//! [`conformance_page`], so that each page has one renderer.
+
+use crate::bench::BenchFile;
+use crate::model_check::{self as mc, SuiteReport};
+use crate::{bench_page, conformance, diagram, plot, sim};
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Where a regeneration reads and writes.
+#[derive(Clone, Debug)]
+pub struct Sources {
+    /// The reports directory (inputs and outputs).
+    pub out: PathBuf,
+    /// The committed trace corpus (each trace gets a diagram).
+    pub traces: PathBuf,
+    /// Where `cargo bench` wrote its figures (merged into bench.json if present).
+    pub bench_figures: PathBuf,
+}
+
+/// Diagram directories under `reports/`, for the corpus and the simulator's traces.
+const CORPUS_DIAGRAMS: &str = "diagrams/corpus";
+const SIM_DIAGRAMS: &str = "diagrams/sim";
+
+/// What one regeneration wrote.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Pages written, relative to `reports/`.
+    pub pages: Vec<String>,
+    /// Diagrams written, relative to `reports/`.
+    pub diagrams: Vec<String>,
+    /// Inputs that could not be read or rendered, each with why.
+    pub failed: Vec<String>,
+}
+
+impl Written {
+    fn has(&self, rel: &str) -> bool {
+        self.diagrams.iter().any(|d| d == rel)
+    }
+}
+
+/// Regenerates every page; an unreadable input is listed in [`Written::failed`] after every
+/// other page was written.
+pub fn regenerate(args: &Sources) -> Result<Written> {
+    let out = &args.out;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    // From scratch: every diagram and plot is regenerated from its input.
+    for dir in ["diagrams", "plots"] {
+        let d = out.join(dir);
+        if d.exists() {
+            std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+        }
+    }
+    let mut w = Written::default();
+    let check = model_check_into(out, &mut w)?;
+    let corpus = corpus_diagrams(out, &args.traces, &mut w);
+    let sims = sim_page(out, &mut w)?;
+    let conf = conformance_page(out, &mut w)?;
+    let bench = bench_pages(out, &args.bench_figures, &mut w)?;
+    index(
+        out,
+        check.as_ref(),
+        &corpus,
+        &sims,
+        conf.as_ref(),
+        &bench,
+        &w,
+    )?;
+    w.pages.push("README.md".into());
+    Ok(w)
+}
+
+/// Renders `model-check.md` and the diagrams of the model's counterexample traces from
+/// `out/model-check.json` (used by `listsync check` too). Returns the parsed JSON if present.
+pub fn model_check(out: &Path) -> Result<Option<SuiteReport>> {
+    let mut w = Written::default();
+    let r = model_check_into(out, &mut w)?;
+    if let Some(f) = w.failed.first() {
+        anyhow::bail!("{f}");
+    }
+    Ok(r)
+}
+
+fn model_check_into(out: &Path, w: &mut Written) -> Result<Option<SuiteReport>> {
+    let json = out.join("model-check.json");
+    let page = out.join("model-check.md");
+    let parsed = match std::fs::read_to_string(&json) {
+        Err(_) => None,
+        Ok(text) => match mc::parse(&text) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                w.failed.push(format!("{}: {e:#}", json.display()));
+                None
+            }
+        },
+    };
+    // Every trace the model wrote gets a diagram (the table links those of its violations).
+    for trace in json_files(&out.join("traces")) {
+        let Some(name) = file_name(&trace) else {
+            continue;
+        };
+        render_diagram(out, &trace, &mc::diagram_for(&name), w);
+    }
+    let text = match &parsed {
+        Some(m) => mc::render(m),
+        None => mc::render_missing(json.exists()),
+    };
+    std::fs::write(&page, text).with_context(|| format!("writing {}", page.display()))?;
+    w.pages.push("model-check.md".into());
+    Ok(parsed)
+}
+
+fn file_name(p: &Path) -> Option<String> {
+    p.file_name().map(|n| n.to_string_lossy().into_owned())
+}
+
+/// Renders `trace` to `out/rel` (an SVG path relative to `out`).
+fn render_diagram(out: &Path, trace: &Path, rel: &str, w: &mut Written) {
+    let svg = out.join(rel);
+    let result = std::fs::read_to_string(trace)
+        .map_err(anyhow::Error::from)
+        .and_then(|t| diagram::trace_to_svg(&t))
+        .and_then(|s| {
+            if let Some(dir) = svg.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            Ok(std::fs::write(&svg, s)?)
+        });
+    match result {
+        Ok(()) => w.diagrams.push(rel.to_owned()),
+        Err(e) => w.failed.push(format!("{}: {e:#}", trace.display())),
+    }
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn stem_md(file: &str) -> &str {
+    file.strip_suffix(".md").unwrap_or(file)
+}
+
+fn stem(file: &str) -> &str {
+    file.strip_suffix(".json").unwrap_or(file)
+}
+
+/// Diagrams of the committed corpus; returns the trace file names rendered.
+fn corpus_diagrams(out: &Path, traces: &Path, w: &mut Written) -> Vec<String> {
+    let mut names = Vec::new();
+    for trace in json_files(traces) {
+        let Some(name) = file_name(&trace) else {
+            continue;
+        };
+        let rel = format!("{CORPUS_DIAGRAMS}/{}.svg", stem(&name));
+        render_diagram(out, &trace, &rel, w);
+        if w.has(&rel) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+fn sim_page(out: &Path, w: &mut Written) -> Result<Vec<sim::Summary>> {
+    let mut sums = Vec::new();
+    let mut files = json_files(&out.join("sim"));
+    if out.join("sim.json").exists() {
+        files.insert(0, out.join("sim.json"));
+    }
+    for f in files {
+        let parsed = std::fs::read_to_string(&f)
+            .map_err(anyhow::Error::from)
+            .and_then(|t| sim::parse(&t));
+        let docs = match parsed {
+            Ok(v) => v,
+            Err(e) => {
+                w.failed.push(format!("{}: {e:#}", f.display()));
+                continue;
+            }
+        };
+        let source = f
+            .strip_prefix(out)
+            .map_or_else(|_| f.display().to_string(), |p| p.display().to_string());
+        sums.extend(docs.into_iter().map(|doc| sim::Summary {
+            source: source.clone(),
+            doc,
+        }));
+    }
+    // Every shrunk trace the simulator wrote gets a diagram.
+    for trace in json_files(&out.join("sim-traces")) {
+        if let Some(name) = file_name(&trace) {
+            render_diagram(
+                out,
+                &trace,
+                &format!("{SIM_DIAGRAMS}/{}.svg", stem(&name)),
+                w,
+            );
+        }
+    }
+    let link = |file: &str| -> Option<String> {
+        let rel = format!("{SIM_DIAGRAMS}/{}.svg", stem(file));
+        w.has(&rel).then_some(rel)
+    };
+    std::fs::write(out.join("sim.md"), sim::render(&sums, &link))?;
+    w.pages.push("sim.md".into());
+    Ok(sums)
+}
+
+/// Renders `conformance.md` from the `conformance.json` just written under `out` (for
+/// `listsync matrix`; the same page `listsync report` renders), linking the corpus diagrams
+/// already there. Returns the page's path.
+pub fn write_conformance_page(out: &Path) -> Result<PathBuf> {
+    let mut w = Written::default();
+    if let Ok(dir) = std::fs::read_dir(out.join(CORPUS_DIAGRAMS)) {
+        for entry in dir.flatten() {
+            if let Some(name) = file_name(&entry.path()) {
+                w.diagrams.push(format!("{CORPUS_DIAGRAMS}/{name}"));
+            }
+        }
+    }
+    conformance_page(out, &mut w)?;
+    if let Some(e) = w.failed.first() {
+        anyhow::bail!("{e}");
+    }
+    Ok(out.join("conformance.md"))
+}
+
+fn conformance_page(out: &Path, w: &mut Written) -> Result<Option<Value>> {
+    let path = out.join("conformance.json");
+    let mut unreadable = None;
+    let v = match std::fs::read_to_string(&path) {
+        Err(_) => None,
+        Ok(t) => match serde_json::from_str(&t) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                unreadable = Some(e.to_string());
+                None
+            }
+        },
+    };
+    let link = |file: &str| -> Option<String> {
+        let rel = format!("{CORPUS_DIAGRAMS}/{}.svg", stem(file));
+        w.has(&rel).then_some(rel)
+    };
+    let page = match &unreadable {
+        Some(e) => format!(
+            "# Conformance matrix\n\n_`reports/conformance.json` could not be read ({e}): run \
+             `listsync matrix` to write it again, then `listsync report`._\n"
+        ),
+        None => conformance::render(v.as_ref(), &link),
+    };
+    if let Some(e) = unreadable {
+        w.failed.push(format!("{}: {e}", path.display()));
+    }
+    std::fs::write(out.join("conformance.md"), page)?;
+    w.pages.push("conformance.md".into());
+    Ok(v)
+}
+
+fn bench_pages(out: &Path, figures: &Path, w: &mut Written) -> Result<BenchFile> {
+    let path = out.join("bench.json");
+    let mut bench = BenchFile::new();
+    if path.exists() {
+        match BenchFile::read(&path) {
+            Ok(b) => bench = b,
+            Err(e) => w.failed.push(format!("{e:#}")),
+        }
+    }
+    let mut imported = false;
+    for f in json_files(figures) {
+        match BenchFile::read_figures(&f) {
+            Ok(b) => {
+                bench.merge_newer(b);
+                imported = true;
+            }
+            Err(e) => w.failed.push(format!("{e:#}")),
+        }
+    }
+    if imported {
+        std::fs::write(&path, serde_json::to_string_pretty(&bench)? + "\n")?;
+    }
+    let plots = out.join("plots");
+    let mut write_plot = |name: &str, svg: Result<String>| {
+        let result = svg.and_then(|s| {
+            std::fs::create_dir_all(&plots)?;
+            Ok(std::fs::write(plots.join(name), s)?)
+        });
+        if let Err(e) = result {
+            w.failed.push(format!("plots/{name}: {e:#}"));
+        }
+    };
+    if let Some(g) = &bench.refresh {
+        write_plot("refresh-frontier.svg", plot::refresh_frontier(&g.rows));
+    }
+    if let Some(g) = &bench.churn {
+        write_plot("read-latency.svg", plot::read_latency(&g.rows));
+    }
+    std::fs::write(out.join("bench.md"), bench_page::render(&bench))?;
+    w.pages.push("bench.md".into());
+    Ok(bench)
+}
+
+/// The conformance matrix's headline: rows, runs, reference rows clean, third-party rows with a
+/// violation, known-bad strategies caught.
+fn conformance_headline(v: &Value) -> String {
+    let rows: Vec<&Value> = v
+        .get("rows")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let violated = |r: &Value| {
+        r.get("cells").and_then(Value::as_object).is_some_and(|c| {
+            c.values()
+                .any(|c| c.get("state") == Some(&"violated".into()))
+        })
+    };
+    let is_ref = |r: &Value| r.get("imp").and_then(Value::as_str) == Some("reference");
+    let refs = rows.iter().filter(|r| is_ref(r)).count();
+    let refs_bad = rows.iter().filter(|r| is_ref(r) && violated(r)).count();
+    let others: Vec<&&Value> = rows
+        .iter()
+        .filter(|r| {
+            !is_ref(r)
+                && r.get("runs")
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| !a.is_empty())
+        })
+        .collect();
+    let others_bad = others.iter().filter(|r| violated(r)).count();
+    let validation: Vec<&Value> = v
+        .get("validation")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter(|x| x.get("shows").is_some_and(|s| !s.is_null()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let caught = validation
+        .iter()
+        .filter(|x| x.get("caught").and_then(Value::as_bool) == Some(true))
+        .count();
+    let runs = v.get("runs").and_then(Value::as_array).map_or(0, Vec::len);
+    format!(
+        "{} rows, {runs} runs; reference rows violating a property: {refs_bad} of {refs}; \
+         third-party rows that ran and violate at least one property: {others_bad} of {}; \
+         known-bad corpus traces caught when replayed: {caught} of {}",
+        rows.len(),
+        others.len(),
+        validation.len()
+    )
+}
+
+fn index(
+    out: &Path,
+    check: Option<&SuiteReport>,
+    corpus: &[String],
+    sims: &[sim::Summary],
+    conf: Option<&Value>,
+    bench: &BenchFile,
+    w: &Written,
+) -> Result<()> {
+    let mut s = String::new();
+    let _ = writeln!(s, "# listsync reports\n");
+    let _ = writeln!(
+        s,
+        "Generated by `listsync report` from the JSON the instruments wrote; do not edit by \
+         hand. Regenerate with `cargo run --release -- report` (after `listsync check`, \
+         `listsync sim --report reports/sim.json`, `listsync matrix`, or `cargo bench`).\n"
+    );
+    let _ = writeln!(s, "| page | what | headline |");
+    let _ = writeln!(s, "|---|---|---|");
+    let mc_head = match check {
+        Some(m) => {
+            let reference = m
+                .configs
+                .iter()
+                .filter(|c| c.is_reference())
+                .collect::<Vec<_>>();
+            format!(
+                "{} configurations, {} unique states; {} of {} reference configurations hold every applicable property; {} counterexamples; {}",
+                m.configs.len(),
+                m.total_unique_states,
+                reference.iter().filter(|c| c.as_expected).count(),
+                reference.len(),
+                m.violations().len(),
+                if m.all_as_expected {
+                    "every verdict as expected"
+                } else {
+                    "**some verdicts differ**"
+                }
+            )
+        }
+        None => "not run yet (`listsync check`)".into(),
+    };
+    let _ = writeln!(
+        s,
+        "| [model check](model-check.md) | exhaustive model checking of every configuration; each counterexample as a sequence diagram | {mc_head} |"
+    );
+    let sim_head = if sims.is_empty() {
+        "not run yet (`listsync sim --report reports/sim.json`)".to_owned()
+    } else {
+        let runs: u64 = sims.iter().map(|x| x.doc.runs).sum();
+        let expected = sims.iter().filter(|x| x.doc.as_expected).count();
+        format!(
+            "{} summaries, {runs} simulated runs; {expected} of {} as expected",
+            sims.len(),
+            sims.len()
+        )
+    };
+    let _ = writeln!(
+        s,
+        "| [simulation](sim.md) | seeded simulation of the shipped machines under fault plans; shrunk failures | {sim_head} |"
+    );
+    let _ = writeln!(
+        s,
+        "| [conformance](conformance.md) | the trace corpus and scenarios replayed against our runtime and real SDKs | {} |",
+        match conf {
+            Some(v) => conformance_headline(v),
+            None => "not run yet (`listsync matrix`)".into(),
+        }
+    );
+    let mut bench_head = Vec::new();
+    if let Some(g) = &bench.refresh {
+        bench_head.extend(bench_page::headline_refresh(&g.rows));
+    }
+    if let Some(g) = &bench.churn {
+        bench_head.extend(bench_page::headline_churn(&g.rows));
+    }
+    let _ = writeln!(
+        s,
+        "| [benchmarks](bench.md) | refresh contention, snapshot reads under churn, fan-out, model-checking throughput, replay throughput, cluster convergence | {} |",
+        if bench_head.is_empty() {
+            "not run yet (`cargo bench`)".to_owned()
+        } else {
+            bench_head.join("<br>")
+        }
+    );
+
+    // Pages other tools write straight into reports/ (not regenerated here).
+    let ours = [
+        "README.md",
+        "model-check.md",
+        "sim.md",
+        "conformance.md",
+        "bench.md",
+    ];
+    let mut others: Vec<String> = std::fs::read_dir(out)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| file_name(&e.path()))
+                .filter(|n| n.ends_with(".md") && !ours.contains(&n.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    others.sort();
+    for o in others {
+        let _ = writeln!(
+            s,
+            "| [{}]({o}) | written by another tool, linked as is | |",
+            stem_md(&o)
+        );
+    }
+
+    let _ = writeln!(s, "\n## Sequence diagrams\n");
+    let _ = writeln!(
+        s,
+        "One per counterexample trace: lanes for the server, the network (each message in \
+         flight on its own track) and every client; the step after which the property first \
+         fails is highlighted in red.\n"
+    );
+    if let Some(m) = check {
+        let _ = writeln!(s, "### Model checker (`reports/traces/`)\n");
+        for (config, p, file) in m.violations() {
+            let rel = mc::diagram_for(&file);
+            if w.has(&rel) {
+                let _ = writeln!(
+                    s,
+                    "- `{config}` violates `{p}`: [diagram]({rel}) · [trace](traces/{file})"
+                );
+            }
+        }
+        let _ = writeln!(s);
+    }
+    if !corpus.is_empty() {
+        let _ = writeln!(s, "### Corpus (`traces/`)\n");
+        for name in corpus {
+            let _ = writeln!(
+                s,
+                "- `{}`: [diagram]({CORPUS_DIAGRAMS}/{}.svg) · [trace](../traces/{name})",
+                stem(name),
+                stem(name)
+            );
+        }
+        let _ = writeln!(s);
+    }
+    let sim_diagrams: Vec<&String> = w
+        .diagrams
+        .iter()
+        .filter(|d| d.starts_with(SIM_DIAGRAMS))
+        .collect();
+    if !sim_diagrams.is_empty() {
+        let _ = writeln!(s, "### Simulator (`reports/sim-traces/`)\n");
+        for d in sim_diagrams {
+            let name = d
+                .trim_start_matches(SIM_DIAGRAMS)
+                .trim_start_matches('/')
+                .trim_end_matches(".svg");
+            let _ = writeln!(
+                s,
+                "- `{name}`: [diagram]({d}) · [trace](sim-traces/{name}.json)"
+            );
+        }
+        let _ = writeln!(s);
+    }
+    std::fs::write(out.join("README.md"), s)?;
+    Ok(())
+}

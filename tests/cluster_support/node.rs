@@ -1,0 +1,264 @@
+//! Nodes: `listsync serve --http --redis --node` processes started by the rig, driven through
+//! the harness control channel (commands and replies, health and history events), and killed or
+//! shut down by the test.
+
+use super::rig::{Rig, read};
+use super::within;
+use listsync_core::history::Event;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpStream, UnixListener};
+use tokio::sync::{oneshot, watch};
+
+/// One node event as it arrived: from which node, and how many client events had been
+/// recorded by then.
+#[derive(Clone, Debug)]
+pub(super) struct Arrived {
+    pub(super) node: usize,
+    pub(super) at: usize,
+    pub(super) event: Event,
+}
+
+/// Events of every node, in arrival order.
+#[derive(Default)]
+pub(super) struct NodeEvents {
+    pub(super) events: Mutex<Vec<Arrived>>,
+}
+
+/// A running `listsync serve --redis --node` process.
+pub struct Node {
+    /// Index in the rig (never reused, so session ids stay distinct).
+    pub index: usize,
+    /// Node name.
+    pub name: String,
+    /// Where it serves HTTP.
+    pub addr: SocketAddr,
+    pub(super) child: tokio::process::Child,
+    write: tokio::net::unix::OwnedWriteHalf,
+    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>,
+    next: u64,
+    health: watch::Receiver<Value>,
+    log: PathBuf,
+    pub(super) alive: bool,
+}
+
+impl Node {
+    /// Sends a control command; returns the reply.
+    pub async fn cmd(&mut self, mut cmd: Value) -> Value {
+        self.next += 1;
+        let what = format!("node {} {}", self.name, cmd["cmd"]);
+        cmd["type"] = json!("cmd");
+        cmd["id"] = json!(self.next);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().unwrap().insert(self.next, tx);
+        let mut line = cmd.to_string();
+        line.push('\n');
+        self.write
+            .write_all(line.as_bytes())
+            .await
+            .expect("control write");
+        within(&what, rx).await.expect("reply")
+    }
+
+    /// Commits `ops` through this node's control channel; returns the version that holds the
+    /// batch. While the store is unreachable (a Redis restart) the node refuses without
+    /// committing anything, and the batch is sent again.
+    pub async fn mutate(&mut self, ops: &Value) -> u64 {
+        let what = format!("batch through node {}", self.name);
+        within(&what, async {
+            loop {
+                let r = self.cmd(json!({"cmd": "mutate", "ops": ops})).await;
+                if r["ok"] == true {
+                    return r["version"].as_u64().expect("version");
+                }
+                let err = r["error"].as_str().unwrap_or_default();
+                assert!(
+                    err.contains("shared catalog store failed"),
+                    "node {} refused {ops}: {r}",
+                    self.name
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await
+    }
+
+    /// The version this node serves (control channel `catalog`).
+    pub async fn version(&mut self) -> u64 {
+        let r = self.cmd(json!({"cmd": "catalog", "kind": "tools"})).await;
+        r["version"].as_u64().expect("version")
+    }
+
+    /// Waits until the node's last `health` event satisfies `pred`; returns it.
+    pub async fn wait_health(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let what = format!("node {} health: {what}", self.name);
+        within(&what, self.health.wait_for(|h| pred(h)))
+            .await
+            .expect("node alive")
+            .clone()
+    }
+
+    /// `GET /health`: (status code, body).
+    pub async fn http_health(&self) -> (u16, Value) {
+        let mut s = TcpStream::connect(self.addr).await.expect("connect");
+        s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            .await
+            .expect("write");
+        let mut buf = Vec::new();
+        within("GET /health", s.read_to_end(&mut buf))
+            .await
+            .expect("read");
+        let text = String::from_utf8_lossy(&buf);
+        let status = text
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .expect("status line");
+        let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
+        (status, serde_json::from_str(body).expect("health JSON"))
+    }
+
+    /// What the node logged on stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills the process (SIGKILL) and waits for it.
+    pub async fn kill(&mut self) {
+        let _ = self.child.start_kill();
+        let _ = within("node exits", self.child.wait()).await;
+        self.alive = false;
+    }
+
+    /// Whether the process is (still) ours to talk to.
+    pub fn alive(&self) -> bool {
+        self.alive
+    }
+}
+
+/// Options of a node process.
+#[derive(Clone, Debug, Default)]
+pub struct NodeSpec {
+    /// `--strategy` (default reference).
+    pub strategy: Option<String>,
+    /// Reach Redis through this address instead of directly (a forwarder).
+    pub redis_via: Option<SocketAddr>,
+}
+
+impl Rig {
+    /// Starts a node process named `name`; returns its index.
+    pub async fn add_node(&mut self, name: &str, spec: NodeSpec) -> usize {
+        let index = self.nodes.len();
+        self.listener_seq += 1;
+        let sock = self.dir.join(format!("control-{}.sock", self.listener_seq));
+        let listener = UnixListener::bind(&sock).expect("bind control socket");
+        let redis_url = match spec.redis_via {
+            Some(a) => format!("redis://{a}/"),
+            None => self.redis.url(),
+        };
+        let log = self.dir.join(format!("node-{index}-{name}.log"));
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_listsync"));
+        cmd.args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--redis",
+            &redis_url,
+            "--node",
+            name,
+        ])
+        .args(["--era", self.era.as_str()])
+        .args(["--page-size", &self.page_size.to_string()])
+        .arg("--initial")
+        .arg(self.initial.to_string())
+        .arg("--control")
+        .arg(&sock);
+        if let Some(s) = &spec.strategy {
+            cmd.args(["--strategy", s]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn listsync serve");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let url = within("the node's URL", out.next_line())
+            .await
+            .expect("read stdout")
+            .unwrap_or_else(|| panic!("node {name} exited:\n{}", read(&log)));
+        let addr: SocketAddr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .parse()
+            .expect("node address");
+        let (stream, _) = within("control connection", listener.accept())
+            .await
+            .expect("accept");
+        let (r, write) = stream.into_split();
+        let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>> = Arc::default();
+        let (health_tx, health) = watch::channel(Value::Null);
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let mut ready_tx = Some(ready_tx);
+        let (p, events, history) = (
+            pending.clone(),
+            self.node_events.clone(),
+            self.history.clone(),
+        );
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(r).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let v: Value = serde_json::from_str(&line).expect("node sends JSON");
+                if v["type"] == "reply" {
+                    let id = v["id"].as_u64().expect("reply id");
+                    if let Some(tx) = p.lock().unwrap().remove(&id) {
+                        let _ = tx.send(v);
+                    }
+                    continue;
+                }
+                match v["event"].as_str() {
+                    Some("history") => {
+                        let event: Event =
+                            serde_json::from_value(v["entry"].clone()).expect("history entry");
+                        events.events.lock().unwrap().push(Arrived {
+                            node: index,
+                            at: history.len(),
+                            event,
+                        });
+                    }
+                    Some("health") => {
+                        health_tx.send_replace(v);
+                    }
+                    Some("ready") => {
+                        if let Some(tx) = ready_tx.take() {
+                            let _ = tx.send(v);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+        let ready = within("ready", ready_rx).await.expect("ready event");
+        assert_eq!(ready["node"], name, "{ready}");
+        self.nodes.push(Node {
+            index,
+            name: name.into(),
+            addr,
+            child,
+            write,
+            pending,
+            next: 0,
+            health,
+            log,
+            alive: true,
+        });
+        index
+    }
+}

@@ -1,0 +1,350 @@
+//! `listsync watch` against servers that fail or lie, as a user runs it: every failure and every
+//! retry is one line on stderr within a second of it, the client gives up after a bounded number
+//! of failed attempts with exit status 1, an invalid URL is a usage error at once, and a server
+//! that answers every `tools/list` with `tools/list_changed` (a refresh storm) does not make
+//! `watch` print the same snapshot again. Bounds are generous (the machine may be loaded); the
+//! figures are printed.
+
+use rmcp::model::{
+    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+const EXE: &str = env!("CARGO_BIN_EXE_listsync");
+/// "Within a second", with a margin for a loaded machine.
+const PROMPT: Duration = Duration::from_secs(3);
+/// Longest a failing `watch` may take to give up.
+const GIVE_UP: Duration = Duration::from_secs(40);
+
+/// Runs `listsync watch ARGS` and collects its stderr lines with the time each arrived.
+async fn watch_lines(args: &[&str]) -> (Option<i32>, Vec<(Duration, String)>) {
+    let started = Instant::now();
+    let mut child = Command::new(EXE)
+        .arg("watch")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn listsync watch");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut got = Vec::new();
+    let read = async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            got.push((started.elapsed(), l));
+        }
+    };
+    if tokio::time::timeout(GIVE_UP, read).await.is_err() {
+        let _ = child.kill().await;
+        panic!("watch {args:?} did not end within {GIVE_UP:?}: {got:?}");
+    }
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .expect("exits")
+        .expect("status");
+    (status.code(), got)
+}
+
+fn show(lines: &[(Duration, String)]) -> String {
+    lines
+        .iter()
+        .map(|(t, l)| format!("{:>6} ms  {l}", t.as_millis()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Failure lines and retry lines alternate, the first one comes promptly, and the end is a
+/// "giving up" line with exit status 1.
+fn assert_loud_then_gives_up(what: &str, code: Option<i32>, lines: &[(Duration, String)]) {
+    eprintln!("watch {what}:\n{}", show(lines));
+    assert_eq!(code, Some(1), "{what}: exit status\n{}", show(lines));
+    let (first, _) = lines
+        .first()
+        .unwrap_or_else(|| panic!("{what}: nothing printed"));
+    assert!(*first < PROMPT, "{what}: first line after {first:?}");
+    assert!(
+        lines.iter().all(|(_, l)| l.starts_with("listsync watch: ")),
+        "{what}: one-line diagnostics\n{}",
+        show(lines)
+    );
+    let failures = lines
+        .iter()
+        .filter(|(_, l)| l.contains("cannot connect"))
+        .count();
+    let retries = lines
+        .iter()
+        .filter(|(_, l)| l.contains("reconnecting in"))
+        .count();
+    assert!(
+        failures >= 2 && retries + 1 == failures,
+        "{what}\n{}",
+        show(lines)
+    );
+    // Each retry is announced right after the failure that caused it.
+    for w in lines.windows(2) {
+        if w[1].1.contains("reconnecting in") {
+            assert!(w[0].1.contains("cannot connect"), "{what}\n{}", show(lines));
+            assert!(w[1].0 - w[0].0 < PROMPT);
+        }
+    }
+    assert!(
+        lines.last().unwrap().1.contains("giving up"),
+        "{what}\n{}",
+        show(lines)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_program_is_reported_and_given_up_on() {
+    let (code, lines) = watch_lines(&["--", "/nonexistent/server"]).await;
+    assert_loud_then_gives_up("-- /nonexistent", code, &lines);
+    assert!(lines[0].1.contains("No such file"), "{}", show(&lines));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_exits_at_once_is_reported_with_its_status() {
+    let (code, lines) = watch_lines(&["--retry", "2", "--", "false"]).await;
+    assert_loud_then_gives_up("-- false", code, &lines);
+    assert!(lines[0].1.contains("exit status: 1"), "{}", show(&lines));
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|(_, l)| l.contains("cannot connect"))
+            .count(),
+        3,
+        "--retry 2: the first attempt and two retries"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_printing_garbage_is_reported_at_once() {
+    let (code, lines) = watch_lines(&[
+        "--timeout",
+        "2",
+        "--retry",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "echo this is not MCP; exec sleep 60",
+    ])
+    .await;
+    eprintln!("garbage:\n{}", show(&lines));
+    let (t, first) = &lines[0];
+    assert!(*t < PROMPT, "after {t:?}");
+    assert!(
+        first.contains("not JSON-RPC") && first.contains("this is not MCP"),
+        "{first}"
+    );
+    assert_loud_then_gives_up(
+        "garbage",
+        code,
+        &lines
+            .iter()
+            .filter(|(_, l)| !l.contains("warning"))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_url_is_reported_and_given_up_on() {
+    let (code, lines) = watch_lines(&["--url", "http://127.0.0.1:1/mcp"]).await;
+    assert_loud_then_gives_up("--url http://127.0.0.1:1/mcp", code, &lines);
+    assert!(lines[0].1.contains("refused"), "{}", show(&lines));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_url_is_a_usage_error_at_once() {
+    let started = Instant::now();
+    let out = std::process::Command::new(EXE)
+        .args(["watch", "--url", "not-a-url"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(started.elapsed() < PROMPT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not an http:// URL"), "{err}");
+}
+
+/// A hostile server: lists one tool, and either announces a change after every list (a storm)
+/// or paginates forever through one repeated cursor.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hostility {
+    Storm,
+    CursorCycle,
+}
+
+struct Hostile {
+    how: Hostility,
+    lists: Arc<AtomicU64>,
+    peer: Arc<Mutex<Option<Peer<RoleServer>>>>,
+}
+
+impl ServerHandler for Hostile {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        info.server_info = Implementation::new("hostile".to_owned(), "1".to_owned());
+        info
+    }
+
+    async fn initialize(
+        &self,
+        req: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        let result = self.negotiate_initialize(&req)?;
+        ctx.peer.set_peer_info(req);
+        *self.peer.lock().unwrap() = Some(ctx.peer.clone());
+        Ok(result)
+    }
+
+    async fn list_tools(
+        &self,
+        _req: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        let schema = Arc::new(
+            serde_json::json!({"type": "object"})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let mut r = ListToolsResult::with_all_items(vec![Tool::new(
+            "only".to_owned(),
+            "the one tool".to_owned(),
+            schema,
+        )]);
+        match self.how {
+            Hostility::Storm => {
+                // The easy mistake: announce a change in reply to every list.
+                let peer = ctx.peer.clone();
+                tokio::spawn(async move {
+                    let _ = peer.notify_tool_list_changed().await;
+                });
+            }
+            Hostility::CursorCycle => r.next_cursor = Some("again".into()),
+        }
+        Ok(r)
+    }
+}
+
+/// `listsync watch --stdio` with the hostile server on its pipes; returns the stderr lines seen
+/// within `window` (or until the process ends), its exit status if it ended, and the lists
+/// served.
+async fn against(how: Hostility, window: Duration) -> (Vec<(Duration, String)>, Option<i32>, u64) {
+    let started = Instant::now();
+    let mut child = Command::new(EXE)
+        .args(["watch", "--stdio", "--kinds", "tools"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn listsync watch --stdio");
+    let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let lists = Arc::new(AtomicU64::new(0));
+    let server = Hostile {
+        how,
+        lists: lists.clone(),
+        peer: Arc::default(),
+    };
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut got = Vec::new();
+    let ended = tokio::time::timeout(window, async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            got.push((started.elapsed(), l));
+        }
+    })
+    .await
+    .is_ok();
+    let code = if ended {
+        // Its stderr closed: the process is exiting.
+        let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        status.expect("exits").ok().and_then(|s| s.code())
+    } else {
+        let _ = child.kill().await;
+        None
+    };
+    (got, code, lists.load(Ordering::SeqCst))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_storm_prints_the_snapshot_once() {
+    let (lines, code, lists) = against(Hostility::Storm, Duration::from_secs(3)).await;
+    let changes: Vec<_> = lines
+        .iter()
+        .filter(|(_, l)| l.starts_with("tools "))
+        .collect();
+    eprintln!(
+        "storm: {lists} tools/list served in 3 s; {} change line(s):\n{}",
+        changes.len(),
+        show(&lines)
+    );
+    assert_eq!(code, None, "still watching");
+    assert!(lists >= 2, "the storm made the client list again ({lists})");
+    assert_eq!(
+        changes.len(),
+        1,
+        "one snapshot, printed once\n{}",
+        show(&lines)
+    );
+    assert!(changes[0].1.contains("(1 items): only"), "{}", changes[0].1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cursor_cycle_is_reported_retried_and_given_up_on() {
+    let (lines, code, lists) = against(Hostility::CursorCycle, GIVE_UP).await;
+    eprintln!("cursor cycle: {lists} tools/list served:\n{}", show(&lines));
+    assert_eq!(code, Some(1), "gives up\n{}", show(&lines));
+    let failed: Vec<_> = lines
+        .iter()
+        .filter(|(_, l)| l.contains("tools: listing failed: server returned cursor 'again' twice"))
+        .collect();
+    assert_eq!(
+        failed.len(),
+        6,
+        "the first attempt and five retries\n{}",
+        show(&lines)
+    );
+    assert!(
+        failed[0].0 < PROMPT,
+        "first failure reported after {:?}",
+        failed[0].0
+    );
+    let retries = lines
+        .iter()
+        .filter(|(_, l)| l.contains("tools: retry "))
+        .count();
+    assert_eq!(retries, 5, "{}", show(&lines));
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .1
+            .contains("tools: giving up after 6 failed attempts"),
+        "{}",
+        show(&lines)
+    );
+    assert!(lists <= 2 * 6, "bounded work: {lists} lists");
+}
