@@ -1,6 +1,6 @@
 //! `listsync matrix`: replays the `traces/` corpus and the generated scenarios against every
-//! implementation (our runtime, rmcp, TypeScript SDK v1 and v2, Python SDK — installing the Node
-//! and Python adapters on first use), and writes `reports/conformance.md` and
+//! implementation (our runtime, rmcp, the TypeScript SDK v1 and v2, the Python, Go, mcp-go and Java
+//! SDKs — installing the third-party adapters on first use), and writes `reports/conformance.md` and
 //! `reports/conformance.json` with a message log for every run that shows something.
 
 use anyhow::Context;
@@ -16,7 +16,8 @@ pub struct Args {
     /// Runs at once (default: the number of CPUs, at least 2).
     #[arg(long)]
     jobs: Option<usize>,
-    /// Only these implementations (comma-separated: reference, rmcp, ts-v1, ts-v2, python).
+    /// Only these implementations (comma-separated: reference, rmcp, ts-v1, ts-v2, python, go-sdk,
+    /// mcp-go, java).
     #[arg(long, value_delimiter = ',')]
     only: Vec<Impl>,
     /// The trace corpus.

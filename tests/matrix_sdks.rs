@@ -1,19 +1,25 @@
 //! The whole conformance matrix in the test suite: `listsync matrix` replays the `traces/`
 //! corpus and the generated scenarios against every implementation (our runtime, rmcp, the
-//! TypeScript SDK v1 and v2, the Python SDK), each adapter installed on first use by the
-//! project's own provisioning, and the test checks what the published matrix promises:
+//! TypeScript SDK v1 and v2, the Python SDK, the Go SDK, mcp-go, the Java SDK), each adapter
+//! installed on first use by the project's own provisioning, and the test checks what the
+//! published matrix promises:
 //!
 //! - the command succeeds: our reference runtime violates nothing in any row, and every
 //!   known-bad strategy of core, run as a variant of our runtime, is caught by its own trace;
-//! - every row names the exact package version it ran (or says why it did not run);
+//! - every row names the exact package version it ran (or says why it did not run), and the
+//!   rows of the Go and Java SDKs name the pinned versions (go-sdk v1.8.0, mcp-go v1.2.1,
+//!   io.modelcontextprotocol.sdk:mcp 2.1.0); no third-party row is left out because its
+//!   toolchain is missing (that fails, naming what to install);
 //! - each behaviour listed under "Observed" in docs/sdk-facts.md that the matrix can test was judged
 //!   with evidence, and the ones the project's findings rest on are confirmed (stale overwrite
 //!   in the TypeScript and rmcp client patterns, first-page-only refresh in TypeScript v1,
 //!   Python's server never notifying on add/remove, Python's `Client` on 2026-07-28 missing
-//!   legacy notifications, in-flight calls to a removed tool completing).
+//!   legacy notifications, in-flight calls to a removed tool completing; the Go SDK's serial
+//!   handlers and its listen-before-acknowledgement gap, mcp-go's and Java's stale overwrite,
+//!   notifications per call in mcp-go and Java).
 //!
-//! Without `node` or `python3` the run fails and says so; `LISTSYNC_HARNESS_SKIP_SDKS=1` skips
-//! this test explicitly (and prints that it did).
+//! Without `node`, `python3`, `go`, or a JDK with `mvn`, the run fails and says what to install;
+//! `LISTSYNC_HARNESS_SKIP_SDKS=1` skips this test explicitly (and prints that it did).
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -66,7 +72,16 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
 
     // Every implementation has rows, and every row that ran names its package version.
     let rows = json["rows"].as_array().expect("rows");
-    for imp in ["reference", "rmcp", "ts-v1", "ts-v2", "python"] {
+    for imp in [
+        "reference",
+        "rmcp",
+        "ts-v1",
+        "ts-v2",
+        "python",
+        "go-sdk",
+        "mcp-go",
+        "java",
+    ] {
         assert!(
             rows.iter().any(|r| str_of(r, "imp") == imp),
             "no row for {imp}"
@@ -84,14 +99,42 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
                 str_of(r, "era")
             );
         } else {
+            let note = str_of(r, "note");
             assert!(
-                !str_of(r, "note").is_empty(),
+                !note.is_empty(),
                 "row {} {} {} neither ran nor says why",
                 str_of(r, "imp"),
                 str_of(r, "role"),
                 str_of(r, "era")
             );
+            // Only an era the SDK does not speak may leave a row out: a missing toolchain fails.
+            assert!(
+                note.contains("does not speak"),
+                "row {} {} {} did not run: {note}",
+                str_of(r, "imp"),
+                str_of(r, "role"),
+                str_of(r, "era")
+            );
         }
+    }
+    for (imp, pinned) in [
+        ("go-sdk", "github.com/modelcontextprotocol/go-sdk v1.8.0"),
+        ("mcp-go", "github.com/mark3labs/mcp-go v1.2.1"),
+        ("java", "io.modelcontextprotocol.sdk:mcp 2.1.0"),
+    ] {
+        for r in rows.iter().filter(|r| str_of(r, "imp") == imp) {
+            assert!(
+                str_of(r, "version").contains(pinned),
+                "{imp} row names {:?}, not {pinned}",
+                str_of(r, "version")
+            );
+        }
+        assert!(
+            rows.iter()
+                .any(|r| str_of(r, "imp") == imp
+                    && r["runs"].as_array().is_some_and(|a| !a.is_empty())),
+            "no {imp} row ran"
+        );
     }
 
     // Our reference runtime holds every property in every row.
@@ -137,8 +180,26 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
         "mcp.Client on 2026-07-28 receives nothing from a server that only uses the legacy send",
         "ClientHandler::on_tool_list_changed runs each notification in its own spawned task",
         "a tools/call already running when its tool is removed completes normally",
+        "calling a removed tool: v1 answers with a tool result carrying isError: true",
+        "the client runs notification handlers one at a time",
+        "the one-at-a-time handlers do not cover the application's own first list",
+        "on 2026-07-28 Client.Connect sends subscriptions/listen and returns without waiting",
+        "AddTool and DeleteTools each send one list_changed at once",
+        "SetTools with the whole new list sends one list_changed per batch",
+        "OnNotification handlers run on the goroutine that reads stdin",
+        "McpSyncServer.addTool/removeTool each send one list_changed at once",
+        "the client re-lists by itself on every list_changed",
     ] {
         assert_eq!(status_of(claim), "confirmed", "{claim}");
     }
+    // The released-source checks are in the report (Go cursor guards, Java list cache).
+    let checks = json["source_checks"].as_array().expect("source_checks");
+    for sdk in ["go-sdk v1.8.0", "mcp-go v1.2.1", "mcp 2.1.0"] {
+        assert!(
+            checks.iter().any(|c| str_of(c, "sdk").contains(sdk)),
+            "no source check for {sdk}"
+        );
+    }
+    assert!(page.contains("### Checked in the released source of the pinned versions"));
     let _ = std::fs::remove_dir_all(&out);
 }

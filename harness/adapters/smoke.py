@@ -7,7 +7,7 @@ stdout -> client stdin (logging every JSON-RPC line), waits for `ready`, checks 
 mutates the server (add a tool, later remove one), records what the SDK does (notifications, re-lists,
 pages, published snapshots), calls tools, and shuts both down.
 
-    python3 harness/adapters/smoke.py [IMPL...]      IMPL in ts-v1, ts-v2, python (default: all)
+    python3 harness/adapters/smoke.py [IMPL...]      IMPL in ts-v1, ts-v2, python, go-sdk, mcp-go, java (default: all)
     options: --scenario NAME (repeatable), --observe SECONDS (default 4), -v (echo every line),
              --keep-logs (keep the per-scenario log directory of passing runs too; failing runs always keep
              theirs: smoke.log has every JSON-RPC and control line, plus each adapter's stderr and report.json)
@@ -82,7 +82,26 @@ SCENARIOS: list[Scenario] = [
     Scenario("cross/ts-v2-mcpserver+python-session-2026", "ts-v2", "2026-07-28", "mcpserver", "session", client_impl="python"),
     Scenario("cross/python-lowlevel+ts-v2-client-2026", "python", "2026-07-28", "lowlevel", None, page_size=2, initial_tools=("a", "c", "d"), client_impl="ts-v2"),
     Scenario("cross/ts-v1-lowlevel+python-client-2025", "ts-v1", "2025-11-25", "lowlevel", "client", page_size=2, initial_tools=("a", "c", "d"), client_impl="python"),
+    # Go SDK (github.com/modelcontextprotocol/go-sdk): one server variant, two client reactions.
+    Scenario("go-sdk/addtool+handler-2025", "go-sdk", "2025-11-25", "addtool", "handler"),
+    Scenario("go-sdk/addtool-paged+channel-2025", "go-sdk", "2025-11-25", "addtool", "channel", page_size=2, initial_tools=("a", "c", "d")),
+    Scenario("go-sdk/addtool+handler-2026", "go-sdk", "2026-07-28", "addtool", "handler"),
+    Scenario("go-sdk/addtool-paged+channel-2026", "go-sdk", "2026-07-28", "addtool", "channel", page_size=2, initial_tools=("a", "c", "d")),
+    # mcp-go (github.com/mark3labs/mcp-go).
+    Scenario("mcp-go/addtool+onnotification-2025", "mcp-go", "2025-11-25", "addtool", "onnotification"),
+    Scenario("mcp-go/settools-paged+onnotification-2025", "mcp-go", "2025-11-25", "settools", "onnotification", page_size=2, initial_tools=("a", "c", "d")),
+    Scenario("mcp-go/addtool+onnotification-2026", "mcp-go", "2026-07-28", "addtool", "onnotification", listen=True),
+    # Java SDK (io.modelcontextprotocol.sdk:mcp): 2025-11-25 only.
+    Scenario("java/sync+sync-2025", "java", "2025-11-25", "sync", "sync"),
+    Scenario("java/sync+async-2025", "java", "2025-11-25", "sync", "async"),
+    # Cross-SDK pairs with the new SDKs.
+    Scenario("cross/java-sync+go-sdk-handler-2025", "java", "2025-11-25", "sync", "handler", client_impl="go-sdk"),
+    Scenario("cross/mcp-go-addtool+java-sync-2025", "mcp-go", "2025-11-25", "addtool", "sync", client_impl="java"),
+    Scenario("cross/go-sdk-addtool+mcp-go-2026", "go-sdk", "2026-07-28", "addtool", "onnotification", client_impl="mcp-go"),
+    Scenario("cross/mcp-go-addtool+go-sdk-handler-2026", "mcp-go", "2026-07-28", "addtool", "handler", client_impl="go-sdk"),
 ]
+
+IMPLS = ("ts-v1", "ts-v2", "python", "go-sdk", "mcp-go", "java")
 
 
 def provision(impl: str) -> dict:
@@ -524,15 +543,15 @@ def observe_mutation(pair: Pair, ops: list[dict], expect: list[str], observe: fl
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("impls", nargs="*", help="ts-v1, ts-v2, python (default: all)")
+    ap.add_argument("impls", nargs="*", help=", ".join(IMPLS) + " (default: all)")
     ap.add_argument("--scenario", action="append", default=[], help="run only these scenario names")
     ap.add_argument("--observe", type=float, default=4.0, help="seconds to watch for an SDK reaction to a mutation")
     ap.add_argument("--keep-logs", action="store_true", help="keep log directories of passing scenarios")
     ap.add_argument("-v", "--verbose", action="store_true", help="echo every JSON-RPC and control line")
     args = ap.parse_args()
-    impls = args.impls or ["ts-v1", "ts-v2", "python"]
+    impls = args.impls or list(IMPLS)
     for impl in impls:
-        if impl not in ("ts-v1", "ts-v2", "python"):
+        if impl not in IMPLS:
             ap.error(f"unknown IMPL {impl!r}")
     chosen = [
         s for s in SCENARIOS

@@ -1,8 +1,13 @@
 //! The implementations the harness drives, and how to start each as a server or client adapter:
 //! our reference runtime (`listsync serve|watch`, with any core strategy), the rmcp adapter
-//! (`listsync adapter rmcp`, crate `harness/adapters/rmcp`), and the TypeScript v1/v2 and Python
-//! adapters in `harness/adapters/`, which the first run installs from their lockfiles with
-//! `provision.sh` (a progress message, and a clear error if node or python3 is missing).
+//! (`listsync adapter rmcp`, crate `harness/adapters/rmcp`), and the third-party SDK adapters in
+//! `harness/adapters/` (TypeScript v1/v2, Python, Go SDK, mcp-go, Java), which the first run
+//! installs from their lockfiles with `provision.sh` (a progress message, and a clear error naming
+//! what to install if a toolchain is missing).
+//!
+//! Everything the harness knows about one adapter (its name, the programs it needs, its eras and
+//! variants, which corpus traces its rows replay) is one [`AdapterSpec`] in [`Impl::spec`], the
+//! only per-adapter table: the shape an adapter manifest file would have.
 //!
 //! An implementation under test is a [`Subject`]: implementation, role, variant. Its counterpart
 //! on the other end of the link is always our reference runtime.
@@ -34,53 +39,193 @@ pub enum Impl {
     /// PyPI `mcp`.
     #[serde(rename = "python")]
     Python,
+    /// `github.com/modelcontextprotocol/go-sdk` (the official Go SDK).
+    #[serde(rename = "go-sdk")]
+    GoSdk,
+    /// `github.com/mark3labs/mcp-go`.
+    #[serde(rename = "mcp-go")]
+    McpGo,
+    /// Maven `io.modelcontextprotocol.sdk:mcp` (the official Java SDK).
+    #[serde(rename = "java")]
+    Java,
 }
+
+/// Which traces of the `traces/` corpus an adapter's rows replay.
+#[derive(Clone, Copy, Debug)]
+pub enum Corpus {
+    /// Every trace about the row's role and era.
+    All,
+    /// Only these files. For SDKs whose patterns leave most traces at their first step (they walk
+    /// every page, list before they listen, do not notify where the trace's server does), the
+    /// replays that can only diverge cost seconds each and are left out; the generated scenarios
+    /// cover those races for every row.
+    Only(&'static [&'static str]),
+}
+
+impl Corpus {
+    /// Whether a trace file is replayed.
+    pub fn includes(self, file: &str) -> bool {
+        match self {
+            Corpus::All => true,
+            Corpus::Only(files) => files.contains(&file),
+        }
+    }
+}
+
+/// What the harness knows about one adapter: the data an adapter manifest would hold.
+#[derive(Debug)]
+pub struct AdapterSpec {
+    /// Name on the command line, in reports, and the `provision.sh` argument.
+    pub name: &'static str,
+    /// Installed by `provision.sh` (else built into `listsync`).
+    pub provisioned: bool,
+    /// Programs it needs on PATH, and what to install when one is missing.
+    pub needs: &'static [&'static str],
+    /// What to install when a program of `needs` is missing.
+    pub install: &'static str,
+    /// Eras it can be pinned to.
+    pub eras: &'static [Era],
+    /// Server variants worth a matrix row (the first is the default).
+    pub server_variants: &'static [&'static str],
+    /// Client variants worth a matrix row (the first is the default).
+    pub client_variants: &'static [&'static str],
+    /// Corpus traces its rows replay.
+    pub corpus: Corpus,
+}
+
+/// The corpus traces the Go and Java rows replay: the stale-overwrite traces (clients) and the
+/// torn-cursor and removed-tool traces (servers), which an SDK can follow to their end.
+const CORE_TRACES: &[&str] = &[
+    "naive.json",
+    "request-id-guard.json",
+    "offset-cursor.json",
+    "stale-dispatch.json",
+];
+
+const BOTH: &[Era] = &Era::ALL;
+const LEGACY: &[Era] = &[Era::V2025_11_25];
+
+static SPECS: [AdapterSpec; 8] = [
+    AdapterSpec {
+        name: "reference",
+        provisioned: false,
+        needs: &[],
+        install: "",
+        eras: BOTH,
+        server_variants: &["reference"],
+        client_variants: &["reference"],
+        corpus: Corpus::All,
+    },
+    AdapterSpec {
+        name: "rmcp",
+        provisioned: false,
+        needs: &[],
+        install: "",
+        eras: BOTH,
+        server_variants: &["router"],
+        client_variants: &["list-all"],
+        corpus: Corpus::All,
+    },
+    AdapterSpec {
+        name: "ts-v1",
+        provisioned: true,
+        needs: &["node"],
+        install: "Node.js >= 20 and npm",
+        eras: LEGACY,
+        server_variants: &["mcpserver", "mcpserver-coalesced", "lowlevel"],
+        client_variants: &["listchanged", "listchanged-debounce0"],
+        corpus: Corpus::All,
+    },
+    AdapterSpec {
+        name: "ts-v2",
+        provisioned: true,
+        needs: &["node"],
+        install: "Node.js >= 20 and npm",
+        eras: BOTH,
+        server_variants: &["mcpserver", "lowlevel"],
+        client_variants: &["listchanged", "listchanged-debounce0"],
+        corpus: Corpus::All,
+    },
+    AdapterSpec {
+        name: "python",
+        provisioned: true,
+        needs: &["python3"],
+        install: "Python >= 3.10 with venv",
+        eras: BOTH,
+        server_variants: &["mcpserver", "lowlevel"],
+        client_variants: &["session", "client"],
+        corpus: Corpus::All,
+    },
+    AdapterSpec {
+        name: "go-sdk",
+        provisioned: true,
+        needs: &["go"],
+        install: "Go >= 1.25",
+        eras: BOTH,
+        server_variants: &["addtool"],
+        client_variants: &["handler", "channel"],
+        corpus: Corpus::Only(CORE_TRACES),
+    },
+    AdapterSpec {
+        name: "mcp-go",
+        provisioned: true,
+        needs: &["go"],
+        install: "Go >= 1.25",
+        eras: BOTH,
+        server_variants: &["addtool", "settools"],
+        client_variants: &["onnotification"],
+        corpus: Corpus::Only(CORE_TRACES),
+    },
+    AdapterSpec {
+        name: "java",
+        provisioned: true,
+        needs: &["java", "javac", "mvn"],
+        install: "a JDK >= 17 and Maven",
+        eras: LEGACY,
+        server_variants: &["sync"],
+        client_variants: &["sync", "async"],
+        corpus: Corpus::Only(CORE_TRACES),
+    },
+];
 
 impl Impl {
     /// Every implementation, in report order.
-    pub const ALL: [Impl; 5] = [
+    pub const ALL: [Impl; 8] = [
         Impl::Reference,
         Impl::Rmcp,
         Impl::TsV1,
         Impl::TsV2,
         Impl::Python,
+        Impl::GoSdk,
+        Impl::McpGo,
+        Impl::Java,
     ];
+
+    /// The adapter's data (the one per-adapter table).
+    pub fn spec(self) -> &'static AdapterSpec {
+        &SPECS[self as usize]
+    }
 
     /// The name used on the command line and in reports.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Impl::Reference => "reference",
-            Impl::Rmcp => "rmcp",
-            Impl::TsV1 => "ts-v1",
-            Impl::TsV2 => "ts-v2",
-            Impl::Python => "python",
-        }
+        self.spec().name
     }
 
-    /// Whether it runs on Node or Python and is installed by `provision.sh`.
+    /// Whether it is installed by `provision.sh`.
     pub fn provisioned(self) -> bool {
-        matches!(self, Impl::TsV1 | Impl::TsV2 | Impl::Python)
+        self.spec().provisioned
     }
 
     /// Eras the implementation can be pinned to.
     pub fn eras(self) -> &'static [Era] {
-        match self {
-            Impl::TsV1 => &[Era::V2025_11_25],
-            _ => &Era::ALL,
-        }
+        self.spec().eras
     }
 
     /// The adapter variants of a role worth a matrix row (the first is the default).
     pub fn variants(self, role: Role) -> &'static [&'static str] {
-        match (self, role) {
-            (Impl::Reference, _) => &["reference"],
-            (Impl::Rmcp, Role::Server) => &["router"],
-            (Impl::Rmcp, Role::Client) => &["list-all"],
-            (Impl::TsV1, Role::Server) => &["mcpserver", "mcpserver-coalesced", "lowlevel"],
-            (Impl::TsV2, Role::Server) => &["mcpserver", "lowlevel"],
-            (Impl::TsV1 | Impl::TsV2, Role::Client) => &["listchanged", "listchanged-debounce0"],
-            (Impl::Python, Role::Server) => &["mcpserver", "lowlevel"],
-            (Impl::Python, Role::Client) => &["session", "client"],
+        match role {
+            Role::Server => self.spec().server_variants,
+            Role::Client => self.spec().client_variants,
         }
     }
 }
@@ -98,7 +243,8 @@ impl FromStr for Impl {
             .into_iter()
             .find(|i| i.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown implementation '{s}' (reference, rmcp, ts-v1, ts-v2, python)")
+                let names: Vec<&str> = Impl::ALL.iter().map(|i| i.as_str()).collect();
+                format!("unknown implementation '{s}' ({})", names.join(", "))
             })
     }
 }
@@ -250,7 +396,7 @@ pub struct Provisioned {
 
 static PROVISIONED: Mutex<Option<HashMap<Impl, Result<Provisioned, String>>>> = Mutex::new(None);
 
-/// Installs (once per process) a Node or Python adapter with `provision.sh`.
+/// Installs (once per process) a third-party adapter with `provision.sh`.
 pub fn provision(paths: &Paths, imp: Impl) -> Result<Provisioned, String> {
     let mut guard = PROVISIONED.lock().unwrap_or_else(|e| e.into_inner());
     let map = guard.get_or_insert_with(HashMap::new);
@@ -263,14 +409,11 @@ pub fn provision(paths: &Paths, imp: Impl) -> Result<Provisioned, String> {
 }
 
 fn run_provision(paths: &Paths, imp: Impl) -> Result<Provisioned, String> {
-    let needs = if imp == Impl::Python {
-        "python3"
-    } else {
-        "node"
-    };
-    if which(needs).is_none() {
+    let spec = imp.spec();
+    if let Some(missing) = spec.needs.iter().find(|p| which(p).is_none()) {
         return Err(format!(
-            "{imp} adapters need `{needs}` on PATH, and it is not installed"
+            "{imp} adapters need `{missing}` on PATH, and it is not installed: install {}, or set LISTSYNC_HARNESS_SKIP_SDKS=1 to skip the third-party SDK rows",
+            spec.install
         ));
     }
     let cache = paths
@@ -280,7 +423,7 @@ fn run_provision(paths: &Paths, imp: Impl) -> Result<Provisioned, String> {
         .join(imp.as_str());
     if !cache.join("launch.json").is_file() {
         tracing::warn!(
-            "provisioning the {imp} adapter (first run: installs its pinned packages into {}; about a minute)...",
+            "provisioning the {imp} adapter (first run: installs its pinned packages into {}; up to a minute)...",
             cache.display()
         );
     }
@@ -480,6 +623,21 @@ pub fn client_launch(paths: &Paths, c: &ClientSetup) -> Result<Launch, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_impl_has_its_own_spec() {
+        for imp in Impl::ALL {
+            let serde_name = serde_json::to_value(imp).unwrap();
+            assert_eq!(serde_name, imp.as_str(), "SPECS is out of order at {imp:?}");
+            assert_eq!(imp.as_str().parse::<Impl>().unwrap(), imp);
+            assert!(
+                !imp.variants(Role::Server).is_empty() && !imp.variants(Role::Client).is_empty()
+            );
+            assert_eq!(imp.provisioned(), !imp.spec().needs.is_empty());
+        }
+        assert!("go-sdk:client@channel".parse::<Subject>().is_ok());
+        assert!("java:server@async".parse::<Subject>().is_err());
+    }
 
     #[test]
     fn subjects_parse_in_both_orders() {

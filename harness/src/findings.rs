@@ -1,9 +1,11 @@
 //! What the matrix says about each behaviour `docs/sdk-facts.md` lists as observed: confirmed,
 //! refuted, or not tested, with the runs (and so the traces and message logs) behind it. Each
-//! claim names the rows and scenario it rests on and the observation that decides it.
+//! claim names the rows and the scenario or corpus trace it rests on (a `*.json` name is a trace
+//! of `traces/`) and the observation that decides it. [`source_checks`] lists what was read in
+//! the released source of the pinned versions, for the questions no run can answer.
 
 use crate::adapters::{Impl, Role};
-use crate::outcome::{RunReport, RunStatus, Target};
+use crate::outcome::{RunReport, RunStatus};
 use listsync_core::property::{Property, Verdict};
 use listsync_core::vocab::Era;
 use serde::Serialize;
@@ -62,7 +64,7 @@ fn find<'a>(
             && r.role == role
             && r.variant == variant
             && r.era == era
-            && matches!(&r.target, Target::Exercise { name } if name == scenario)
+            && r.target.name() == scenario
             && r.status == RunStatus::Completed
     })
 }
@@ -270,7 +272,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
         },
         Claim {
             section: "TypeScript",
-            claim: "calling a removed tool returns a tool result with isError: true, not a JSON-RPC error",
+            claim: "calling a removed tool: v1 answers with a tool result carrying isError: true, v2 with JSON-RPC error -32602",
             rows: vec![
                 (TsV1, Server, "mcpserver", E25, "call-removal"),
                 (TsV2, Server, "mcpserver", E25, "call-removal"),
@@ -278,8 +280,13 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             ],
             check: |r| {
                 let second = r.observations.calls.get(1);
+                let as_documented = if r.imp == TsV1 {
+                    second.is_some_and(|c| c.ok && c.is_error)
+                } else {
+                    second.is_some_and(|c| !c.ok && c.code == Some(-32602))
+                };
                 (
-                    second.is_some_and(|c| c.ok && c.is_error),
+                    as_documented,
                     format!("in flight, then after removal: {}", calls_text(r)),
                 )
             },
@@ -343,7 +350,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
         },
         Claim {
             section: "Python",
-            claim: "MCPServer.run(\"stdio\") advertises tools.listChanged = false",
+            claim: "MCPServer.run(\"stdio\") advertises tools.listChanged = false in initialize, and the 2026-07-28 server/discover advertises true, although add/remove send nothing",
             rows: vec![
                 (Python, Server, "mcpserver", E25, "notify"),
                 (Python, Server, "mcpserver", E26, "notify"),
@@ -351,7 +358,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             check: |r| {
                 let a = r.observations.tools_list_changed_advertised;
                 (
-                    a == Some(false),
+                    a == Some(r.era == E26),
                     format!(
                         "tools.listChanged in the {} result: {}",
                         if r.era == E25 {
@@ -419,6 +426,317 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             },
         },
         Claim {
+            section: "Go SDK",
+            claim: "Server.AddTool/RemoveTools send list_changed by themselves, after the change, merged over 10 ms: one notification per batch",
+            rows: vec![
+                (GoSdk, Server, "addtool", E25, "notify"),
+                (GoSdk, Server, "addtool", E26, "notify"),
+            ],
+            check: |r| {
+                let n = &r.observations.notifications_per_batch;
+                (
+                    n.len() == 3
+                        && n.iter().all(|x| *x == 1)
+                        && !violated(r, Property::NotifyAfterCommit),
+                    format!(
+                        "notifications per batch (add, remove, 2-op batch): {n:?}; notify_after_commit {}",
+                        r.verdict(Property::NotifyAfterCommit)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "Go SDK",
+            claim: "the server's cursor names the last item sent, so a removal between two pages neither skips nor repeats an item",
+            rows: vec![
+                (GoSdk, Server, "addtool", E25, "mid-walk-server"),
+                (GoSdk, Server, "addtool", E26, "mid-walk-server"),
+            ],
+            check: |r| {
+                (
+                    r.observations.paginated
+                        && r.verdict(Property::NoTornSnapshot) == Verdict::Holds,
+                    format!(
+                        "page size 1, {}; no_torn_snapshot {}",
+                        if r.observations.paginated {
+                            "the server sent nextCursor"
+                        } else {
+                            "no nextCursor"
+                        },
+                        r.verdict(Property::NoTornSnapshot)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "Go SDK",
+            claim: "calling a removed tool is a JSON-RPC error -32602",
+            rows: vec![
+                (GoSdk, Server, "addtool", E25, "call-removal"),
+                (GoSdk, Server, "addtool", E26, "call-removal"),
+            ],
+            check: |r| {
+                let second = r.observations.calls.get(1);
+                (
+                    second.is_some_and(|c| !c.ok && c.code == Some(-32602)),
+                    format!("in flight, then after removal: {}", calls_text(r)),
+                )
+            },
+        },
+        Claim {
+            section: "Go SDK",
+            claim: "the client runs notification handlers one at a time: re-lists never overlap, so none overwrites a newer one, but each notification of a burst costs a full walk",
+            rows: vec![
+                (GoSdk, Client, "handler", E25, "stale-race"),
+                (GoSdk, Client, "channel", E25, "stale-race"),
+                (GoSdk, Client, "handler", E26, "stale-race"),
+                (GoSdk, Client, "channel", E26, "stale-race"),
+            ],
+            check: |r| {
+                let o = &r.observations;
+                (
+                    o.max_concurrent_lists <= 1
+                        && r.verdict(Property::NoStaleOverwrite) == Verdict::Holds
+                        && o.relists >= 2,
+                    format!(
+                        "{} re-lists, at most {} in flight; no_stale_overwrite {}, bounded_refresh {}",
+                        o.relists,
+                        o.max_concurrent_lists,
+                        r.verdict(Property::NoStaleOverwrite),
+                        r.verdict(Property::BoundedRefresh)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "Go SDK",
+            claim: "the one-at-a-time handlers do not cover the application's own first list: a list_changed during it starts a second walk, and the first list, answered last, overwrites the newer one",
+            rows: vec![
+                (GoSdk, Client, "handler", E25, "naive.json"),
+                (GoSdk, Client, "channel", E25, "naive.json"),
+            ],
+            check: |r| {
+                (
+                    violated(r, Property::NoStaleOverwrite),
+                    format!(
+                        "no_stale_overwrite {}, converges {}",
+                        r.verdict(Property::NoStaleOverwrite),
+                        r.verdict(Property::Converges)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "Go SDK",
+            claim: "on 2026-07-28 Client.Connect sends subscriptions/listen and returns without waiting for the acknowledgement: a list taken before it misses a change committed in between, for good",
+            rows: vec![
+                (GoSdk, Client, "handler", E26, "listen-race"),
+                (GoSdk, Client, "channel", E26, "listen-race"),
+            ],
+            check: |r| {
+                (
+                    violated(r, Property::ListenThenList),
+                    format!(
+                        "listen_then_list {}, converges {}",
+                        r.verdict(Property::ListenThenList),
+                        r.verdict(Property::Converges)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "Go SDK",
+            claim: "ClientSession.Tools (the iterator) walks every page",
+            rows: vec![
+                (GoSdk, Client, "handler", E25, "mid-walk"),
+                (GoSdk, Client, "handler", E26, "mid-walk"),
+            ],
+            check: |r| {
+                let o = &r.observations;
+                (
+                    o.cursor_relists > 0,
+                    format!(
+                        "page size 1, {} later pages asked with a cursor after the change; no_torn_snapshot {}",
+                        o.cursor_relists,
+                        r.verdict(Property::NoTornSnapshot)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "mcp-go",
+            claim: "AddTool and DeleteTools each send one list_changed at once: a two-op batch gives two",
+            rows: vec![
+                (McpGo, Server, "addtool", E25, "notify"),
+                (McpGo, Server, "addtool", E26, "notify"),
+            ],
+            check: |r| {
+                let n = &r.observations.notifications_per_batch;
+                (
+                    n.last().is_some_and(|x| *x >= 2),
+                    format!(
+                        "notifications per batch (add, remove, 2-op batch): {n:?}; bounded_refresh {}",
+                        r.verdict(Property::BoundedRefresh)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "mcp-go",
+            claim: "SetTools with the whole new list sends one list_changed per batch",
+            rows: vec![
+                (McpGo, Server, "settools", E25, "notify"),
+                (McpGo, Server, "settools", E26, "notify"),
+            ],
+            check: |r| {
+                let n = &r.observations.notifications_per_batch;
+                (
+                    n.len() == 3 && n.iter().all(|x| *x == 1),
+                    format!("notifications per batch: {n:?}"),
+                )
+            },
+        },
+        Claim {
+            section: "mcp-go",
+            claim: "the server's cursor is the last name sent (lists are sorted by name): a removal between two pages neither skips nor repeats an item",
+            rows: vec![
+                (McpGo, Server, "addtool", E25, "mid-walk-server"),
+                (McpGo, Server, "settools", E26, "mid-walk-server"),
+            ],
+            check: |r| {
+                (
+                    r.observations.paginated
+                        && r.verdict(Property::NoTornSnapshot) == Verdict::Holds,
+                    format!(
+                        "page size 1, {}; no_torn_snapshot {}",
+                        if r.observations.paginated {
+                            "the server sent nextCursor"
+                        } else {
+                            "no nextCursor"
+                        },
+                        r.verdict(Property::NoTornSnapshot)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "mcp-go",
+            claim: "calling a removed tool is a JSON-RPC error -32602",
+            rows: vec![
+                (McpGo, Server, "addtool", E25, "call-removal"),
+                (McpGo, Server, "settools", E26, "call-removal"),
+            ],
+            check: |r| {
+                let second = r.observations.calls.get(1);
+                (
+                    second.is_some_and(|c| !c.ok && c.code == Some(-32602)),
+                    format!("in flight, then after removal: {}", calls_text(r)),
+                )
+            },
+        },
+        Claim {
+            section: "mcp-go",
+            claim: "OnNotification handlers run on the goroutine that reads stdin, so the application re-lists in a goroutine per notification: refreshes overlap and an older list can win",
+            rows: vec![
+                (McpGo, Client, "onnotification", E25, "stale-race"),
+                (McpGo, Client, "onnotification", E26, "stale-race"),
+                (McpGo, Client, "onnotification", E25, "naive.json"),
+            ],
+            check: |r| {
+                let o = &r.observations;
+                (
+                    violated(r, Property::NoStaleOverwrite),
+                    format!(
+                        "{} re-lists, at most {} in flight; no_stale_overwrite {}",
+                        o.relists,
+                        o.max_concurrent_lists,
+                        r.verdict(Property::NoStaleOverwrite)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "mcp-go",
+            claim: "on 2026-07-28 ListenAsync returns before the acknowledgement: a list taken before it misses a change committed in between, for good",
+            rows: vec![(McpGo, Client, "onnotification", E26, "listen-race")],
+            check: |r| {
+                (
+                    violated(r, Property::ListenThenList),
+                    format!(
+                        "listen_then_list {}, converges {}",
+                        r.verdict(Property::ListenThenList),
+                        r.verdict(Property::Converges)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "Java",
+            claim: "McpSyncServer.addTool/removeTool each send one list_changed at once: a two-op batch gives two",
+            rows: vec![(Java, Server, "sync", E25, "notify")],
+            check: |r| {
+                let n = &r.observations.notifications_per_batch;
+                (
+                    n.last().is_some_and(|x| *x >= 2),
+                    format!(
+                        "notifications per batch (add, remove, 2-op batch): {n:?}; bounded_refresh {}",
+                        r.verdict(Property::BoundedRefresh)
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "Java",
+            claim: "tools/list of McpServer ignores the cursor (no pagination)",
+            rows: vec![(Java, Server, "sync", E25, "mid-walk-server")],
+            check: |r| {
+                (
+                    !r.observations.paginated,
+                    format!(
+                        "page size 1 asked; {}",
+                        if r.observations.paginated {
+                            "a nextCursor was sent"
+                        } else {
+                            "every list came in one page"
+                        }
+                    ),
+                )
+            },
+        },
+        Claim {
+            section: "Java",
+            claim: "calling a removed tool is a JSON-RPC error -32602",
+            rows: vec![(Java, Server, "sync", E25, "call-removal")],
+            check: |r| {
+                let second = r.observations.calls.get(1);
+                (
+                    second.is_some_and(|c| !c.ok && c.code == Some(-32602)),
+                    format!("in flight, then after removal: {}", calls_text(r)),
+                )
+            },
+        },
+        Claim {
+            section: "Java",
+            claim: "the client re-lists by itself on every list_changed, each notification on its own (no ordering, no merging), and hands the list to the change consumer: an older list can win",
+            rows: vec![
+                (Java, Client, "sync", E25, "stale-race"),
+                (Java, Client, "async", E25, "stale-race"),
+                (Java, Client, "sync", E25, "naive.json"),
+            ],
+            check: |r| {
+                let o = &r.observations;
+                (
+                    violated(r, Property::NoStaleOverwrite),
+                    format!(
+                        "{} re-lists, at most {} in flight; no_stale_overwrite {}",
+                        o.relists,
+                        o.max_concurrent_lists,
+                        r.verdict(Property::NoStaleOverwrite)
+                    ),
+                )
+            },
+        },
+        Claim {
             section: "Observed in every SDK",
             claim: "a tools/call already running when its tool is removed completes normally; the next call fails",
             rows: vec![
@@ -429,6 +747,10 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 (TsV2, Server, "lowlevel", E25, "call-removal"),
                 (Python, Server, "mcpserver", E25, "call-removal"),
                 (Python, Server, "lowlevel", E25, "call-removal"),
+                (GoSdk, Server, "addtool", E25, "call-removal"),
+                (McpGo, Server, "addtool", E25, "call-removal"),
+                (McpGo, Server, "settools", E25, "call-removal"),
+                (Java, Server, "sync", E25, "call-removal"),
             ],
             check: |r| {
                 let c = &r.observations.calls;
@@ -439,7 +761,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
         },
         Claim {
             section: "Observed in every SDK",
-            claim: "no SDK prevents an older refresh from overwriting a newer one",
+            claim: "no SDK prevents an older refresh from overwriting a newer one (the Go SDK's one-at-a-time dispatch keeps its refreshes from overlapping: see its own claim)",
             rows: vec![
                 (Rmcp, Client, "list-all", E25, "stale-race"),
                 (TsV1, Client, "listchanged", E25, "stale-race"),
@@ -453,6 +775,10 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 (TsV2, Client, "listchanged-debounce0", E26, "stale-race"),
                 (Python, Client, "session", E26, "stale-race"),
                 (Python, Client, "client", E26, "stale-race"),
+                (McpGo, Client, "onnotification", E25, "stale-race"),
+                (McpGo, Client, "onnotification", E26, "stale-race"),
+                (Java, Client, "sync", E25, "stale-race"),
+                (Java, Client, "async", E25, "stale-race"),
             ],
             check: |r| {
                 (
@@ -471,36 +797,90 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
 }
 
 /// Behaviours the matrix observed that docs/sdk-facts.md does not state (or states otherwise).
+/// (docs/sdk-facts.md states what this used to list: TypeScript v2's -32602 for a removed tool and
+/// Python's `server/discover` advertising `listChanged: true`; the claims above judge both.) Left:
+/// a server of an SDK the document does not describe as silent that advertises
+/// `tools.listChanged` and then sends nothing after a change.
 pub fn extra(runs: &[RunReport]) -> Vec<String> {
     let mut out = Vec::new();
     for r in runs.iter().filter(|r| r.status == RunStatus::Completed) {
-        if let Target::Exercise { name } = &r.target {
-            if name == "call-removal"
-                && r.imp == Impl::TsV2
-                && r.observations
-                    .calls
-                    .get(1)
-                    .is_some_and(|c| !c.ok && c.code == Some(-32602))
-            {
-                out.push(format!(
-                    "{}: calling a removed tool is a JSON-RPC error -32602 (docs/sdk-facts.md says TypeScript returns a result with isError: true; true of v1 only)",
-                    label(r)
-                ));
-            }
-            if name == "notify"
-                && r.imp == Impl::Python
-                && r.variant == "mcpserver"
-                && r.era == E26
-                && r.observations.tools_list_changed_advertised == Some(true)
-            {
-                out.push(format!(
-                    "{}: server/discover advertises tools.listChanged = true although add_tool/remove_tool send nothing (docs/sdk-facts.md mentions only the 2025-11-25 initialize, which says false)",
-                    label(r)
-                ));
-            }
+        if r.target.name() == "notify"
+            && !matches!(r.imp, Impl::Python | Impl::Rmcp)
+            && r.observations.tools_list_changed_advertised == Some(true)
+            && r.observations
+                .notifications_per_batch
+                .iter()
+                .all(|x| *x == 0)
+        {
+            out.push(format!(
+                "{}: advertises tools.listChanged = true but sent no list_changed after add, remove or a 2-op batch (docs/sdk-facts.md does not say so)",
+                label(r)
+            ));
         }
     }
     out.sort();
     out.dedup();
     out
+}
+
+/// A question about a pinned version that no run answers, answered from its released source.
+#[derive(Clone, Debug, Serialize)]
+pub struct SourceCheck {
+    /// SDK and exact version.
+    pub sdk: &'static str,
+    /// The question.
+    pub question: &'static str,
+    /// What the released source says.
+    pub answer: &'static str,
+    /// Where (file and function in the released artifact).
+    pub place: &'static str,
+}
+
+/// What was read in the released source of the pinned versions (the Go module zips from the Go
+/// module proxy, the Java jar from Maven Central, decompiled: its sources jar is not served).
+pub fn source_checks() -> Vec<SourceCheck> {
+    vec![
+        SourceCheck {
+            sdk: "github.com/modelcontextprotocol/go-sdk v1.8.0",
+            question: "does the client's page walk guard against a repeated cursor, or bound the number of pages?",
+            answer: "no: the walk requests the next page as long as nextCursor is non-empty; a server that repeats a cursor makes ClientSession.Tools (and Prompts, Resources, ResourceTemplates) loop until the context ends. Neither a cursor-cycle guard nor a page bound is in this release.",
+            place: "mcp/client.go, paginate (used by ClientSession.Tools/Prompts/Resources/ResourceTemplates)",
+        },
+        SourceCheck {
+            sdk: "github.com/modelcontextprotocol/go-sdk v1.8.0",
+            question: "how are list results cached on 2026-07-28?",
+            answer: "per method and cursor, for the result's ttlMs (0: not at all); a list_changed notification clears that method's cache before the application's handler runs.",
+            place: "mcp/cache.go (methodCache), mcp/client.go (callToolChangedHandler)",
+        },
+        SourceCheck {
+            sdk: "github.com/mark3labs/mcp-go v1.2.1",
+            question: "does the client's page walk guard against a repeated cursor, or bound the number of pages?",
+            answer: "a repeated cursor, yes: Client.ListTools (and the other List* walkers) stop with ErrRepeatedListCursor when the server sends a cursor already requested; there is no bound on the number of distinct pages.",
+            place: "client/client.go, noteListCursor and ListTools/ListPrompts/ListResources/ListResourceTemplates",
+        },
+        SourceCheck {
+            sdk: "github.com/mark3labs/mcp-go v1.2.1",
+            question: "when does the server send nextCursor?",
+            answer: "whenever a page is full, so a list whose length is a multiple of the page size ends with one more request answered by an empty page.",
+            place: "server/server.go, listByPagination",
+        },
+        SourceCheck {
+            sdk: "io.modelcontextprotocol.sdk:mcp 2.1.0 (mcp-core 2.1.0)",
+            question: "does the client keep a list cache with a generation counter (so an older re-list cannot overwrite a newer one)?",
+            answer: "no: McpAsyncClient keeps no list cache and no generation or sequence number; on each list_changed it calls listTools() and passes the result to the change consumers, whichever finishes last wins (the only cache is the tools' output schemas, for validating call results).",
+            place: "io/modelcontextprotocol/client/McpAsyncClient (asyncToolsChangeNotificationHandler, listTools, toolsOutputSchemaCache)",
+        },
+        SourceCheck {
+            sdk: "io.modelcontextprotocol.sdk:mcp 2.1.0 (mcp-core 2.1.0)",
+            question: "does the client's page walk guard against a repeated cursor, or bound the number of pages?",
+            answer: "no: listTools() expands while nextCursor is non-empty, with no guard and no bound.",
+            place: "io/modelcontextprotocol/client/McpAsyncClient.listTools (Mono.expand)",
+        },
+        SourceCheck {
+            sdk: "io.modelcontextprotocol.sdk:mcp 2.1.0 (mcp-core 2.1.0)",
+            question: "which protocol versions does it speak?",
+            answer: "2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25: no 2026-07-28, no server/discover, no subscriptions/listen.",
+            place: "io/modelcontextprotocol/spec/ProtocolVersions, McpTransport.protocolVersions",
+        },
+    ]
 }

@@ -273,7 +273,10 @@ pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)
             continue;
         }
         for (name, t) in &traces {
-            if t.scenario.era != k.era || trace_role(&t.scenario) != Some(k.role) {
+            if t.scenario.era != k.era
+                || trace_role(&t.scenario) != Some(k.role)
+                || !k.imp.spec().corpus.includes(name)
+            {
                 continue;
             }
             match plan(t, name, &k.subject(), None) {

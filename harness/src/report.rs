@@ -33,6 +33,7 @@ struct Json<'a> {
     validation: &'a [crate::matrix::Validation],
     findings: &'a [Finding],
     not_in_sdk_facts: &'a [String],
+    source_checks: &'a [findings::SourceCheck],
     runs: &'a [RunReport],
 }
 
@@ -45,8 +46,14 @@ pub fn write(reports: &Path, m: &mut Matrix) -> std::io::Result<std::path::PathB
         std::fs::remove_dir_all(&logs)?;
     }
     std::fs::create_dir_all(&logs)?;
+    // Every run a finding rests on gets its log too, so each piece of evidence links one.
+    let cited: std::collections::BTreeSet<String> = findings::findings(&m.runs)
+        .into_iter()
+        .flat_map(|f| f.runs)
+        .filter(|id| !id.is_empty())
+        .collect();
     for r in &mut m.runs {
-        if worth_a_log(r) && r.status != RunStatus::Unsupported {
+        if (worth_a_log(r) || cited.contains(&r.id)) && r.status != RunStatus::Unsupported {
             let rel = format!("{LOG_DIR}/{}.log", r.id);
             msglog::write(&reports.join(&rel), r, KindSet::only(Kind::Tools))?;
             r.log = Some(rel);
@@ -54,6 +61,7 @@ pub fn write(reports: &Path, m: &mut Matrix) -> std::io::Result<std::path::PathB
     }
     let found = findings::findings(&m.runs);
     let extra = findings::extra(&m.runs);
+    let checks = findings::source_checks();
     let json = Json {
         format: "listsync-conformance/1",
         seconds: m.seconds,
@@ -62,6 +70,7 @@ pub fn write(reports: &Path, m: &mut Matrix) -> std::io::Result<std::path::PathB
         validation: &m.validation,
         findings: &found,
         not_in_sdk_facts: &extra,
+        source_checks: &checks,
         runs: &m.runs,
     };
     let text = serde_json::to_string_pretty(&json).map_err(std::io::Error::other)?;

@@ -262,6 +262,14 @@ fn findings(s: &mut String, v: &Value, runs: &BTreeMap<&str, &Value>) {
         s,
         "\n## docs/sdk-facts.md, \"Observed\": what the matrix says\n"
     );
+    let _ = writeln!(
+        s,
+        "Each line of evidence names its row and the scenario or corpus trace it ran (`NAME.json` is \
+         `traces/NAME.json`) and links the run's message log. A corpus trace replays against the \
+         same row with `listsync replay traces/NAME.json --against IMPL:ROLE@VARIANT`; a scenario \
+         reruns with `listsync matrix --only IMPL` (the proxy's holds and releases give every run \
+         the same schedule).\n"
+    );
     let _ = writeln!(s, "| section | claim | verdict | evidence |");
     let _ = writeln!(s, "|---|---|---|---|");
     let status_text = |f: &Value| str_of(f, "status").replace('_', " ");
@@ -332,6 +340,31 @@ fn findings(s: &mut String, v: &Value, runs: &BTreeMap<&str, &Value>) {
     }
     for e in extra {
         let _ = writeln!(s, "- {e}");
+    }
+    let checks: Vec<&Value> = v
+        .get("source_checks")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    if !checks.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n### Checked in the released source of the pinned versions\n\n\
+             Questions no run answers, read in the artifacts the adapters install (the Go module \
+             zips, the Java jar).\n"
+        );
+        let _ = writeln!(s, "| SDK | question | answer | where |");
+        let _ = writeln!(s, "|---|---|---|---|");
+        for c in checks {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                cell_escape(str_of(c, "sdk")),
+                cell_escape(str_of(c, "question")),
+                cell_escape(str_of(c, "answer")),
+                cell_escape(str_of(c, "place"))
+            );
+        }
     }
 }
 
@@ -515,8 +548,13 @@ mod tests {
             "validation": [{"trace": "naive.json", "role": "client", "strategy": "trace",
                             "shows": "no_stale_overwrite", "caught": true, "agrees": true,
                             "run": "r1"}],
-            "findings": [],
+            "findings": [{"section": "Java", "claim": "an older list can win", "status": "confirmed",
+                          "evidence": ["java client (sync) 2025-11-25 `naive.json`: violated"],
+                          "runs": ["r1"]}],
             "not_in_sdk_facts": [],
+            "source_checks": [{"sdk": "io.modelcontextprotocol.sdk:mcp 2.1.0",
+                               "question": "a generation counter?", "answer": "no",
+                               "place": "McpAsyncClient"}],
             "runs": [{"id": "r1", "target": {"type": "trace", "name": "naive.json"},
                       "status": "completed", "server": "reference", "client": "ts-v2",
                       "log": "conformance/r1.log",
@@ -543,6 +581,17 @@ mod tests {
             "| ts-v1 | 1.32.2 | client | 2026-07-28 | x | not run: does not speak 2026-07-28 ||"
         ));
         assert!(page.contains("| [naive](diagrams/corpus/naive.svg) ([json](../traces/naive.json)) | client | ts-v2 | no_stale_overwrite | **yes** | yes |"));
+    }
+
+    #[test]
+    fn findings_link_their_runs_and_the_source_checks_are_listed() {
+        let page = render(Some(&doc()), &|_| None);
+        assert!(page.contains(
+            "| Java | an older list can win | **confirmed** | java client (sync) 2025-11-25 `naive.json`: violated ([log](conformance/r1.log)) |"
+        ));
+        assert!(page.contains("### Checked in the released source of the pinned versions"));
+        assert!(page.contains("| io.modelcontextprotocol.sdk:mcp 2.1.0 | a generation counter? | no | McpAsyncClient |"));
+        assert!(page.contains("Nowhere: every claim tested was confirmed."));
     }
 
     #[test]
