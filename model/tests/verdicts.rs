@@ -33,6 +33,23 @@ fn every_config_gives_its_expected_verdicts() {
     for c in configs::all() {
         let r = run(&c);
         assert!(r.exhaustive, "{} was cut short", c.name());
+        // Its verdicts mean something: every situation it names was reached ...
+        assert!(!c.situations.is_empty(), "{} names no situation", c.name());
+        assert_eq!(r.situations.len(), c.situations.len(), "{}", c.name());
+        for s in &r.situations {
+            if s.states == 0 || s.depth.is_none() {
+                failures.push(format!("{}: {} unreached", c.name(), s.situation));
+            }
+        }
+        // ... and quiescence stays reachable from every state (no livelock).
+        if !r.progress.holds() {
+            failures.push(format!(
+                "{}: {} states cannot reach quiescence, e.g. after {:?}",
+                c.name(),
+                r.progress.stuck,
+                r.progress.stuck_path
+            ));
+        }
         if r.verdicts != c.expected() {
             failures.push(format!(
                 "{}: expected {:?}, got {:?}",
