@@ -217,8 +217,17 @@ fn version_of(r: &rmcp::model::ListToolsResult) -> Option<u64> {
 async fn cursors_carry_the_cluster_version_across_nodes() {
     for era in [Era::V2025_11_25, Era::V2026_07_28] {
         let mut rig = Rig::start(era, "cursor").await;
+        // a keeps the walk versions a commit overtakes (the default); c keeps none.
         let a = rig.add_node("a", NodeSpec::default()).await;
-        let c = rig.add_node("c", NodeSpec::default()).await;
+        let c = rig
+            .add_node(
+                "c",
+                NodeSpec {
+                    retain_versions: Some(0),
+                    ..NodeSpec::default()
+                },
+            )
+            .await;
         let url = |n: usize| format!("http://{}/mcp", rig.nodes[n].addr);
         let on_a = connect(&url(a), era).await;
         let on_c = connect(&url(c), era).await;
@@ -236,12 +245,19 @@ async fn cursors_carry_the_cluster_version_across_nodes() {
         assert_eq!(version_of(&second), Some(1));
         assert_eq!(second.tools.len(), 2);
 
-        // A commit on a; once c serves it, the old cursor is refused there with -32602.
+        // A commit on a; once c serves it, the old cursor is refused there with -32602, while a,
+        // which keeps the overtaken walk version, serves it to its end, still at v1
+        // (version-bound cursors: never a page of another version).
         let v = rig.mutate(a, &json!([add("new")])).await;
         cluster_support::eventually("node c to take the batch", async || {
             (rig.nodes[c].version().await == v).then_some(())
         })
         .await;
+        let kept = page(&on_a, Some(cursor.clone()))
+            .await
+            .expect("a serves the overtaken walk");
+        assert_eq!(version_of(&kept), Some(1));
+        assert_eq!(kept.tools.len(), 2);
         match page(&on_c, Some(cursor)).await {
             Err(rmcp::ServiceError::McpError(e)) => {
                 assert_eq!(e.code.0, -32602, "{e:?}")

@@ -149,6 +149,8 @@ pub struct NodeSpec {
     pub strategy: Option<String>,
     /// Reach Redis through this address instead of directly (a forwarder).
     pub redis_via: Option<SocketAddr>,
+    /// `--retain-versions` (default: the server's).
+    pub retain_versions: Option<u8>,
 }
 
 impl Rig {
@@ -181,6 +183,9 @@ impl Rig {
         .arg(&sock);
         if let Some(s) = &spec.strategy {
             cmd.args(["--strategy", s]);
+        }
+        if let Some(r) = spec.retain_versions {
+            cmd.args(["--retain-versions", &r.to_string()]);
         }
         let mut child = cmd
             .stdin(Stdio::null())
