@@ -4,7 +4,7 @@
 //! `reports/conformance.json` with a message log for every run that shows something.
 
 use anyhow::Context;
-use listsync_harness::adapters::{Impl, Paths};
+use listsync_harness::adapters::Paths;
 use listsync_harness::matrix::{self, CellState, Options};
 use listsync_harness::run::Bounds;
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ pub struct Args {
     /// Only these implementations (comma-separated: reference, rmcp, ts-v1, ts-v2, python, go-sdk,
     /// mcp-go, java).
     #[arg(long, value_delimiter = ',')]
-    only: Vec<Impl>,
+    only: Vec<String>,
     /// The trace corpus.
     #[arg(long, default_value = "traces")]
     traces: PathBuf,
@@ -45,20 +45,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         jobs,
         traces: args.traces,
         only: args.only,
+        adapters: Vec::new(),
         bounds: Bounds::default(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let progress = |line: &str| eprintln!("{line}");
-    let mut m = rt.block_on(matrix::run(&paths, &opts, &progress));
+    let mut m = rt
+        .block_on(matrix::run(&paths, &opts, &progress))
+        .map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&args.out)?;
     listsync_harness::report::write(&args.out, &mut m)
         .with_context(|| format!("writing the report under {}", args.out.display()))?;
     let md = listsync_report::pages::write_conformance_page(&args.out)
         .with_context(|| format!("rendering conformance.md under {}", args.out.display()))?;
     let reference_bad = m.rows.iter().any(|r| {
-        r.key.imp == Impl::Reference && r.cells.values().any(|c| c.state == CellState::Violated)
+        r.key.imp == listsync_harness::manifest::reference().name
+            && r.cells.values().any(|c| c.state == CellState::Violated)
     });
     let uncaught: Vec<&str> = m
         .validation

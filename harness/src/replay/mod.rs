@@ -47,7 +47,7 @@ mod progress;
 pub use matching::tracked_policy;
 pub use planning::{ReplayPlan, plan, trace_role, why_not_replayable};
 
-use crate::adapters::{Impl, Paths, client_launch, server_launch};
+use crate::adapters::{Paths, client_launch, server_launch};
 use crate::jsonrpc;
 use crate::outcome::{RunReport, RunStatus, Target};
 use crate::proxy::Policy;
@@ -74,8 +74,8 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
         plan.scenario.era,
     );
     report.expected = Some(plan.scenario.mask(&plan.trace.expected));
-    report.server = format!("{} ({})", plan.server.imp, plan.server.variant);
-    report.client = format!("{} ({})", plan.client.imp, plan.client.variant);
+    report.server = format!("{} ({})", plan.server.adapter.name, plan.server.variant);
+    report.client = format!("{} ({})", plan.client.adapter.name, plan.client.variant);
     if let Some(why) = &plan.unsupported {
         report.status = RunStatus::Unsupported;
         report.detail = Some(why.clone());
@@ -120,7 +120,7 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
         ids: HashMap::new(),
         kinds,
         commit_gate: None,
-        exact: plan.client.imp == Impl::Reference && plan.server.imp == Impl::Reference,
+        exact: plan.client.adapter.runs_core && plan.server.adapter.runs_core,
         notifications_delivered: 0,
     };
     let mut diverged: Option<(Option<usize>, String)> = None;
