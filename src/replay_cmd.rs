@@ -1,7 +1,7 @@
-//! `listsync replay TRACE... --against IMPL[:ROLE][@VARIANT] [--era E]`: replays traces against
-//! a real implementation through the harness (our runtime, rmcp, the TypeScript SDKs, the Python
-//! SDK), prints per trace the verdicts judged from what the implementation did next to the
-//! model's, any divergence, and the path of the message log.
+//! `listsync replay TRACE... (--against IMPL[:ROLE][@VARIANT] | --adapter FILE[:ROLE][@VARIANT])
+//! [--era E]`: replays traces against a real implementation through the harness (a built-in one,
+//! or any adapter described by a manifest file), prints per trace the verdicts judged from what
+//! the implementation did next to the model's, any divergence, and the path of the message log.
 
 use anyhow::Context;
 use listsync_core::property::{Property, Verdict};
@@ -19,11 +19,16 @@ pub struct Args {
     /// Trace files (JSON).
     #[arg(required = true)]
     traces: Vec<PathBuf>,
-    /// Implementation under test: IMPL[:ROLE][@VARIANT], IMPL one of reference, rmcp, ts-v1,
-    /// ts-v2, python (e.g. `ts-v1:client@listchanged-debounce0`, `reference@naive:client`,
-    /// `reference@trace` for our runtime running the trace's own strategies).
+    /// Built-in implementation under test: IMPL[:ROLE][@VARIANT], IMPL one of reference, rmcp,
+    /// ts-v1, ts-v2, python, go-sdk, mcp-go, java (e.g. `ts-v1:client@listchanged-debounce0`,
+    /// `reference@naive:client`, `reference@trace` for our runtime running the trace's own
+    /// strategies).
+    #[arg(long, required_unless_present = "adapter", conflicts_with = "adapter")]
+    against: Option<String>,
+    /// An adapter of your own: its manifest FILE[:ROLE][@VARIANT]
+    /// (docs/writing-an-adapter.md).
     #[arg(long)]
-    against: String,
+    adapter: Option<String>,
     /// Protocol era (the trace's own era by default; a different one is reported unsupported).
     #[arg(long)]
     era: Option<Era>,
@@ -39,7 +44,12 @@ fn cell(v: Option<&Verdict>) -> String {
 /// Runs the replays; exit 0 when every replay ran in lockstep and agreed with the model, 1 when
 /// one diverged or disagreed, 2 when one could not run.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let subject: Subject = args.against.parse().map_err(anyhow::Error::msg)?;
+    let subject = match (&args.against, &args.adapter) {
+        (_, Some(file)) => Subject::parse(file, true),
+        (Some(imp), None) => Subject::parse(imp, false),
+        (None, None) => Err("give --against IMPL or --adapter FILE".into()),
+    }
+    .map_err(anyhow::Error::msg)?;
     let exe = std::env::current_exe().context("locating the listsync executable")?;
     let mut paths = Paths::discover(exe.clone()).map_err(anyhow::Error::msg)?;
     // Adapters start from a pinned copy, so a concurrent rebuild cannot swap builds mid-run.

@@ -158,27 +158,35 @@ pub struct Options {
 }
 
 impl Options {
-    /// The adapters whose rows run: the built-ins (those of `only`, if any), then the user's.
-    /// An unknown name in `only` is an error.
+    /// The adapters whose rows run: the built-ins, then the user's (`--adapter`), all of them
+    /// or those named by `only`. A name in `only` that names no adapter, or a user's adapter
+    /// named like another, is an error.
     pub fn adapters(&self) -> Result<Vec<Arc<Manifest>>, String> {
-        for n in &self.only {
-            manifest::find(n)?;
-        }
-        let mut out: Vec<Arc<Manifest>> = manifest::built_in()
-            .iter()
-            .filter(|m| self.only.is_empty() || self.only.contains(&m.name))
-            .cloned()
-            .collect();
+        let mut all: Vec<Arc<Manifest>> = manifest::built_in().to_vec();
         for m in &self.adapters {
-            if out.iter().any(|o| o.name == m.name) {
+            if all.iter().any(|o| o.name == m.name) {
                 return Err(format!(
                     "two adapters are named '{}': give yours another name",
                     m.name
                 ));
             }
-            out.push(m.clone());
+            all.push(m.clone());
         }
-        Ok(out)
+        if let Some(n) = self
+            .only
+            .iter()
+            .find(|n| !all.iter().any(|m| &m.name == *n))
+        {
+            let names: Vec<&str> = all.iter().map(|m| m.name.as_str()).collect();
+            return Err(format!(
+                "--only {n}: no such adapter (known: {})",
+                names.join(", ")
+            ));
+        }
+        Ok(all
+            .into_iter()
+            .filter(|m| self.only.is_empty() || self.only.contains(&m.name))
+            .collect())
     }
 }
 
@@ -253,6 +261,43 @@ fn safe(s: &str) -> String {
             }
         })
         .collect()
+}
+
+impl Matrix {
+    /// What makes the run a failure: a row of our own runtime (the manifest that runs core)
+    /// with a violated property, and each known-bad variant whose own trace ran but did not
+    /// catch it. Empty when the run passes.
+    pub fn failures(&self) -> Vec<String> {
+        let reference = manifest::reference().name.clone();
+        let mut out = Vec::new();
+        if self.rows.iter().any(|r| {
+            r.key.imp == reference && r.cells.values().any(|c| c.state == CellState::Violated)
+        }) {
+            out.push(format!(
+                "the {reference} implementation violates a property (see the report)"
+            ));
+        }
+        let uncaught: Vec<&str> = self
+            .validation
+            .iter()
+            .filter(|v| {
+                v.shows.is_some()
+                    && !v.caught
+                    && self
+                        .runs
+                        .iter()
+                        .any(|r| r.id == v.run && r.status != RunStatus::Unsupported)
+            })
+            .map(|v| v.trace.as_str())
+            .collect();
+        if !uncaught.is_empty() {
+            out.push(format!(
+                "known-bad variants not caught: {}",
+                uncaught.join(", ")
+            ));
+        }
+        out
+    }
 }
 
 /// Runs the matrix. `progress` gets one line per finished run. Fails only on options that name
