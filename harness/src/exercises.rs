@@ -54,6 +54,10 @@ pub enum Exercise {
     SessionSendToPythonClient,
 }
 
+/// A pair run: the subject (server side), the SDK client (manifest, variant) that replaces our
+/// runtime on the other end, and the era.
+pub type Pair = (Subject, (std::sync::Arc<Manifest>, &'static str), Era);
+
 impl Exercise {
     /// Every scenario.
     pub const ALL: [Exercise; 9] = [
@@ -108,7 +112,7 @@ impl Exercise {
 
     /// For a pair run: the subject (server side) and the SDK client that replaces our runtime
     /// on the other end, in its era.
-    pub fn pair(self) -> Option<(Subject, (std::sync::Arc<Manifest>, &'static str), Era)> {
+    pub fn pair(self) -> Option<Pair> {
         match self {
             Exercise::SessionSendToPythonClient => {
                 let python = manifest::find("python").ok()?;

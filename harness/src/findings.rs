@@ -88,7 +88,7 @@ fn fold(c: Claim, runs: &[RunReport]) -> Finding {
     let mut evidence = Vec::new();
     let mut ids = Vec::new();
     for (imp, role, variant, era, scenario) in &c.rows {
-        match find(runs, *imp, *role, variant, *era, scenario) {
+        match find(runs, imp, *role, variant, *era, scenario) {
             Some(r) => {
                 let (ok, what) = (c.check)(r);
                 if ok {
