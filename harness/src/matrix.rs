@@ -1,5 +1,6 @@
 //! The conformance matrix: every implementation × exact package version × role × era ×
-//! variant, against the 9 properties. Each row's cells aggregate that row's runs — the
+//! variant, against the 9 properties. The implementations are adapter manifests: the built-in
+//! ones and any of the user's own (`--adapter FILE`), all treated alike. Each row's cells aggregate that row's runs — the
 //! `traces/` corpus replayed against it (traces about its role, in its era) and the generated
 //! scenarios of its role. Our runtime running each trace's own known-bad strategy is replayed
 //! too, to show the harness catches every bug it knows is there.

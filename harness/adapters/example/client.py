@@ -289,7 +289,10 @@ class Client:
                 is_error = bool(result.get("isError"))
                 self.control.event("call_done", tool=cmd["tool"], is_error=is_error)
                 self.control.reply(cid, True, is_error=is_error, text=text)
-            elif name == "listen" and ERA == "2026-07-28":
+            elif name == "listen":
+                if ERA != "2026-07-28":
+                    self.control.reply(cid, False, error="listen is a 2026-07-28 request")
+                    return
                 flags = {k + "ListChanged": True for k in cmd.get("kinds", [])}
                 _, acked = self.listen_start(flags)
                 acked.wait()
