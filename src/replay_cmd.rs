@@ -4,11 +4,10 @@
 //! the implementation did next to the model's, any divergence, and the path of the message log.
 
 use anyhow::Context;
-use listsync_core::property::{Property, Verdict};
 use listsync_core::vocab::Era;
 use listsync_harness::adapters::{Paths, Subject};
 use listsync_harness::outcome::RunStatus;
-use listsync_harness::replay::{agrees, plan, replay};
+use listsync_harness::replay::{exit_code, plan, replay, summary};
 use listsync_harness::run::Bounds;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,10 +34,6 @@ pub struct Args {
     /// Directory for the message logs.
     #[arg(long, default_value = "reports/replay")]
     out: PathBuf,
-}
-
-fn cell(v: Option<&Verdict>) -> String {
-    v.map(ToString::to_string).unwrap_or_else(|| "-".into())
 }
 
 /// Runs the replays; exit 0 when every replay ran in lockstep and agreed with the model, 1 when
@@ -84,27 +79,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default()
         );
         if report.status != RunStatus::Unsupported {
-            println!(
-                "  {:<22} {:<9} {:<9} {:<9}",
-                "property", "judged", "model", "trace"
-            );
-            for prop in Property::ALL {
-                println!(
-                    "  {:<22} {:<9} {:<9} {:<9}",
-                    prop.as_str(),
-                    cell(report.judged.get(&prop)),
-                    cell(report.model.as_ref().and_then(|m| m.get(&prop))),
-                    cell(report.expected.as_ref().and_then(|m| m.get(&prop))),
-                );
-            }
-            for f in &report.violations {
-                println!(
-                    "  violation {} (record {}): {}",
-                    f.property, f.record, f.detail
-                );
-            }
-            for n in &report.notes {
-                println!("  note: {n}");
+            for line in summary(&report) {
+                println!("{line}");
             }
             let stem = name.trim_end_matches(".json");
             let log = args.out.join(format!(
@@ -116,19 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("writing {}", log.display()))?;
             println!("  message log: {}", log.display());
         }
-        let code = match report.status {
-            RunStatus::Completed
-                if report
-                    .model
-                    .as_ref()
-                    .is_some_and(|m| agrees(&report.judged, m)) =>
-            {
-                0
-            }
-            RunStatus::Completed | RunStatus::Diverged => 1,
-            RunStatus::Unsupported => 0,
-            RunStatus::Failed => 2,
-        };
+        let code = exit_code(&report);
         worst = worst.max(code);
     }
     Ok(ExitCode::from(worst))

@@ -251,3 +251,50 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
 pub fn agrees(judged: &Verdicts, model: &Verdicts) -> bool {
     Property::ALL.iter().all(|p| judged.get(p) == model.get(p))
 }
+
+/// The verdict table and findings `listsync replay` prints for one run that ran: per property
+/// the judged verdict, the model's and the trace's, then each violation and note.
+pub fn summary(report: &RunReport) -> Vec<String> {
+    let cell = |v: Option<&listsync_core::property::Verdict>| {
+        v.map(ToString::to_string).unwrap_or_else(|| "-".into())
+    };
+    let mut out = vec![format!(
+        "  {:<22} {:<9} {:<9} {:<9}",
+        "property", "judged", "model", "trace"
+    )];
+    for prop in Property::ALL {
+        out.push(format!(
+            "  {:<22} {:<9} {:<9} {:<9}",
+            prop.as_str(),
+            cell(report.judged.get(&prop)),
+            cell(report.model.as_ref().and_then(|m| m.get(&prop))),
+            cell(report.expected.as_ref().and_then(|m| m.get(&prop))),
+        ));
+    }
+    for f in &report.violations {
+        out.push(format!(
+            "  violation {} (record {}): {}",
+            f.property, f.record, f.detail
+        ));
+    }
+    out.extend(report.notes.iter().map(|n| format!("  note: {n}")));
+    out
+}
+
+/// The exit status of one replay: 0 when it ran in lockstep and agreed with the model (or the
+/// implementation cannot run the trace), 1 when it diverged or disagreed, 2 when it could not run.
+pub fn exit_code(report: &RunReport) -> u8 {
+    match report.status {
+        RunStatus::Completed
+            if report
+                .model
+                .as_ref()
+                .is_some_and(|m| agrees(&report.judged, m)) =>
+        {
+            0
+        }
+        RunStatus::Completed | RunStatus::Diverged => 1,
+        RunStatus::Unsupported => 0,
+        RunStatus::Failed => 2,
+    }
+}
