@@ -246,6 +246,7 @@ async fn session(
         page_size: 0,
         initial: initial.clone(),
         ttl_ms: None,
+        retain_versions: None,
     };
     let client = ClientSetup {
         adapter: under(Role::Client),

@@ -369,6 +369,9 @@ pub struct ServerSetup {
     pub initial: Vec<Op>,
     /// `ttlMs` (reference, 2026-07-28).
     pub ttl_ms: Option<u32>,
+    /// (reference) Walk versions the server keeps serving to their end (`serve
+    /// --retain-versions`); `None`: its default.
+    pub retain_versions: Option<u8>,
 }
 
 /// How to start the client side of a run.
@@ -430,6 +433,7 @@ pub const PLACEHOLDERS: &[&str] = &[
     "initial",
     "kinds",
     "ttl_ms",
+    "retain_versions",
 ];
 
 impl Vars {
@@ -567,6 +571,9 @@ pub fn server_launch(paths: &Paths, s: &ServerSetup) -> Result<Launch, String> {
             v.set("initial", initial.clone());
             if let Some(t) = s.ttl_ms {
                 v.set("ttl_ms", t.to_string());
+            }
+            if let Some(r) = s.retain_versions {
+                v.set("retain_versions", r.to_string());
             }
         },
         env,

@@ -12,6 +12,7 @@
 //! property.
 
 pub mod configs;
+pub mod pacing;
 pub mod suite;
 pub mod symmetry;
 

@@ -161,6 +161,8 @@ pub fn plan(
             page_size: scenario.server.page_size,
             initial: scenario.initial.clone(),
             ttl_ms: scenario.server.ttl_ms,
+            // The trace's server keeps the walk versions it states: the shadow world's does.
+            retain_versions: Some(scenario.server.retain_versions),
         },
         client: ClientSetup {
             adapter: client_adapter,
@@ -210,6 +212,9 @@ fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
         }
         Step::Retry { .. } => {
             Some("retry timers fire by themselves in real clients: not replayed".into())
+        }
+        Step::WalkDue { .. } => {
+            Some("pacing timers fire by themselves in real clients: not replayed".into())
         }
         Step::SetAuth { .. } => Some("authorization changes need HTTP".into()),
         Step::BusDeliver { .. }
