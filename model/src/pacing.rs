@@ -89,13 +89,17 @@ fn time_passes(w: &World, step: &Step) -> bool {
     }
 }
 
+/// One explored state: the world, the walks counted so far, and (parent index, step) that led
+/// here.
+type Node = (Arc<World>, u32, Option<(usize, Step)>);
+
 /// Explores `scn` breadth-first to `depth` steps, counting along every path the walks client 0
 /// starts since time last passed.
 pub fn check(scn: &Scenario, depth: usize) -> StormResult {
     let start = World::new(scn);
     // (state, count) -> (parent index, step that led here)
     let mut seen: HashMap<(World, u32), usize> = HashMap::new();
-    let mut nodes: Vec<(Arc<World>, u32, Option<(usize, Step)>)> = Vec::new();
+    let mut nodes: Vec<Node> = Vec::new();
     seen.insert((start.clone(), 0), 0);
     nodes.push((Arc::new(start), 0, None));
     let mut frontier = vec![0usize];
