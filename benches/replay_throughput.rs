@@ -22,7 +22,7 @@ mod support;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use listsync_core::trace::Trace;
-use listsync_harness::adapters::{Impl, Paths, Subject, provision};
+use listsync_harness::adapters::{Paths, Subject, provision};
 use listsync_harness::outcome::RunStatus;
 use listsync_harness::pin::PinnedExe;
 use listsync_harness::replay::{ReplayPlan, plan, replay};
@@ -137,7 +137,10 @@ fn bench(c: &mut Criterion) {
         "naive.json",
         &naive,
     ));
-    match provision(&paths, Impl::TsV2) {
+    match provision(
+        &paths,
+        &listsync_harness::manifest::find("ts-v2").expect("ts-v2 is built in"),
+    ) {
         Ok(p) => {
             let versions: Vec<String> = p.sdk.iter().map(|(k, v)| format!("{k} {v}")).collect();
             notes.push(format!(

@@ -88,9 +88,11 @@ enum Cmd {
     /// Regenerate every page under reports/ (tables, sequence diagrams, bench plots) from the
     /// tools' JSON outputs.
     Report(report_cmd::Args),
-    /// Run a harness adapter in this process (the harness starts `listsync adapter rmcp`).
-    #[command(hide = true)]
-    Adapter(adapter_cmd::Args),
+    /// Adapters of your own: `adapter check FILE` checks one's control protocol.
+    Adapter {
+        #[command(subcommand)]
+        cmd: adapter_cmd::Cmd,
+    },
     /// Work with trace files.
     Trace {
         #[command(subcommand)]
@@ -124,7 +126,7 @@ fn main() -> ExitCode {
         Cmd::Matrix(args) => matrix_cmd::run(args),
         Cmd::Report(args) => report_cmd::run(args),
         Cmd::ConformanceSuite(args) => suite_cmd::run(args),
-        Cmd::Adapter(args) => adapter_cmd::run(args),
+        Cmd::Adapter { cmd } => adapter_cmd::run(cmd),
         Cmd::Trace {
             cmd: TraceCmd::Show { file, quiet },
         } => trace_cmd::show(&file, quiet),

@@ -1,14 +1,13 @@
-//! `listsync replay TRACE... --against IMPL[:ROLE][@VARIANT] [--era E]`: replays traces against
-//! a real implementation through the harness (our runtime, rmcp, the TypeScript SDKs, the Python
-//! SDK), prints per trace the verdicts judged from what the implementation did next to the
-//! model's, any divergence, and the path of the message log.
+//! `listsync replay TRACE... (--against IMPL[:ROLE][@VARIANT] | --adapter FILE[:ROLE][@VARIANT])
+//! [--era E]`: replays traces against a real implementation through the harness (a built-in one,
+//! or any adapter described by a manifest file), prints per trace the verdicts judged from what
+//! the implementation did next to the model's, any divergence, and the path of the message log.
 
 use anyhow::Context;
-use listsync_core::property::{Property, Verdict};
 use listsync_core::vocab::Era;
 use listsync_harness::adapters::{Paths, Subject};
 use listsync_harness::outcome::RunStatus;
-use listsync_harness::replay::{agrees, plan, replay};
+use listsync_harness::replay::{exit_code, plan, replay, summary};
 use listsync_harness::run::Bounds;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,11 +18,16 @@ pub struct Args {
     /// Trace files (JSON).
     #[arg(required = true)]
     traces: Vec<PathBuf>,
-    /// Implementation under test: IMPL[:ROLE][@VARIANT], IMPL one of reference, rmcp, ts-v1,
-    /// ts-v2, python (e.g. `ts-v1:client@listchanged-debounce0`, `reference@naive:client`,
-    /// `reference@trace` for our runtime running the trace's own strategies).
+    /// Built-in implementation under test: IMPL[:ROLE][@VARIANT], IMPL one of reference, rmcp,
+    /// ts-v1, ts-v2, python, go-sdk, mcp-go, java (e.g. `ts-v1:client@listchanged-debounce0`,
+    /// `reference@naive:client`, `reference@trace` for our runtime running the trace's own
+    /// strategies).
+    #[arg(long, required_unless_present = "adapter", conflicts_with = "adapter")]
+    against: Option<String>,
+    /// An adapter of your own: its manifest FILE[:ROLE][@VARIANT]
+    /// (docs/writing-an-adapter.md).
     #[arg(long)]
-    against: String,
+    adapter: Option<String>,
     /// Protocol era (the trace's own era by default; a different one is reported unsupported).
     #[arg(long)]
     era: Option<Era>,
@@ -32,14 +36,15 @@ pub struct Args {
     out: PathBuf,
 }
 
-fn cell(v: Option<&Verdict>) -> String {
-    v.map(ToString::to_string).unwrap_or_else(|| "-".into())
-}
-
 /// Runs the replays; exit 0 when every replay ran in lockstep and agreed with the model, 1 when
 /// one diverged or disagreed, 2 when one could not run.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let subject: Subject = args.against.parse().map_err(anyhow::Error::msg)?;
+    let subject = match (&args.against, &args.adapter) {
+        (_, Some(file)) => Subject::parse(file, true),
+        (Some(imp), None) => Subject::parse(imp, false),
+        (None, None) => Err("give --against IMPL or --adapter FILE".into()),
+    }
+    .map_err(anyhow::Error::msg)?;
     let exe = std::env::current_exe().context("locating the listsync executable")?;
     let mut paths = Paths::discover(exe.clone()).map_err(anyhow::Error::msg)?;
     // Adapters start from a pinned copy, so a concurrent rebuild cannot swap builds mid-run.
@@ -74,27 +79,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default()
         );
         if report.status != RunStatus::Unsupported {
-            println!(
-                "  {:<22} {:<9} {:<9} {:<9}",
-                "property", "judged", "model", "trace"
-            );
-            for prop in Property::ALL {
-                println!(
-                    "  {:<22} {:<9} {:<9} {:<9}",
-                    prop.as_str(),
-                    cell(report.judged.get(&prop)),
-                    cell(report.model.as_ref().and_then(|m| m.get(&prop))),
-                    cell(report.expected.as_ref().and_then(|m| m.get(&prop))),
-                );
-            }
-            for f in &report.violations {
-                println!(
-                    "  violation {} (record {}): {}",
-                    f.property, f.record, f.detail
-                );
-            }
-            for n in &report.notes {
-                println!("  note: {n}");
+            for line in summary(&report) {
+                println!("{line}");
             }
             let stem = name.trim_end_matches(".json");
             let log = args.out.join(format!(
@@ -106,19 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("writing {}", log.display()))?;
             println!("  message log: {}", log.display());
         }
-        let code = match report.status {
-            RunStatus::Completed
-                if report
-                    .model
-                    .as_ref()
-                    .is_some_and(|m| agrees(&report.judged, m)) =>
-            {
-                0
-            }
-            RunStatus::Completed | RunStatus::Diverged => 1,
-            RunStatus::Unsupported => 0,
-            RunStatus::Failed => 2,
-        };
+        let code = exit_code(&report);
         worst = worst.max(code);
     }
     Ok(ExitCode::from(worst))

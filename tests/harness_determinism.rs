@@ -14,7 +14,7 @@ mod harness_support;
 use harness_support::{REPLAY_LIMIT, paths, repo};
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::trace::Trace;
-use listsync_harness::adapters::{Impl, Paths, Subject, provision};
+use listsync_harness::adapters::{Paths, Subject, provision};
 use listsync_harness::outcome::{RunReport, RunStatus};
 use listsync_harness::replay::{plan, replay};
 use listsync_harness::run::Bounds;
@@ -106,7 +106,7 @@ async fn a_third_party_sdk_gives_the_same_verdicts_20_times() {
     let (paths, _pin) = paths();
     // First use installs the pinned packages (progress on stderr); a missing `node` is an
     // error naming it.
-    let installed = provision(&paths, Impl::TsV2).unwrap_or_else(|e| {
+    let installed = provision(&paths, &listsync_harness::manifest::find("ts-v2").expect("ts-v2 is built in")).unwrap_or_else(|e| {
         panic!(
             "cannot provision the ts-v2 adapter: {e}\n\
              (install Node.js >= 20 and npm, or set LISTSYNC_HARNESS_SKIP_SDKS=1 to skip this check)"

@@ -1,253 +1,23 @@
-//! The implementations the harness drives, and how to start each as a server or client adapter:
-//! our reference runtime (`listsync serve|watch`, with any core strategy), the rmcp adapter
-//! (`listsync adapter rmcp`, crate `harness/adapters/rmcp`), and the third-party SDK adapters in
-//! `harness/adapters/` (TypeScript v1/v2, Python, Go SDK, mcp-go, Java), which the first run
-//! installs from their lockfiles with `provision.sh` (a progress message, and a clear error naming
-//! what to install if a toolchain is missing).
+//! The implementations the harness drives and how to start each as a server or client adapter.
+//! Every implementation — our reference runtime (`listsync serve|watch`, with any core
+//! strategy), the rmcp adapter (`listsync adapter rmcp`), the third-party SDK adapters in
+//! `harness/adapters/`, and any adapter of a user's own — is described by a manifest
+//! ([`crate::manifest`]); this file turns one into a running process: it provisions it (once per
+//! process, with a progress message and a clear error naming what to install when a toolchain
+//! is missing), reads its version, and builds its argv and environment for a run.
 //!
-//! Everything the harness knows about one adapter (its name, the programs it needs, its eras and
-//! variants, which corpus traces its rows replay) is one [`AdapterSpec`] in [`Impl::spec`], the
-//! only per-adapter table: the shape an adapter manifest file would have.
-//!
-//! An implementation under test is a [`Subject`]: implementation, role, variant. Its counterpart
-//! on the other end of the link is always our reference runtime.
+//! An implementation under test is a [`Subject`]: manifest, role, variant. Its counterpart on
+//! the other end of the link is always our reference runtime ([`crate::manifest::reference`]).
 
+use crate::manifest::{self, Manifest};
 use listsync_core::vocab::{Era, Kind, KindSet, Op, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Mutex;
-
-/// An implementation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Impl {
-    /// Our runtime (`rt/`): `listsync serve` / `listsync watch`.
-    #[serde(rename = "reference")]
-    Reference,
-    /// The rmcp adapter (`harness/adapters/rmcp`).
-    #[serde(rename = "rmcp")]
-    Rmcp,
-    /// `@modelcontextprotocol/sdk` (TypeScript v1).
-    #[serde(rename = "ts-v1")]
-    TsV1,
-    /// `@modelcontextprotocol/client` + `/server` (TypeScript v2).
-    #[serde(rename = "ts-v2")]
-    TsV2,
-    /// PyPI `mcp`.
-    #[serde(rename = "python")]
-    Python,
-    /// `github.com/modelcontextprotocol/go-sdk` (the official Go SDK).
-    #[serde(rename = "go-sdk")]
-    GoSdk,
-    /// `github.com/mark3labs/mcp-go`.
-    #[serde(rename = "mcp-go")]
-    McpGo,
-    /// Maven `io.modelcontextprotocol.sdk:mcp` (the official Java SDK).
-    #[serde(rename = "java")]
-    Java,
-}
-
-/// Which traces of the `traces/` corpus an adapter's rows replay.
-#[derive(Clone, Copy, Debug)]
-pub enum Corpus {
-    /// Every trace about the row's role and era.
-    All,
-    /// Only these files. For SDKs whose patterns leave most traces at their first step (they walk
-    /// every page, list before they listen, do not notify where the trace's server does), the
-    /// replays that can only diverge cost seconds each and are left out; the generated scenarios
-    /// cover those races for every row.
-    Only(&'static [&'static str]),
-}
-
-impl Corpus {
-    /// Whether a trace file is replayed.
-    pub fn includes(self, file: &str) -> bool {
-        match self {
-            Corpus::All => true,
-            Corpus::Only(files) => files.contains(&file),
-        }
-    }
-}
-
-/// What the harness knows about one adapter: the data an adapter manifest would hold.
-#[derive(Debug)]
-pub struct AdapterSpec {
-    /// Name on the command line, in reports, and the `provision.sh` argument.
-    pub name: &'static str,
-    /// Installed by `provision.sh` (else built into `listsync`).
-    pub provisioned: bool,
-    /// Programs it needs on PATH, and what to install when one is missing.
-    pub needs: &'static [&'static str],
-    /// What to install when a program of `needs` is missing.
-    pub install: &'static str,
-    /// Eras it can be pinned to.
-    pub eras: &'static [Era],
-    /// Server variants worth a matrix row (the first is the default).
-    pub server_variants: &'static [&'static str],
-    /// Client variants worth a matrix row (the first is the default).
-    pub client_variants: &'static [&'static str],
-    /// Corpus traces its rows replay.
-    pub corpus: Corpus,
-}
-
-/// The corpus traces the Go and Java rows replay: the stale-overwrite traces (clients) and the
-/// torn-cursor and removed-tool traces (servers), which an SDK can follow to their end.
-const CORE_TRACES: &[&str] = &[
-    "naive.json",
-    "request-id-guard.json",
-    "offset-cursor.json",
-    "stale-dispatch.json",
-];
-
-const BOTH: &[Era] = &Era::ALL;
-const LEGACY: &[Era] = &[Era::V2025_11_25];
-
-static SPECS: [AdapterSpec; 8] = [
-    AdapterSpec {
-        name: "reference",
-        provisioned: false,
-        needs: &[],
-        install: "",
-        eras: BOTH,
-        server_variants: &["reference"],
-        client_variants: &["reference"],
-        corpus: Corpus::All,
-    },
-    AdapterSpec {
-        name: "rmcp",
-        provisioned: false,
-        needs: &[],
-        install: "",
-        eras: BOTH,
-        server_variants: &["router"],
-        client_variants: &["list-all"],
-        corpus: Corpus::All,
-    },
-    AdapterSpec {
-        name: "ts-v1",
-        provisioned: true,
-        needs: &["node"],
-        install: "Node.js >= 20 and npm",
-        eras: LEGACY,
-        server_variants: &["mcpserver", "mcpserver-coalesced", "lowlevel"],
-        client_variants: &["listchanged", "listchanged-debounce0"],
-        corpus: Corpus::All,
-    },
-    AdapterSpec {
-        name: "ts-v2",
-        provisioned: true,
-        needs: &["node"],
-        install: "Node.js >= 20 and npm",
-        eras: BOTH,
-        server_variants: &["mcpserver", "lowlevel"],
-        client_variants: &["listchanged", "listchanged-debounce0"],
-        corpus: Corpus::All,
-    },
-    AdapterSpec {
-        name: "python",
-        provisioned: true,
-        needs: &["python3"],
-        install: "Python >= 3.10 with venv",
-        eras: BOTH,
-        server_variants: &["mcpserver", "lowlevel"],
-        client_variants: &["session", "client"],
-        corpus: Corpus::All,
-    },
-    AdapterSpec {
-        name: "go-sdk",
-        provisioned: true,
-        needs: &["go"],
-        install: "Go >= 1.25",
-        eras: BOTH,
-        server_variants: &["addtool"],
-        client_variants: &["handler", "channel"],
-        corpus: Corpus::Only(CORE_TRACES),
-    },
-    AdapterSpec {
-        name: "mcp-go",
-        provisioned: true,
-        needs: &["go"],
-        install: "Go >= 1.25",
-        eras: BOTH,
-        server_variants: &["addtool", "settools"],
-        client_variants: &["onnotification"],
-        corpus: Corpus::Only(CORE_TRACES),
-    },
-    AdapterSpec {
-        name: "java",
-        provisioned: true,
-        needs: &["java", "javac", "mvn"],
-        install: "a JDK >= 17 and Maven",
-        eras: LEGACY,
-        server_variants: &["sync"],
-        client_variants: &["sync", "async"],
-        corpus: Corpus::Only(CORE_TRACES),
-    },
-];
-
-impl Impl {
-    /// Every implementation, in report order.
-    pub const ALL: [Impl; 8] = [
-        Impl::Reference,
-        Impl::Rmcp,
-        Impl::TsV1,
-        Impl::TsV2,
-        Impl::Python,
-        Impl::GoSdk,
-        Impl::McpGo,
-        Impl::Java,
-    ];
-
-    /// The adapter's data (the one per-adapter table).
-    pub fn spec(self) -> &'static AdapterSpec {
-        &SPECS[self as usize]
-    }
-
-    /// The name used on the command line and in reports.
-    pub fn as_str(self) -> &'static str {
-        self.spec().name
-    }
-
-    /// Whether it is installed by `provision.sh`.
-    pub fn provisioned(self) -> bool {
-        self.spec().provisioned
-    }
-
-    /// Eras the implementation can be pinned to.
-    pub fn eras(self) -> &'static [Era] {
-        self.spec().eras
-    }
-
-    /// The adapter variants of a role worth a matrix row (the first is the default).
-    pub fn variants(self, role: Role) -> &'static [&'static str] {
-        match role {
-            Role::Server => self.spec().server_variants,
-            Role::Client => self.spec().client_variants,
-        }
-    }
-}
-
-impl fmt::Display for Impl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Impl {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Impl::ALL
-            .into_iter()
-            .find(|i| i.as_str() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Impl::ALL.iter().map(|i| i.as_str()).collect();
-                format!("unknown implementation '{s}' ({})", names.join(", "))
-            })
-    }
-}
+use std::sync::{Arc, Mutex};
 
 /// A role on the MCP link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -289,20 +59,35 @@ impl FromStr for Role {
 /// An implementation under test: `IMPL[:ROLE][@VARIANT]`. For `reference` the variant is a core
 /// strategy of that role (`reference@naive:client` is the rt client running `naive`), or
 /// `trace`: the strategies the trace names. Without a role, the role a trace is about is used.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 pub struct Subject {
-    /// Implementation.
-    pub imp: Impl,
+    /// The implementation's manifest.
+    pub adapter: Arc<Manifest>,
     /// Role under test (None: decided by the trace).
     pub role: Option<Role>,
     /// Variant (None: the default).
     pub variant: Option<String>,
 }
 
-impl FromStr for Subject {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (head, variant) = match s.split_once('@') {
+impl Subject {
+    /// The implementation's name.
+    pub fn name(&self) -> &str {
+        &self.adapter.name
+    }
+
+    /// Our runtime in `role` with its default (reference) strategy or `variant`.
+    pub fn reference(role: Option<Role>, variant: Option<&str>) -> Subject {
+        Subject {
+            adapter: manifest::reference(),
+            role,
+            variant: variant.map(str::to_owned),
+        }
+    }
+
+    /// `SPEC[:ROLE][@VARIANT]` where SPEC names a built-in implementation, or with
+    /// `from_file`, is the path of a manifest (`--adapter FILE[:role]`).
+    pub fn parse(s: &str, from_file: bool) -> Result<Subject, String> {
+        let (head, variant) = match s.rsplit_once('@') {
             Some((h, v)) => {
                 // Accept both `impl@variant:role` and `impl:role@variant`.
                 match v.split_once(':') {
@@ -312,26 +97,55 @@ impl FromStr for Subject {
             }
             None => (s.to_owned(), None),
         };
-        let (imp, role) = match head.split_once(':') {
-            Some((i, r)) => (i.parse::<Impl>()?, Some(r.parse::<Role>()?)),
-            None => (head.parse::<Impl>()?, None),
+        let (spec, role) = match head.rsplit_once(':') {
+            // A manifest path may hold a colon; only a role name after the last one is a role.
+            Some((i, r)) if !from_file || matches!(r, "server" | "client") => {
+                (i.to_owned(), Some(r.parse::<Role>()?))
+            }
+            _ => (head.clone(), None),
         };
-        if let (Some(v), Some(r)) = (&variant, role)
-            && imp != Impl::Reference
-            && !imp.variants(r).contains(&v.as_str())
+        let adapter = if from_file {
+            Arc::new(Manifest::load(Path::new(&spec))?)
+        } else {
+            manifest::find(&spec)?
+        };
+        if let Some(r) = role
+            && !adapter.plays(r)
         {
+            return Err(format!("{} does not play the {r} role", adapter.name));
+        }
+        if let (Some(v), Some(r)) = (&variant, role)
+            && adapter.variant(r, v).is_none()
+        {
+            let known: Vec<&str> = adapter
+                .variants(r)
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect();
             return Err(format!(
-                "{imp} has no {r} variant '{v}' (known: {})",
-                imp.variants(r).join(", ")
+                "{} has no {r} variant '{v}' (known: {})",
+                adapter.name,
+                known.join(", ")
             ));
         }
-        Ok(Subject { imp, role, variant })
+        Ok(Subject {
+            adapter,
+            role,
+            variant,
+        })
+    }
+}
+
+impl FromStr for Subject {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Subject::parse(s, false)
     }
 }
 
 impl fmt::Display for Subject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.imp)?;
+        write!(f, "{}", self.adapter.name)?;
         if let Some(r) = self.role {
             write!(f, ":{r}")?;
         }
@@ -378,75 +192,98 @@ impl Paths {
     }
 }
 
-/// What `provision.sh` reports for an installed adapter.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+/// What an adapter's `provision` command reported on its last stdout line (all optional: a
+/// command that prints no JSON reports nothing).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct Provisioned {
-    /// Implementation name.
-    #[serde(rename = "impl")]
-    pub imp: String,
     /// Runtime (`node v20.20.2`, `python 3.11`).
     #[serde(default)]
     pub runtime: String,
     /// Package → exact installed version.
     #[serde(default)]
-    pub sdk: std::collections::BTreeMap<String, String>,
-    /// argv per role.
+    pub sdk: BTreeMap<String, String>,
+    /// argv per role (used where the manifest has no `[launch]` entry).
+    #[serde(default)]
     pub launch: HashMap<String, Vec<String>>,
 }
 
-static PROVISIONED: Mutex<Option<HashMap<Impl, Result<Provisioned, String>>>> = Mutex::new(None);
+type ProvisionCache = HashMap<String, Result<Provisioned, String>>;
+static PROVISIONED: Mutex<Option<ProvisionCache>> = Mutex::new(None);
 
-/// Installs (once per process) a third-party adapter with `provision.sh`.
-pub fn provision(paths: &Paths, imp: Impl) -> Result<Provisioned, String> {
-    let mut guard = PROVISIONED.lock().unwrap_or_else(|e| e.into_inner());
-    let map = guard.get_or_insert_with(HashMap::new);
-    if let Some(r) = map.get(&imp) {
-        return r.clone();
-    }
-    let r = run_provision(paths, imp);
-    map.insert(imp, r.clone());
-    r
-}
-
-fn run_provision(paths: &Paths, imp: Impl) -> Result<Provisioned, String> {
-    let spec = imp.spec();
-    if let Some(missing) = spec.needs.iter().find(|p| which(p).is_none()) {
-        return Err(format!(
-            "{imp} adapters need `{missing}` on PATH, and it is not installed: install {}, or set LISTSYNC_HARNESS_SKIP_SDKS=1 to skip the third-party SDK rows",
-            spec.install
-        ));
-    }
-    let cache = paths
+/// The cache directory of one adapter (`{cache}`): `$LISTSYNC_CACHE/NAME`, else
+/// `<repo>/.cache/adapters/NAME`.
+pub fn cache_dir(paths: &Paths, m: &Manifest) -> PathBuf {
+    paths
         .cache
         .clone()
         .unwrap_or_else(|| paths.repo.join(".cache/adapters"))
-        .join(imp.as_str());
+        .join(&m.name)
+}
+
+/// Provisions an adapter (once per process and manifest): checks `needs`, runs `provision`.
+/// An adapter without a provision command has nothing to do.
+pub fn provision(paths: &Paths, m: &Manifest) -> Result<Provisioned, String> {
+    let key = format!("{}\0{:?}", m.name, m.origin);
+    let mut guard = PROVISIONED.lock().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    if let Some(r) = map.get(&key) {
+        return r.clone();
+    }
+    let r = run_provision(paths, m);
+    map.insert(key, r.clone());
+    r
+}
+
+fn run_provision(paths: &Paths, m: &Manifest) -> Result<Provisioned, String> {
+    if let Some(missing) = m.needs.iter().find(|p| which(p).is_none()) {
+        return Err(format!(
+            "{} adapters need `{missing}` on PATH, and it is not installed: install {}, or set LISTSYNC_HARNESS_SKIP_SDKS=1 to skip the third-party SDK rows",
+            m.name,
+            if m.install.is_empty() {
+                missing
+            } else {
+                &m.install
+            }
+        ));
+    }
+    let Some(argv) = &m.provision else {
+        return Ok(Provisioned::default());
+    };
+    let cache = cache_dir(paths, m);
     if !cache.join("launch.json").is_file() {
         tracing::warn!(
-            "provisioning the {imp} adapter (first run: installs its pinned packages into {}; up to a minute)...",
+            "provisioning the {} adapter (first run: installs its pinned packages into {}; up to a minute)...",
+            m.name,
             cache.display()
         );
     }
-    let script = paths.repo.join("harness/adapters/provision.sh");
-    let mut cmd = std::process::Command::new("bash");
-    cmd.arg(&script).arg(imp.as_str());
+    let vars = Vars::base(paths, m);
+    let argv = vars.argv(argv)?;
+    let (prog, args) = argv
+        .split_first()
+        .ok_or_else(|| format!("{}: provision is empty", m.name))?;
+    let mut cmd = std::process::Command::new(prog);
+    cmd.args(args).current_dir(m.dir(&paths.repo));
     if let Some(c) = &paths.cache {
         cmd.env("LISTSYNC_CACHE", c);
     }
     cmd.stderr(std::process::Stdio::inherit());
     let out = cmd
         .output()
-        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+        .map_err(|e| format!("{}: cannot run provision command {prog}: {e}", m.name))?;
     if !out.status.success() {
         return Err(format!(
-            "provisioning {imp} failed (exit {}); see the messages above",
+            "provisioning {} failed (exit {}); see the messages above",
+            m.name,
             out.status.code().unwrap_or(-1)
         ));
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().last().unwrap_or_default();
-    serde_json::from_str(line)
-        .map_err(|e| format!("provision.sh {imp} printed no launch JSON: {e}"))
+    match text.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(line) if line.trim_start().starts_with('{') => serde_json::from_str(line)
+            .map_err(|e| format!("{}: provision printed a malformed JSON line: {e}", m.name)),
+        _ => Ok(Provisioned::default()),
+    }
 }
 
 fn which(program: &str) -> Option<PathBuf> {
@@ -454,6 +291,55 @@ fn which(program: &str) -> Option<PathBuf> {
         std::env::split_paths(&p)
             .map(|d| d.join(program))
             .find(|f| f.is_file())
+    })
+}
+
+/// The version string of an implementation: its manifest's `version`, else the first line its
+/// `version_command` prints, else the packages and runtime its provisioning reported.
+pub fn version_of(paths: &Paths, m: &Manifest) -> Result<String, String> {
+    let installed = provision(paths, m)?;
+    if let Some(v) = &m.version {
+        return Ok(v
+            .replace("{listsync_version}", env!("CARGO_PKG_VERSION"))
+            .replace("{rmcp_version}", crate::RMCP_VERSION));
+    }
+    if let Some(cmd) = &m.version_command {
+        let argv = Vars::base(paths, m).argv(cmd)?;
+        let (prog, args) = argv
+            .split_first()
+            .ok_or_else(|| format!("{}: version_command is empty", m.name))?;
+        let out = std::process::Command::new(prog)
+            .args(args)
+            .current_dir(m.dir(&paths.repo))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("{}: cannot run version_command {prog}: {e}", m.name))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let first = text.lines().next().unwrap_or_default().trim();
+        if !out.status.success() || first.is_empty() {
+            return Err(format!(
+                "{}: version_command printed no version (exit {})",
+                m.name,
+                out.status.code().unwrap_or(-1)
+            ));
+        }
+        return Ok(first.to_owned());
+    }
+    if installed.sdk.is_empty() {
+        return Err(format!(
+            "{}: neither version, version_command, nor the provision command's JSON (\"sdk\") names a version",
+            m.name
+        ));
+    }
+    let pkgs: Vec<String> = installed
+        .sdk
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    Ok(if installed.runtime.is_empty() {
+        pkgs.join(", ")
+    } else {
+        format!("{} ({})", pkgs.join(", "), installed.runtime)
     })
 }
 
@@ -472,7 +358,7 @@ pub struct Launch {
 #[derive(Clone, Debug)]
 pub struct ServerSetup {
     /// Implementation.
-    pub imp: Impl,
+    pub adapter: Arc<Manifest>,
     /// Adapter variant, or the core server strategy for the reference.
     pub variant: String,
     /// Era.
@@ -492,7 +378,7 @@ pub struct ServerSetup {
 #[derive(Clone, Debug)]
 pub struct ClientSetup {
     /// Implementation.
-    pub imp: Impl,
+    pub adapter: Arc<Manifest>,
     /// Adapter variant, or the core client strategy for the reference.
     pub variant: String,
     /// Era.
@@ -529,102 +415,183 @@ pub fn op_json(op: &Op) -> Value {
     }
 }
 
-fn common_env(role: Role, era: Era, variant: &str) -> Vec<(String, String)> {
-    vec![
-        ("LISTSYNC_ROLE".into(), role.as_str().into()),
-        ("LISTSYNC_ERA".into(), era.as_str().into()),
-        ("LISTSYNC_VARIANT".into(), variant.into()),
-    ]
+/// The placeholders of a manifest's argv and environment (`{name}`). An argument naming a
+/// placeholder that has no value in this run (`{ttl_ms}` when the scenario sets none) is left
+/// out; an unknown placeholder is an error.
+struct Vars(BTreeMap<&'static str, Option<String>>);
+
+/// Every placeholder name.
+pub const PLACEHOLDERS: &[&str] = &[
+    "listsync",
+    "dir",
+    "repo",
+    "cache",
+    "role",
+    "era",
+    "variant",
+    "page_size",
+    "initial",
+    "kinds",
+    "ttl_ms",
+    "retain_versions",
+];
+
+impl Vars {
+    fn base(paths: &Paths, m: &Manifest) -> Vars {
+        let mut v: BTreeMap<&'static str, Option<String>> =
+            PLACEHOLDERS.iter().map(|p| (*p, None)).collect();
+        let s = |p: &Path| Some(p.to_string_lossy().into_owned());
+        v.insert("listsync", s(&paths.listsync));
+        v.insert("dir", s(&m.dir(&paths.repo)));
+        v.insert("repo", s(&paths.repo));
+        v.insert("cache", s(&cache_dir(paths, m)));
+        Vars(v)
+    }
+
+    fn set(&mut self, k: &'static str, v: impl Into<String>) {
+        self.0.insert(k, Some(v.into()));
+    }
+
+    /// One argument: Ok(None) when it names a placeholder without a value.
+    fn expand(&self, arg: &str) -> Result<Option<String>, String> {
+        let mut out = String::new();
+        let mut rest = arg;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            match after.find('}') {
+                Some(close)
+                    if !after[..close].is_empty()
+                        && after[..close]
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c == '_') =>
+                {
+                    let name = &after[..close];
+                    match self.0.get(name) {
+                        Some(Some(v)) => out.push_str(v),
+                        Some(None) => return Ok(None),
+                        None => {
+                            return Err(format!(
+                                "unknown placeholder {{{name}}} in '{arg}' (known: {})",
+                                PLACEHOLDERS.join(", ")
+                            ));
+                        }
+                    }
+                    rest = &after[close + 1..];
+                }
+                _ => {
+                    out.push('{');
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        Ok(Some(out))
+    }
+
+    fn argv(&self, argv: &[String]) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        for a in argv {
+            if let Some(x) = self.expand(a)? {
+                out.push(x);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Builds one adapter's launch in `role`.
+fn launch(
+    paths: &Paths,
+    m: &Manifest,
+    role: Role,
+    variant: &str,
+    era: Era,
+    mut vars_of: impl FnMut(&mut Vars),
+    mut env: Vec<(String, String)>,
+) -> Result<Launch, String> {
+    if !m.plays(role) {
+        return Err(format!("{} does not play the {role} role", m.name));
+    }
+    let v = m
+        .variant(role, variant)
+        .ok_or_else(|| format!("{} has no {role} variant '{variant}'", m.name))?;
+    let installed = provision(paths, m)?;
+    let argv = match m.launch.get(&role) {
+        Some(a) => a.clone(),
+        None => installed.launch.get(role.as_str()).cloned().ok_or_else(|| {
+            format!(
+                "{} has no {role} launch: neither [launch] {role} nor its provision command names one",
+                m.name
+            )
+        })?,
+    };
+    let mut vars = Vars::base(paths, m);
+    vars.set("role", role.as_str());
+    vars.set("era", era.as_str());
+    vars.set("variant", v.variant.clone());
+    vars_of(&mut vars);
+    env.splice(
+        0..0,
+        [
+            ("LISTSYNC_ROLE".into(), role.as_str().into()),
+            ("LISTSYNC_ERA".into(), era.as_str().into()),
+            ("LISTSYNC_VARIANT".into(), v.variant.clone()),
+        ],
+    );
+    for (k, val) in m.env.iter().chain(&v.env) {
+        if let Some(x) = vars.expand(val)? {
+            env.push((k.clone(), x));
+        }
+    }
+    Ok(Launch {
+        argv: vars
+            .argv(&argv)
+            .map_err(|e| format!("{} [launch] {role}: {e}", m.name))?,
+        env,
+        label: format!("{} {role} ({variant})", m.name),
+    })
 }
 
 /// The launch of a server adapter.
 pub fn server_launch(paths: &Paths, s: &ServerSetup) -> Result<Launch, String> {
     let initial = Value::Array(s.initial.iter().map(op_json).collect()).to_string();
-    let mut env = common_env(Role::Server, s.era, &s.variant);
-    env.push(("LISTSYNC_PAGE_SIZE".into(), s.page_size.to_string()));
-    env.push(("LISTSYNC_INITIAL".into(), initial.clone()));
-    let exe = paths.listsync.to_string_lossy().into_owned();
-    let argv = match s.imp {
-        Impl::Reference => {
-            // The strategy is an explicit flag (never taken from the environment), and the
-            // initial catalog too (so an empty one is not replaced by the demo catalog).
-            let mut a = vec![
-                exe,
-                "serve".into(),
-                "--stdio".into(),
-                "--strategy".into(),
-                s.variant.clone(),
-                "--initial".into(),
-                initial.clone(),
-            ];
+    let env = vec![
+        ("LISTSYNC_PAGE_SIZE".into(), s.page_size.to_string()),
+        ("LISTSYNC_INITIAL".into(), initial.clone()),
+    ];
+    launch(
+        paths,
+        &s.adapter,
+        Role::Server,
+        &s.variant,
+        s.era,
+        |v| {
+            v.set("page_size", s.page_size.to_string());
+            v.set("initial", initial.clone());
             if let Some(t) = s.ttl_ms {
-                a.push("--ttl-ms".into());
-                a.push(t.to_string());
+                v.set("ttl_ms", t.to_string());
             }
             if let Some(r) = s.retain_versions {
-                a.push("--retain-versions".into());
-                a.push(r.to_string());
+                v.set("retain_versions", r.to_string());
             }
-            a
-        }
-        Impl::Rmcp => vec![exe, "adapter".into(), "rmcp".into()],
-        imp => provision(paths, imp)?
-            .launch
-            .get("server")
-            .cloned()
-            .ok_or_else(|| format!("{imp} has no server launch"))?,
-    };
-    Ok(Launch {
-        argv,
+        },
         env,
-        label: format!("{} server ({})", s.imp, s.variant),
-    })
+    )
 }
 
 /// The launch of a client adapter.
 pub fn client_launch(paths: &Paths, c: &ClientSetup) -> Result<Launch, String> {
-    let exe = paths.listsync.to_string_lossy().into_owned();
-    let (variant, extra): (&str, Vec<(String, String)>) = match c.variant.as_str() {
-        "listchanged-debounce0" => (
-            "listchanged",
-            vec![("LISTSYNC_DEBOUNCE_MS".into(), "0".into())],
-        ),
-        v => (v, Vec::new()),
-    };
-    let mut env = common_env(Role::Client, c.era, variant);
-    env.extend(extra);
-    let argv = match c.imp {
-        Impl::Reference => {
-            let kinds: Vec<&str> = c.kinds.iter().map(Kind::as_str).collect();
-            // The harness ends the run itself: the client keeps retrying whatever fails.
-            // Replays go step by step, as the traces' clients do: no pacing timers (the model
-            // and rt's pacing tests check the pacing).
-            vec![
-                exe,
-                "watch".into(),
-                "--stdio".into(),
-                "--strategy".into(),
-                variant.into(),
-                "--retry".into(),
-                "forever".into(),
-                "--kinds".into(),
-                kinds.join(","),
-                "--pacing".into(),
-                "off".into(),
-            ]
-        }
-        Impl::Rmcp => vec![exe, "adapter".into(), "rmcp".into()],
-        imp => provision(paths, imp)?
-            .launch
-            .get("client")
-            .cloned()
-            .ok_or_else(|| format!("{imp} has no client launch"))?,
-    };
-    Ok(Launch {
-        argv,
-        env,
-        label: format!("{} client ({})", c.imp, c.variant),
-    })
+    let kinds: Vec<&str> = c.kinds.iter().map(Kind::as_str).collect();
+    launch(
+        paths,
+        &c.adapter,
+        Role::Client,
+        &c.variant,
+        c.era,
+        |v| v.set("kinds", kinds.join(",")),
+        Vec::new(),
+    )
 }
 
 #[cfg(test)]
@@ -632,24 +599,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_impl_has_its_own_spec() {
-        for imp in Impl::ALL {
-            let serde_name = serde_json::to_value(imp).unwrap();
-            assert_eq!(serde_name, imp.as_str(), "SPECS is out of order at {imp:?}");
-            assert_eq!(imp.as_str().parse::<Impl>().unwrap(), imp);
-            assert!(
-                !imp.variants(Role::Server).is_empty() && !imp.variants(Role::Client).is_empty()
-            );
-            assert_eq!(imp.provisioned(), !imp.spec().needs.is_empty());
-        }
-        assert!("go-sdk:client@channel".parse::<Subject>().is_ok());
-        assert!("java:server@async".parse::<Subject>().is_err());
-    }
-
-    #[test]
     fn subjects_parse_in_both_orders() {
         let s: Subject = "ts-v1:client@listchanged-debounce0".parse().unwrap();
-        assert_eq!(s.imp, Impl::TsV1);
+        assert_eq!(s.name(), "ts-v1");
         assert_eq!(s.role, Some(Role::Client));
         assert_eq!(s.variant.as_deref(), Some("listchanged-debounce0"));
         let t: Subject = "reference@naive:client".parse().unwrap();
@@ -658,7 +610,39 @@ mod tests {
         assert!("python:server@nope".parse::<Subject>().is_err());
         assert!("cobol".parse::<Subject>().is_err());
         assert!("rmcp:middle".parse::<Subject>().is_err());
+        assert!("go-sdk:client@channel".parse::<Subject>().is_ok());
+        assert!("java:server@async".parse::<Subject>().is_err());
         let r: Subject = "reference".parse().unwrap();
         assert_eq!(r.to_string(), "reference");
+    }
+
+    #[test]
+    fn placeholders_expand_drop_or_refuse() {
+        let paths = Paths {
+            listsync: "/bin/listsync".into(),
+            repo: "/repo".into(),
+            cache: None,
+        };
+        let m = manifest::reference();
+        let mut v = Vars::base(&paths, &m);
+        v.set("variant", "naive");
+        assert_eq!(
+            v.expand("--strategy={variant}").unwrap().as_deref(),
+            Some("--strategy=naive")
+        );
+        assert_eq!(v.expand("--ttl-ms={ttl_ms}").unwrap(), None);
+        assert_eq!(
+            v.expand("{ not a placeholder }").unwrap().as_deref(),
+            Some("{ not a placeholder }")
+        );
+        assert!(
+            v.expand("{nope}")
+                .unwrap_err()
+                .contains("unknown placeholder")
+        );
+        assert_eq!(
+            v.expand("{dir}/x").unwrap().as_deref(),
+            Some("/repo/harness/adapters/reference/x")
+        );
     }
 }

@@ -16,10 +16,11 @@
 //! | `session-send-to-python-client` | server | a pair run outside the matrix rows (2026-07-28): `notify-explicit-session` with Python's own `mcp.Client` as the client instead of our runtime, to see whether that client ever learns of the changes |
 
 use crate::adapters::{
-    ClientSetup, Impl, Paths, Role, ServerSetup, Subject, client_launch, server_launch,
+    ClientSetup, Paths, Role, ServerSetup, Subject, client_launch, server_launch,
 };
 use crate::control;
 use crate::jsonrpc::{self, Frame};
+use crate::manifest::{self, Manifest};
 use crate::outcome::{RunReport, RunStatus, Target};
 use crate::proxy::{Policy, listed_kind};
 use crate::run::{Bounds, Run, RunConfig};
@@ -52,6 +53,10 @@ pub enum Exercise {
     /// matrix row's run: both ends are the SDK).
     SessionSendToPythonClient,
 }
+
+/// A pair run: the subject (server side), the SDK client (manifest, variant) that replaces our
+/// runtime on the other end, and the era.
+pub type Pair = (Subject, (std::sync::Arc<Manifest>, &'static str), Era);
 
 impl Exercise {
     /// Every scenario.
@@ -90,14 +95,15 @@ impl Exercise {
         }
     }
 
-    /// Whether it applies to `imp` in `era` (`variant` of the role).
-    pub fn applies(self, imp: Impl, variant: &str, era: Era) -> bool {
-        let _ = variant;
+    /// Whether it applies to an adapter in `era`: the scenarios for SDKs that do not notify by
+    /// themselves run where the manifest opts into them (`[server] scenarios = [...]`).
+    pub fn applies(self, adapter: &Manifest, era: Era) -> bool {
         match self {
             Exercise::ListenRace => era == Era::V2026_07_28,
-            // For SDKs that do not notify by themselves.
-            Exercise::NotifyExplicit => matches!(imp, Impl::Python | Impl::Rmcp),
-            Exercise::NotifyExplicitSession => imp == Impl::Python && era == Era::V2026_07_28,
+            Exercise::NotifyExplicit => adapter.opts_into(Role::Server, self.name()),
+            Exercise::NotifyExplicitSession => {
+                adapter.opts_into(Role::Server, self.name()) && era == Era::V2026_07_28
+            }
             // A pair run, scheduled on its own (see [`Exercise::pair`]).
             Exercise::SessionSendToPythonClient => false,
             _ => true,
@@ -106,17 +112,20 @@ impl Exercise {
 
     /// For a pair run: the subject (server side) and the SDK client that replaces our runtime
     /// on the other end, in its era.
-    pub fn pair(self) -> Option<(Subject, (Impl, &'static str), Era)> {
+    pub fn pair(self) -> Option<Pair> {
         match self {
-            Exercise::SessionSendToPythonClient => Some((
-                Subject {
-                    imp: Impl::Python,
-                    role: Some(Role::Server),
-                    variant: Some("mcpserver".into()),
-                },
-                (Impl::Python, "client"),
-                Era::V2026_07_28,
-            )),
+            Exercise::SessionSendToPythonClient => {
+                let python = manifest::find("python").ok()?;
+                Some((
+                    Subject {
+                        adapter: python.clone(),
+                        role: Some(Role::Server),
+                        variant: Some("mcpserver".into()),
+                    },
+                    (python, "client"),
+                    Era::V2026_07_28,
+                ))
+            }
             _ => None,
         }
     }
@@ -264,7 +273,9 @@ impl Ctx {
     /// lines that arrive together.
     async fn release_one_by_one(&self, seqs: &[u64]) {
         let acted = |st: &HubState| {
-            published_tools(st) + control::events(st, Side::Client, "refresh_failed").count()
+            published_tools(st)
+                + control::events(st, Side::Client, "refresh_failed").count()
+                + control::events(st, Side::Client, "refresh_discarded").count()
         };
         for s in seqs {
             let before = acted(&self.run.hub.lock());
@@ -567,9 +578,9 @@ pub async fn run(
     let variant = subject
         .variant
         .clone()
-        .unwrap_or_else(|| subject.imp.variants(role)[0].to_owned());
+        .unwrap_or_else(|| subject.adapter.default_variant(role));
     let subject = Subject {
-        imp: subject.imp,
+        adapter: subject.adapter.clone(),
         role: Some(role),
         variant: Some(variant.clone()),
     };
@@ -581,9 +592,9 @@ pub async fn run(
         role,
         era,
     );
-    if !subject.imp.eras().contains(&era) {
+    if !subject.adapter.eras.contains(&era) {
         report.status = RunStatus::Unsupported;
-        report.detail = Some(format!("{} does not speak {era}", subject.imp));
+        report.detail = Some(format!("{} does not speak {era}", subject.adapter.name));
         return report;
     }
     let initial = tools(&[("a", "a1"), ("b", "b1")]);
@@ -596,10 +607,10 @@ pub async fn run(
         }
     };
     let server = ServerSetup {
-        imp: if role == Role::Server {
-            subject.imp
+        adapter: if role == Role::Server {
+            subject.adapter.clone()
         } else {
-            Impl::Reference
+            manifest::reference()
         },
         variant: reference_variant(Role::Server),
         era,
@@ -609,21 +620,21 @@ pub async fn run(
         retain_versions: None,
     };
     let mut client = ClientSetup {
-        imp: if role == Role::Client {
-            subject.imp
+        adapter: if role == Role::Client {
+            subject.adapter.clone()
         } else {
-            Impl::Reference
+            manifest::reference()
         },
         variant: reference_variant(Role::Client),
         era,
         kinds,
     };
-    if let Some((_, (imp, v), _)) = s.pair() {
-        client.imp = imp;
+    if let Some((_, (adapter, v), _)) = s.pair() {
+        client.adapter = adapter;
         client.variant = v.into();
     }
-    report.server = format!("{} ({})", server.imp, server.variant);
-    report.client = format!("{} ({})", client.imp, client.variant);
+    report.server = format!("{} ({})", server.adapter.name, server.variant);
+    report.client = format!("{} ({})", client.adapter.name, client.variant);
     let launches =
         server_launch(paths, &server).and_then(|sl| Ok((sl, client_launch(paths, &client)?)));
     let (sl, cl) = match launches {

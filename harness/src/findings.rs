@@ -4,14 +4,14 @@
 //! of `traces/`) and the observation that decides it. [`source_checks`] lists what was read in
 //! the released source of the pinned versions, for the questions no run can answer.
 
-use crate::adapters::{Impl, Role};
+use crate::adapters::Role;
 use crate::outcome::{RunReport, RunStatus};
 use listsync_core::property::{Property, Verdict};
 use listsync_core::vocab::Era;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A claim's status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// The runs show it.
@@ -37,12 +37,12 @@ impl Status {
 }
 
 /// One claim and what the runs say.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Finding {
     /// Where in docs/sdk-facts.md.
-    pub section: &'static str,
+    pub section: String,
     /// The claim.
-    pub claim: &'static str,
+    pub claim: String,
     /// Verdict.
     pub status: Status,
     /// What was observed, per row.
@@ -53,7 +53,7 @@ pub struct Finding {
 
 fn find<'a>(
     runs: &'a [RunReport],
-    imp: Impl,
+    imp: &str,
     role: Role,
     variant: &str,
     era: Era,
@@ -77,7 +77,7 @@ fn label(r: &RunReport) -> String {
 struct Claim {
     section: &'static str,
     claim: &'static str,
-    rows: Vec<(Impl, Role, &'static str, Era, &'static str)>,
+    rows: Vec<(&'static str, Role, &'static str, Era, &'static str)>,
     /// (holds for this run?, evidence)
     check: fn(&RunReport) -> (bool, String),
 }
@@ -88,7 +88,7 @@ fn fold(c: Claim, runs: &[RunReport]) -> Finding {
     let mut evidence = Vec::new();
     let mut ids = Vec::new();
     for (imp, role, variant, era, scenario) in &c.rows {
-        match find(runs, *imp, *role, variant, *era, scenario) {
+        match find(runs, imp, *role, variant, *era, scenario) {
             Some(r) => {
                 let (ok, what) = (c.check)(r);
                 if ok {
@@ -115,8 +115,8 @@ fn fold(c: Claim, runs: &[RunReport]) -> Finding {
         _ => Status::Partly,
     };
     Finding {
-        section: c.section,
-        claim: c.claim,
+        section: c.section.into(),
+        claim: c.claim.into(),
         status,
         evidence,
         runs: ids,
@@ -150,20 +150,26 @@ fn calls_text(r: &RunReport) -> String {
 }
 
 const E25: Era = Era::V2025_11_25;
+const RMCP: &str = "rmcp";
+const TS_V1: &str = "ts-v1";
+const TS_V2: &str = "ts-v2";
+const PYTHON: &str = "python";
+const GO_SDK: &str = "go-sdk";
+const MCP_GO: &str = "mcp-go";
+const JAVA: &str = "java";
 const E26: Era = Era::V2026_07_28;
 
 /// The findings about docs/sdk-facts.md's observed behaviours.
 pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
-    use Impl::*;
     use Role::*;
     let claims = vec![
         Claim {
             section: "TypeScript",
             claim: "with debounceMs: 0, three notifications gave three concurrent tools/list and the last onChanged carried a stale list, on v1 and v2",
             rows: vec![
-                (TsV1, Client, "listchanged-debounce0", E25, "stale-race"),
-                (TsV2, Client, "listchanged-debounce0", E25, "stale-race"),
-                (TsV2, Client, "listchanged-debounce0", E26, "stale-race"),
+                (TS_V1, Client, "listchanged-debounce0", E25, "stale-race"),
+                (TS_V2, Client, "listchanged-debounce0", E25, "stale-race"),
+                (TS_V2, Client, "listchanged-debounce0", E26, "stale-race"),
             ],
             check: |r| {
                 let o = &r.observations;
@@ -182,8 +188,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "TypeScript",
             claim: "v1 refresh fetches only the first page",
             rows: vec![
-                (TsV1, Client, "listchanged", E25, "mid-walk"),
-                (TsV1, Client, "listchanged-debounce0", E25, "mid-walk"),
+                (TS_V1, Client, "listchanged", E25, "mid-walk"),
+                (TS_V1, Client, "listchanged-debounce0", E25, "mid-walk"),
             ],
             check: |r| {
                 let o = &r.observations;
@@ -206,8 +212,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "TypeScript",
             claim: "v2 walks all pages",
             rows: vec![
-                (TsV2, Client, "listchanged", E25, "mid-walk"),
-                (TsV2, Client, "listchanged", E26, "mid-walk"),
+                (TS_V2, Client, "listchanged", E25, "mid-walk"),
+                (TS_V2, Client, "listchanged", E26, "mid-walk"),
             ],
             check: |r| {
                 let o = &r.observations;
@@ -225,9 +231,9 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "TypeScript",
             claim: "McpServer.registerTool and RegisteredTool.update/remove each send one notification (no merging unless debouncedNotificationMethods is set)",
             rows: vec![
-                (TsV1, Server, "mcpserver", E25, "notify"),
-                (TsV2, Server, "mcpserver", E25, "notify"),
-                (TsV2, Server, "mcpserver", E26, "notify"),
+                (TS_V1, Server, "mcpserver", E25, "notify"),
+                (TS_V2, Server, "mcpserver", E25, "notify"),
+                (TS_V2, Server, "mcpserver", E26, "notify"),
             ],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
@@ -240,7 +246,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
         Claim {
             section: "TypeScript",
             claim: "debouncedNotificationMethods merges the notifications of one batch",
-            rows: vec![(TsV1, Server, "mcpserver-coalesced", E25, "notify")],
+            rows: vec![(TS_V1, Server, "mcpserver-coalesced", E25, "notify")],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
                 (
@@ -253,8 +259,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "TypeScript",
             claim: "tools/list of McpServer ignores the cursor (no pagination)",
             rows: vec![
-                (TsV1, Server, "mcpserver", E25, "mid-walk-server"),
-                (TsV2, Server, "mcpserver", E25, "mid-walk-server"),
+                (TS_V1, Server, "mcpserver", E25, "mid-walk-server"),
+                (TS_V2, Server, "mcpserver", E25, "mid-walk-server"),
             ],
             check: |r| {
                 (
@@ -274,13 +280,13 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "TypeScript",
             claim: "calling a removed tool: v1 answers with a tool result carrying isError: true, v2 with JSON-RPC error -32602",
             rows: vec![
-                (TsV1, Server, "mcpserver", E25, "call-removal"),
-                (TsV2, Server, "mcpserver", E25, "call-removal"),
-                (TsV2, Server, "mcpserver", E26, "call-removal"),
+                (TS_V1, Server, "mcpserver", E25, "call-removal"),
+                (TS_V2, Server, "mcpserver", E25, "call-removal"),
+                (TS_V2, Server, "mcpserver", E26, "call-removal"),
             ],
             check: |r| {
                 let second = r.observations.calls.get(1);
-                let as_documented = if r.imp == TsV1 {
+                let as_documented = if r.imp == TS_V1 {
                     second.is_some_and(|c| c.ok && c.is_error)
                 } else {
                     second.is_some_and(|c| !c.ok && c.code == Some(-32602))
@@ -295,8 +301,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Python",
             claim: "MCPServer.add_tool / remove_tool send nothing",
             rows: vec![
-                (Python, Server, "mcpserver", E25, "notify"),
-                (Python, Server, "mcpserver", E26, "notify"),
+                (PYTHON, Server, "mcpserver", E25, "notify"),
+                (PYTHON, Server, "mcpserver", E26, "notify"),
             ],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
@@ -312,7 +318,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
         Claim {
             section: "Python",
             claim: "the legacy ServerSession.send_tool_list_changed() is silently dropped on 2026-07-28 connections",
-            rows: vec![(Python, Server, "mcpserver", E26, "notify-explicit-session")],
+            rows: vec![(PYTHON, Server, "mcpserver", E26, "notify-explicit-session")],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
                 (
@@ -327,7 +333,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Python",
             claim: "mcp.Client on 2026-07-28 receives nothing from a server that only uses the legacy send",
             rows: vec![(
-                Python,
+                PYTHON,
                 Server,
                 "mcpserver",
                 E26,
@@ -352,8 +358,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Python",
             claim: "MCPServer.run(\"stdio\") advertises tools.listChanged = false in initialize, and the 2026-07-28 server/discover advertises true, although add/remove send nothing",
             rows: vec![
-                (Python, Server, "mcpserver", E25, "notify"),
-                (Python, Server, "mcpserver", E26, "notify"),
+                (PYTHON, Server, "mcpserver", E25, "notify"),
+                (PYTHON, Server, "mcpserver", E26, "notify"),
             ],
             check: |r| {
                 let a = r.observations.tools_list_changed_advertised;
@@ -376,8 +382,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Python",
             claim: "ClientSession(message_handler=..) runs each notification in its own task: concurrent refreshes, no ordering",
             rows: vec![
-                (Python, Client, "session", E25, "stale-race"),
-                (Python, Client, "session", E26, "stale-race"),
+                (PYTHON, Client, "session", E25, "stale-race"),
+                (PYTHON, Client, "session", E26, "stale-race"),
             ],
             check: |r| {
                 let o = &r.observations;
@@ -397,8 +403,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "rmcp",
             claim: "ToolRouter notifies only on enable_route/disable_route, not on add_route/remove_route",
             rows: vec![
-                (Rmcp, Server, "router", E25, "notify"),
-                (Rmcp, Server, "router", E26, "notify"),
+                (RMCP, Server, "router", E25, "notify"),
+                (RMCP, Server, "router", E26, "notify"),
             ],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
@@ -411,7 +417,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
         Claim {
             section: "rmcp",
             claim: "ClientHandler::on_tool_list_changed runs each notification in its own spawned task, so handlers (and their refreshes) run concurrently",
-            rows: vec![(Rmcp, Client, "list-all", E25, "stale-race")],
+            rows: vec![(RMCP, Client, "list-all", E25, "stale-race")],
             check: |r| {
                 let o = &r.observations;
                 (
@@ -429,8 +435,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Go SDK",
             claim: "Server.AddTool/RemoveTools send list_changed by themselves, after the change, merged over 10 ms: one notification per batch",
             rows: vec![
-                (GoSdk, Server, "addtool", E25, "notify"),
-                (GoSdk, Server, "addtool", E26, "notify"),
+                (GO_SDK, Server, "addtool", E25, "notify"),
+                (GO_SDK, Server, "addtool", E26, "notify"),
             ],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
@@ -449,8 +455,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Go SDK",
             claim: "the server's cursor names the last item sent, so a removal between two pages neither skips nor repeats an item",
             rows: vec![
-                (GoSdk, Server, "addtool", E25, "mid-walk-server"),
-                (GoSdk, Server, "addtool", E26, "mid-walk-server"),
+                (GO_SDK, Server, "addtool", E25, "mid-walk-server"),
+                (GO_SDK, Server, "addtool", E26, "mid-walk-server"),
             ],
             check: |r| {
                 (
@@ -472,8 +478,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Go SDK",
             claim: "calling a removed tool is a JSON-RPC error -32602",
             rows: vec![
-                (GoSdk, Server, "addtool", E25, "call-removal"),
-                (GoSdk, Server, "addtool", E26, "call-removal"),
+                (GO_SDK, Server, "addtool", E25, "call-removal"),
+                (GO_SDK, Server, "addtool", E26, "call-removal"),
             ],
             check: |r| {
                 let second = r.observations.calls.get(1);
@@ -487,10 +493,10 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Go SDK",
             claim: "the client runs notification handlers one at a time: re-lists never overlap, so none overwrites a newer one, but each notification of a burst costs a full walk",
             rows: vec![
-                (GoSdk, Client, "handler", E25, "stale-race"),
-                (GoSdk, Client, "channel", E25, "stale-race"),
-                (GoSdk, Client, "handler", E26, "stale-race"),
-                (GoSdk, Client, "channel", E26, "stale-race"),
+                (GO_SDK, Client, "handler", E25, "stale-race"),
+                (GO_SDK, Client, "channel", E25, "stale-race"),
+                (GO_SDK, Client, "handler", E26, "stale-race"),
+                (GO_SDK, Client, "channel", E26, "stale-race"),
             ],
             check: |r| {
                 let o = &r.observations;
@@ -512,8 +518,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Go SDK",
             claim: "the one-at-a-time handlers do not cover the application's own first list: a list_changed during it starts a second walk, and the first list, answered last, overwrites the newer one",
             rows: vec![
-                (GoSdk, Client, "handler", E25, "naive.json"),
-                (GoSdk, Client, "channel", E25, "naive.json"),
+                (GO_SDK, Client, "handler", E25, "naive.json"),
+                (GO_SDK, Client, "channel", E25, "naive.json"),
             ],
             check: |r| {
                 (
@@ -530,8 +536,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Go SDK",
             claim: "on 2026-07-28 Client.Connect sends subscriptions/listen and returns without waiting for the acknowledgement: a list taken before it misses a change committed in between, for good",
             rows: vec![
-                (GoSdk, Client, "handler", E26, "listen-race"),
-                (GoSdk, Client, "channel", E26, "listen-race"),
+                (GO_SDK, Client, "handler", E26, "listen-race"),
+                (GO_SDK, Client, "channel", E26, "listen-race"),
             ],
             check: |r| {
                 (
@@ -548,8 +554,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Go SDK",
             claim: "ClientSession.Tools (the iterator) walks every page",
             rows: vec![
-                (GoSdk, Client, "handler", E25, "mid-walk"),
-                (GoSdk, Client, "handler", E26, "mid-walk"),
+                (GO_SDK, Client, "handler", E25, "mid-walk"),
+                (GO_SDK, Client, "handler", E26, "mid-walk"),
             ],
             check: |r| {
                 let o = &r.observations;
@@ -567,8 +573,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "mcp-go",
             claim: "AddTool and DeleteTools each send one list_changed at once: a two-op batch gives two",
             rows: vec![
-                (McpGo, Server, "addtool", E25, "notify"),
-                (McpGo, Server, "addtool", E26, "notify"),
+                (MCP_GO, Server, "addtool", E25, "notify"),
+                (MCP_GO, Server, "addtool", E26, "notify"),
             ],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
@@ -585,8 +591,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "mcp-go",
             claim: "SetTools with the whole new list sends one list_changed per batch",
             rows: vec![
-                (McpGo, Server, "settools", E25, "notify"),
-                (McpGo, Server, "settools", E26, "notify"),
+                (MCP_GO, Server, "settools", E25, "notify"),
+                (MCP_GO, Server, "settools", E26, "notify"),
             ],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
@@ -600,8 +606,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "mcp-go",
             claim: "the server's cursor is the last name sent (lists are sorted by name): a removal between two pages neither skips nor repeats an item",
             rows: vec![
-                (McpGo, Server, "addtool", E25, "mid-walk-server"),
-                (McpGo, Server, "settools", E26, "mid-walk-server"),
+                (MCP_GO, Server, "addtool", E25, "mid-walk-server"),
+                (MCP_GO, Server, "settools", E26, "mid-walk-server"),
             ],
             check: |r| {
                 (
@@ -623,8 +629,8 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "mcp-go",
             claim: "calling a removed tool is a JSON-RPC error -32602",
             rows: vec![
-                (McpGo, Server, "addtool", E25, "call-removal"),
-                (McpGo, Server, "settools", E26, "call-removal"),
+                (MCP_GO, Server, "addtool", E25, "call-removal"),
+                (MCP_GO, Server, "settools", E26, "call-removal"),
             ],
             check: |r| {
                 let second = r.observations.calls.get(1);
@@ -638,9 +644,9 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "mcp-go",
             claim: "OnNotification handlers run on the goroutine that reads stdin, so the application re-lists in a goroutine per notification: refreshes overlap and an older list can win",
             rows: vec![
-                (McpGo, Client, "onnotification", E25, "stale-race"),
-                (McpGo, Client, "onnotification", E26, "stale-race"),
-                (McpGo, Client, "onnotification", E25, "naive.json"),
+                (MCP_GO, Client, "onnotification", E25, "stale-race"),
+                (MCP_GO, Client, "onnotification", E26, "stale-race"),
+                (MCP_GO, Client, "onnotification", E25, "naive.json"),
             ],
             check: |r| {
                 let o = &r.observations;
@@ -658,7 +664,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
         Claim {
             section: "mcp-go",
             claim: "on 2026-07-28 ListenAsync returns before the acknowledgement: a list taken before it misses a change committed in between, for good",
-            rows: vec![(McpGo, Client, "onnotification", E26, "listen-race")],
+            rows: vec![(MCP_GO, Client, "onnotification", E26, "listen-race")],
             check: |r| {
                 (
                     violated(r, Property::ListenThenList),
@@ -673,7 +679,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
         Claim {
             section: "Java",
             claim: "McpSyncServer.addTool/removeTool each send one list_changed at once: a two-op batch gives two",
-            rows: vec![(Java, Server, "sync", E25, "notify")],
+            rows: vec![(JAVA, Server, "sync", E25, "notify")],
             check: |r| {
                 let n = &r.observations.notifications_per_batch;
                 (
@@ -688,7 +694,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
         Claim {
             section: "Java",
             claim: "tools/list of McpServer ignores the cursor (no pagination)",
-            rows: vec![(Java, Server, "sync", E25, "mid-walk-server")],
+            rows: vec![(JAVA, Server, "sync", E25, "mid-walk-server")],
             check: |r| {
                 (
                     !r.observations.paginated,
@@ -706,7 +712,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
         Claim {
             section: "Java",
             claim: "calling a removed tool is a JSON-RPC error -32602",
-            rows: vec![(Java, Server, "sync", E25, "call-removal")],
+            rows: vec![(JAVA, Server, "sync", E25, "call-removal")],
             check: |r| {
                 let second = r.observations.calls.get(1);
                 (
@@ -719,9 +725,9 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Java",
             claim: "the client re-lists by itself on every list_changed, each notification on its own (no ordering, no merging), and hands the list to the change consumer: an older list can win",
             rows: vec![
-                (Java, Client, "sync", E25, "stale-race"),
-                (Java, Client, "async", E25, "stale-race"),
-                (Java, Client, "sync", E25, "naive.json"),
+                (JAVA, Client, "sync", E25, "stale-race"),
+                (JAVA, Client, "async", E25, "stale-race"),
+                (JAVA, Client, "sync", E25, "naive.json"),
             ],
             check: |r| {
                 let o = &r.observations;
@@ -740,17 +746,17 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Observed in every SDK",
             claim: "a tools/call already running when its tool is removed completes normally; the next call fails",
             rows: vec![
-                (Rmcp, Server, "router", E25, "call-removal"),
-                (TsV1, Server, "mcpserver", E25, "call-removal"),
-                (TsV1, Server, "lowlevel", E25, "call-removal"),
-                (TsV2, Server, "mcpserver", E25, "call-removal"),
-                (TsV2, Server, "lowlevel", E25, "call-removal"),
-                (Python, Server, "mcpserver", E25, "call-removal"),
-                (Python, Server, "lowlevel", E25, "call-removal"),
-                (GoSdk, Server, "addtool", E25, "call-removal"),
-                (McpGo, Server, "addtool", E25, "call-removal"),
-                (McpGo, Server, "settools", E25, "call-removal"),
-                (Java, Server, "sync", E25, "call-removal"),
+                (RMCP, Server, "router", E25, "call-removal"),
+                (TS_V1, Server, "mcpserver", E25, "call-removal"),
+                (TS_V1, Server, "lowlevel", E25, "call-removal"),
+                (TS_V2, Server, "mcpserver", E25, "call-removal"),
+                (TS_V2, Server, "lowlevel", E25, "call-removal"),
+                (PYTHON, Server, "mcpserver", E25, "call-removal"),
+                (PYTHON, Server, "lowlevel", E25, "call-removal"),
+                (GO_SDK, Server, "addtool", E25, "call-removal"),
+                (MCP_GO, Server, "addtool", E25, "call-removal"),
+                (MCP_GO, Server, "settools", E25, "call-removal"),
+                (JAVA, Server, "sync", E25, "call-removal"),
             ],
             check: |r| {
                 let c = &r.observations.calls;
@@ -763,22 +769,22 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "Observed in every SDK",
             claim: "no SDK prevents an older refresh from overwriting a newer one (the Go SDK's one-at-a-time dispatch keeps its refreshes from overlapping: see its own claim)",
             rows: vec![
-                (Rmcp, Client, "list-all", E25, "stale-race"),
-                (TsV1, Client, "listchanged", E25, "stale-race"),
-                (TsV1, Client, "listchanged-debounce0", E25, "stale-race"),
-                (TsV2, Client, "listchanged", E25, "stale-race"),
-                (TsV2, Client, "listchanged-debounce0", E25, "stale-race"),
-                (Python, Client, "session", E25, "stale-race"),
-                (Python, Client, "client", E25, "stale-race"),
-                (Rmcp, Client, "list-all", E26, "stale-race"),
-                (TsV2, Client, "listchanged", E26, "stale-race"),
-                (TsV2, Client, "listchanged-debounce0", E26, "stale-race"),
-                (Python, Client, "session", E26, "stale-race"),
-                (Python, Client, "client", E26, "stale-race"),
-                (McpGo, Client, "onnotification", E25, "stale-race"),
-                (McpGo, Client, "onnotification", E26, "stale-race"),
-                (Java, Client, "sync", E25, "stale-race"),
-                (Java, Client, "async", E25, "stale-race"),
+                (RMCP, Client, "list-all", E25, "stale-race"),
+                (TS_V1, Client, "listchanged", E25, "stale-race"),
+                (TS_V1, Client, "listchanged-debounce0", E25, "stale-race"),
+                (TS_V2, Client, "listchanged", E25, "stale-race"),
+                (TS_V2, Client, "listchanged-debounce0", E25, "stale-race"),
+                (PYTHON, Client, "session", E25, "stale-race"),
+                (PYTHON, Client, "client", E25, "stale-race"),
+                (RMCP, Client, "list-all", E26, "stale-race"),
+                (TS_V2, Client, "listchanged", E26, "stale-race"),
+                (TS_V2, Client, "listchanged-debounce0", E26, "stale-race"),
+                (PYTHON, Client, "session", E26, "stale-race"),
+                (PYTHON, Client, "client", E26, "stale-race"),
+                (MCP_GO, Client, "onnotification", E25, "stale-race"),
+                (MCP_GO, Client, "onnotification", E26, "stale-race"),
+                (JAVA, Client, "sync", E25, "stale-race"),
+                (JAVA, Client, "async", E25, "stale-race"),
             ],
             check: |r| {
                 (
@@ -805,7 +811,7 @@ pub fn extra(runs: &[RunReport]) -> Vec<String> {
     let mut out = Vec::new();
     for r in runs.iter().filter(|r| r.status == RunStatus::Completed) {
         if r.target.name() == "notify"
-            && !matches!(r.imp, Impl::Python | Impl::Rmcp)
+            && ![PYTHON, RMCP].contains(&r.imp.as_str())
             && r.observations.tools_list_changed_advertised == Some(true)
             && r.observations
                 .notifications_per_batch
@@ -824,16 +830,16 @@ pub fn extra(runs: &[RunReport]) -> Vec<String> {
 }
 
 /// A question about a pinned version that no run answers, answered from its released source.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SourceCheck {
     /// SDK and exact version.
-    pub sdk: &'static str,
+    pub sdk: String,
     /// The question.
-    pub question: &'static str,
+    pub question: String,
     /// What the released source says.
-    pub answer: &'static str,
+    pub answer: String,
     /// Where (file and function in the released artifact).
-    pub place: &'static str,
+    pub place: String,
 }
 
 /// What was read in the released source of the pinned versions (the Go module zips from the Go
@@ -841,46 +847,46 @@ pub struct SourceCheck {
 pub fn source_checks() -> Vec<SourceCheck> {
     vec![
         SourceCheck {
-            sdk: "github.com/modelcontextprotocol/go-sdk v1.8.0",
-            question: "does the client's page walk guard against a repeated cursor, or bound the number of pages?",
-            answer: "no: the walk requests the next page as long as nextCursor is non-empty; a server that repeats a cursor makes ClientSession.Tools (and Prompts, Resources, ResourceTemplates) loop until the context ends. Neither a cursor-cycle guard nor a page bound is in this release.",
-            place: "mcp/client.go, paginate (used by ClientSession.Tools/Prompts/Resources/ResourceTemplates)",
+            sdk: "github.com/modelcontextprotocol/go-sdk v1.8.0".into(),
+            question: "does the client's page walk guard against a repeated cursor, or bound the number of pages?".into(),
+            answer: "no: the walk requests the next page as long as nextCursor is non-empty; a server that repeats a cursor makes ClientSession.Tools (and Prompts, Resources, ResourceTemplates) loop until the context ends. Neither a cursor-cycle guard nor a page bound is in this release.".into(),
+            place: "mcp/client.go, paginate (used by ClientSession.Tools/Prompts/Resources/ResourceTemplates)".into(),
         },
         SourceCheck {
-            sdk: "github.com/modelcontextprotocol/go-sdk v1.8.0",
-            question: "how are list results cached on 2026-07-28?",
-            answer: "per method and cursor, for the result's ttlMs (0: not at all); a list_changed notification clears that method's cache before the application's handler runs.",
-            place: "mcp/cache.go (methodCache), mcp/client.go (callToolChangedHandler)",
+            sdk: "github.com/modelcontextprotocol/go-sdk v1.8.0".into(),
+            question: "how are list results cached on 2026-07-28?".into(),
+            answer: "per method and cursor, for the result's ttlMs (0: not at all); a list_changed notification clears that method's cache before the application's handler runs.".into(),
+            place: "mcp/cache.go (methodCache), mcp/client.go (callToolChangedHandler)".into(),
         },
         SourceCheck {
-            sdk: "github.com/mark3labs/mcp-go v1.2.1",
-            question: "does the client's page walk guard against a repeated cursor, or bound the number of pages?",
-            answer: "a repeated cursor, yes: Client.ListTools (and the other List* walkers) stop with ErrRepeatedListCursor when the server sends a cursor already requested; there is no bound on the number of distinct pages.",
-            place: "client/client.go, noteListCursor and ListTools/ListPrompts/ListResources/ListResourceTemplates",
+            sdk: "github.com/mark3labs/mcp-go v1.2.1".into(),
+            question: "does the client's page walk guard against a repeated cursor, or bound the number of pages?".into(),
+            answer: "a repeated cursor, yes: Client.ListTools (and the other List* walkers) stop with ErrRepeatedListCursor when the server sends a cursor already requested; there is no bound on the number of distinct pages.".into(),
+            place: "client/client.go, noteListCursor and ListTools/ListPrompts/ListResources/ListResourceTemplates".into(),
         },
         SourceCheck {
-            sdk: "github.com/mark3labs/mcp-go v1.2.1",
-            question: "when does the server send nextCursor?",
-            answer: "whenever a page is full, so a list whose length is a multiple of the page size ends with one more request answered by an empty page.",
-            place: "server/server.go, listByPagination",
+            sdk: "github.com/mark3labs/mcp-go v1.2.1".into(),
+            question: "when does the server send nextCursor?".into(),
+            answer: "whenever a page is full, so a list whose length is a multiple of the page size ends with one more request answered by an empty page.".into(),
+            place: "server/server.go, listByPagination".into(),
         },
         SourceCheck {
-            sdk: "io.modelcontextprotocol.sdk:mcp 2.1.0 (mcp-core 2.1.0)",
-            question: "does the client keep a list cache with a generation counter (so an older re-list cannot overwrite a newer one)?",
-            answer: "no: McpAsyncClient keeps no list cache and no generation or sequence number; on each list_changed it calls listTools() and passes the result to the change consumers, whichever finishes last wins (the only cache is the tools' output schemas, for validating call results).",
-            place: "io/modelcontextprotocol/client/McpAsyncClient (asyncToolsChangeNotificationHandler, listTools, toolsOutputSchemaCache)",
+            sdk: "io.modelcontextprotocol.sdk:mcp 2.1.0 (mcp-core 2.1.0)".into(),
+            question: "does the client keep a list cache with a generation counter (so an older re-list cannot overwrite a newer one)?".into(),
+            answer: "no: McpAsyncClient keeps no list cache and no generation or sequence number; on each list_changed it calls listTools() and passes the result to the change consumers, whichever finishes last wins (the only cache is the tools' output schemas, for validating call results).".into(),
+            place: "io/modelcontextprotocol/client/McpAsyncClient (asyncToolsChangeNotificationHandler, listTools, toolsOutputSchemaCache)".into(),
         },
         SourceCheck {
-            sdk: "io.modelcontextprotocol.sdk:mcp 2.1.0 (mcp-core 2.1.0)",
-            question: "does the client's page walk guard against a repeated cursor, or bound the number of pages?",
-            answer: "no: listTools() expands while nextCursor is non-empty, with no guard and no bound.",
-            place: "io/modelcontextprotocol/client/McpAsyncClient.listTools (Mono.expand)",
+            sdk: "io.modelcontextprotocol.sdk:mcp 2.1.0 (mcp-core 2.1.0)".into(),
+            question: "does the client's page walk guard against a repeated cursor, or bound the number of pages?".into(),
+            answer: "no: listTools() expands while nextCursor is non-empty, with no guard and no bound.".into(),
+            place: "io/modelcontextprotocol/client/McpAsyncClient.listTools (Mono.expand)".into(),
         },
         SourceCheck {
-            sdk: "io.modelcontextprotocol.sdk:mcp 2.1.0 (mcp-core 2.1.0)",
-            question: "which protocol versions does it speak?",
-            answer: "2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25: no 2026-07-28, no server/discover, no subscriptions/listen.",
-            place: "io/modelcontextprotocol/spec/ProtocolVersions, McpTransport.protocolVersions",
+            sdk: "io.modelcontextprotocol.sdk:mcp 2.1.0 (mcp-core 2.1.0)".into(),
+            question: "which protocol versions does it speak?".into(),
+            answer: "2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25: no 2026-07-28, no server/discover, no subscriptions/listen.".into(),
+            place: "io/modelcontextprotocol/spec/ProtocolVersions, McpTransport.protocolVersions".into(),
         },
     ]
 }

@@ -393,11 +393,18 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
                             push(&mut out, r.seq, 3, ended(k, id, RefreshOutcome::Published));
                         }
                     }
-                    (Side::Client, "refresh_failed") if !uses_history => {
+                    (Side::Client, name @ ("refresh_failed" | "refresh_discarded"))
+                        if !uses_history =>
+                    {
+                        let outcome = if name == "refresh_failed" {
+                            RefreshOutcome::Failed
+                        } else {
+                            RefreshOutcome::Discarded
+                        };
                         if let Some(k) = kind.filter(|k| kinds.contains(*k))
                             && let Some(id) = open.entry(k).or_default().pop_front()
                         {
-                            push(&mut out, r.seq, 3, ended(k, id, RefreshOutcome::Failed));
+                            push(&mut out, r.seq, 3, ended(k, id, outcome));
                         }
                     }
                     (Side::Client, "refresh_started") if !uses_history => {

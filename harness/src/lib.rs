@@ -6,6 +6,7 @@
 //! the same property checkers as the model. `listsync replay` and `listsync matrix` are its
 //! command-line front.
 
+pub mod adapter_check;
 pub mod adapters;
 pub mod conformance_suite;
 pub mod control;
@@ -13,6 +14,7 @@ pub mod exercises;
 pub mod findings;
 pub mod history;
 pub mod jsonrpc;
+pub mod manifest;
 pub mod matrix;
 pub mod msglog;
 pub mod outcome;

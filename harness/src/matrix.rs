@@ -1,5 +1,6 @@
 //! The conformance matrix: every implementation × exact package version × role × era ×
-//! variant, against the 9 properties. Each row's cells aggregate that row's runs — the
+//! variant, against the 9 properties. The implementations are adapter manifests: the built-in
+//! ones and any of the user's own (`--adapter FILE`), all treated alike. Each row's cells aggregate that row's runs — the
 //! `traces/` corpus replayed against it (traces about its role, in its era) and the generated
 //! scenarios of its role. Our runtime running each trace's own known-bad strategy is replayed
 //! too, to show the harness catches every bug it knows is there.
@@ -11,25 +12,26 @@
 //! cannot violate `listen_then_list`; `auth_isolation` needs HTTP authorization contexts, and
 //! the harness runs stdio).
 
-use crate::adapters::{Impl, Paths, Role, Subject, provision};
+use crate::adapters::{Paths, Role, Subject, version_of};
 use crate::exercises::Exercise;
+use crate::manifest::{self, Manifest};
 use crate::outcome::{RunReport, RunStatus, Target};
 use crate::replay::{self, plan, trace_role};
 use crate::run::Bounds;
 use listsync_core::property::{Property, Verdict};
 use listsync_core::trace::Trace;
 use listsync_core::vocab::Era;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// A matrix row's identity.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct RowKey {
-    /// Implementation.
-    pub imp: Impl,
+    /// Implementation (its manifest's name).
+    pub imp: String,
     /// Role.
     pub role: Role,
     /// Era.
@@ -49,11 +51,11 @@ impl RowKey {
         }
     }
 
-    fn subject(&self) -> Subject {
+    fn subject(&self, adapter: &Arc<Manifest>) -> Subject {
         Subject {
-            imp: self.imp,
+            adapter: adapter.clone(),
             role: Some(self.role),
-            variant: if self.imp == Impl::Reference {
+            variant: if adapter.runs_core {
                 None
             } else {
                 Some(self.variant.clone())
@@ -68,7 +70,7 @@ impl RowKey {
 }
 
 /// A cell's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CellState {
     /// Every run that judged it found it holding.
@@ -85,7 +87,7 @@ pub enum CellState {
 }
 
 /// One cell.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Cell {
     /// State.
     pub state: CellState,
@@ -94,7 +96,7 @@ pub struct Cell {
 }
 
 /// One row.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     /// Identity.
     #[serde(flatten)]
@@ -110,7 +112,7 @@ pub struct Row {
 }
 
 /// A known-bad strategy replayed as an rt variant.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Validation {
     /// Trace file.
     pub trace: String,
@@ -129,7 +131,7 @@ pub struct Validation {
 }
 
 /// The whole matrix.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Matrix {
     /// Rows.
     pub rows: Vec<Row>,
@@ -148,28 +150,64 @@ pub struct Options {
     pub jobs: usize,
     /// The trace corpus.
     pub traces: PathBuf,
-    /// Only these implementations (empty: all).
-    pub only: Vec<Impl>,
+    /// Only these built-in implementations (empty: all).
+    pub only: Vec<String>,
+    /// Adapters of the user's own (`--adapter FILE`), whose rows are added.
+    pub adapters: Vec<Arc<Manifest>>,
     /// Time bounds.
     pub bounds: Bounds,
 }
 
-/// The rows of the matrix.
-pub fn rows(only: &[Impl]) -> Vec<RowKey> {
-    let mut out = Vec::new();
-    for imp in Impl::ALL {
-        if !only.is_empty() && !only.contains(&imp) {
-            continue;
+impl Options {
+    /// The adapters whose rows run: the built-ins, then the user's (`--adapter`), all of them
+    /// or those named by `only`. A name in `only` that names no adapter, or a user's adapter
+    /// named like another, is an error.
+    pub fn adapters(&self) -> Result<Vec<Arc<Manifest>>, String> {
+        let mut all: Vec<Arc<Manifest>> = manifest::built_in().to_vec();
+        for m in &self.adapters {
+            if all.iter().any(|o| o.name == m.name) {
+                return Err(format!(
+                    "two adapters are named '{}': give yours another name",
+                    m.name
+                ));
+            }
+            all.push(m.clone());
         }
+        if let Some(n) = self
+            .only
+            .iter()
+            .find(|n| !all.iter().any(|m| &m.name == *n))
+        {
+            let names: Vec<&str> = all.iter().map(|m| m.name.as_str()).collect();
+            return Err(format!(
+                "--only {n}: no such adapter (known: {})",
+                names.join(", ")
+            ));
+        }
+        Ok(all
+            .into_iter()
+            .filter(|m| self.only.is_empty() || self.only.contains(&m.name))
+            .collect())
+    }
+}
+
+/// The rows of the matrix: every role, era and variant of each adapter.
+pub fn rows(adapters: &[Arc<Manifest>]) -> Vec<(RowKey, Arc<Manifest>)> {
+    let mut out = Vec::new();
+    for m in adapters {
         for role in [Role::Server, Role::Client] {
+            if !m.plays(role) {
+                continue;
+            }
             for era in Era::ALL {
-                for v in imp.variants(role) {
-                    out.push(RowKey {
-                        imp,
+                for v in m.variants(role) {
+                    let key = RowKey {
+                        imp: m.name.clone(),
                         role,
                         era,
-                        variant: (*v).to_owned(),
-                    });
+                        variant: v.name.clone(),
+                    };
+                    out.push((key, m.clone()));
                 }
             }
         }
@@ -226,60 +264,88 @@ fn safe(s: &str) -> String {
         .collect()
 }
 
-/// The version string of a row's implementation.
-pub fn version_of(paths: &Paths, imp: Impl) -> Result<String, String> {
-    match imp {
-        Impl::Reference => Ok(format!(
-            "listsync {} (rmcp {})",
-            env!("CARGO_PKG_VERSION"),
-            crate::RMCP_VERSION
-        )),
-        Impl::Rmcp => Ok(format!("rmcp {}", crate::RMCP_VERSION)),
-        imp => provision(paths, imp).map(|p| {
-            let pkgs: Vec<String> = p.sdk.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            format!("{} ({})", pkgs.join(", "), p.runtime)
-        }),
+impl Matrix {
+    /// What makes the run a failure: a row of our own runtime (the manifest that runs core)
+    /// with a violated property, and each known-bad variant whose own trace ran but did not
+    /// catch it. Empty when the run passes.
+    pub fn failures(&self) -> Vec<String> {
+        let reference = manifest::reference().name.clone();
+        let mut out = Vec::new();
+        if self.rows.iter().any(|r| {
+            r.key.imp == reference && r.cells.values().any(|c| c.state == CellState::Violated)
+        }) {
+            out.push(format!(
+                "the {reference} implementation violates a property (see the report)"
+            ));
+        }
+        let uncaught: Vec<&str> = self
+            .validation
+            .iter()
+            .filter(|v| {
+                v.shows.is_some()
+                    && !v.caught
+                    && self
+                        .runs
+                        .iter()
+                        .any(|r| r.id == v.run && r.status != RunStatus::Unsupported)
+            })
+            .map(|v| v.trace.as_str())
+            .collect();
+        if !uncaught.is_empty() {
+            out.push(format!(
+                "known-bad variants not caught: {}",
+                uncaught.join(", ")
+            ));
+        }
+        out
     }
 }
 
-/// Runs the matrix. `progress` gets one line per finished run.
-pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)) -> Matrix {
+/// Runs the matrix. `progress` gets one line per finished run. Fails only on options that name
+/// no adapter.
+pub async fn run(
+    paths: &Paths,
+    opts: &Options,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Matrix, String> {
     let started = Instant::now();
-    let keys = rows(&opts.only);
+    let adapters = opts.adapters()?;
+    let keyed = rows(&adapters);
+    let keys: Vec<RowKey> = keyed.iter().map(|(k, _)| k.clone()).collect();
     let (traces, errors) = corpus(&opts.traces);
     for e in &errors {
         progress(&format!("skipping unreadable trace {e}"));
     }
     // Provision first (sequentially, with progress), so runs never race an install.
-    let mut versions: BTreeMap<Impl, Result<String, String>> = BTreeMap::new();
-    for k in &keys {
-        if let std::collections::btree_map::Entry::Vacant(slot) = versions.entry(k.imp) {
-            let v = version_of(paths, k.imp);
+    let mut versions: BTreeMap<String, Result<String, String>> = BTreeMap::new();
+    for m in &adapters {
+        if let std::collections::btree_map::Entry::Vacant(slot) = versions.entry(m.name.clone()) {
+            let v = version_of(paths, m);
             if let Err(e) = &v {
-                progress(&format!("{}: {e}", k.imp));
+                progress(&format!("{}: {e}", m.name));
             }
             slot.insert(v);
         }
     }
     let mut jobs: Vec<(Option<usize>, Job)> = Vec::new();
     let mut notes: BTreeMap<usize, String> = BTreeMap::new();
-    for (ri, k) in keys.iter().enumerate() {
+    for (ri, (k, m)) in keyed.iter().enumerate() {
         if let Some(Err(e)) = versions.get(&k.imp) {
             notes.insert(ri, e.clone());
             continue;
         }
-        if !k.imp.eras().contains(&k.era) {
+        if !m.eras.contains(&k.era) {
             notes.insert(ri, format!("{} does not speak {}", k.imp, k.era));
             continue;
         }
         for (name, t) in &traces {
             if t.scenario.era != k.era
                 || trace_role(&t.scenario) != Some(k.role)
-                || !k.imp.spec().corpus.includes(name)
+                || !m.corpus.includes(name)
             {
                 continue;
             }
-            match plan(t, name, &k.subject(), None) {
+            match plan(t, name, &k.subject(m), None) {
                 Ok(p) if p.unsupported.is_none() => {
                     let id = safe(&format!("{}.{}", k.id(), name.trim_end_matches(".json")));
                     jobs.push((Some(ri), Job::Replay(Box::new(p), id)));
@@ -288,30 +354,25 @@ pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)
             }
         }
         for s in Exercise::ALL {
-            if s.role() == k.role && s.applies(k.imp, &k.variant, k.era) {
+            if s.role() == k.role && s.applies(m, k.era) {
                 let id = safe(&format!("{}.{}", k.id(), s.name()));
-                jobs.push((Some(ri), Job::Exercise(s, k.subject(), k.era, id)));
+                jobs.push((Some(ri), Job::Exercise(s, k.subject(m), k.era, id)));
             }
         }
     }
     // Pair runs (both ends an SDK), for the findings only.
     for s in Exercise::ALL {
         if let Some((subject, _, era)) = s.pair()
-            && (opts.only.is_empty() || opts.only.contains(&subject.imp))
-            && matches!(versions.get(&subject.imp), Some(Ok(_)))
+            && matches!(versions.get(subject.name()), Some(Ok(_)))
         {
             let id = safe(&format!("pair.{}", s.name()));
             jobs.push((None, Job::Exercise(s, subject, era, id)));
         }
     }
     // Harness validation: our runtime running each trace's own strategies.
-    if opts.only.is_empty() || opts.only.contains(&Impl::Reference) {
+    if adapters.iter().any(|m| m.runs_core) {
         for (name, t) in &traces {
-            let subject = Subject {
-                imp: Impl::Reference,
-                role: trace_role(&t.scenario),
-                variant: Some("trace".into()),
-            };
+            let subject = Subject::reference(trace_role(&t.scenario), Some("trace"));
             if let Ok(p) = plan(t, name, &subject, None) {
                 let id = safe(&format!("validation.{}", name.trim_end_matches(".json")));
                 jobs.push((None, Job::Replay(Box::new(p), id)));
@@ -417,12 +478,12 @@ pub async fn run(paths: &Paths, opts: &Options, progress: &(dyn Fn(&str) + Sync)
             row.cells.insert(p, cell(&row.key, p, &rr));
         }
     }
-    Matrix {
+    Ok(Matrix {
         rows: rows_out,
         validation,
         runs,
         seconds: started.elapsed().as_secs_f64(),
-    }
+    })
 }
 
 fn cell(key: &RowKey, p: Property, runs: &[&RunReport]) -> Cell {

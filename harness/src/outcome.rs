@@ -4,7 +4,7 @@
 //! SDKs are built from (notifications per batch, concurrent list requests, call outcomes,
 //! advertised capabilities, negotiated version, exact package versions).
 
-use crate::adapters::{Impl, Role, Subject};
+use crate::adapters::{Role, Subject};
 use crate::history::judge_run;
 use crate::jsonrpc::{self, Frame};
 use crate::proxy::listed_kind;
@@ -134,8 +134,8 @@ pub struct RunReport {
     pub id: String,
     /// What was run.
     pub target: Target,
-    /// Implementation under test.
-    pub imp: Impl,
+    /// Implementation under test (its manifest's name).
+    pub imp: String,
     /// Role under test.
     pub role: Role,
     /// Variant (adapter variant or core strategy).
@@ -177,12 +177,12 @@ impl RunReport {
         RunReport {
             id: String::new(),
             target,
-            imp: subject.imp,
+            imp: subject.adapter.name.clone(),
             role,
             variant: subject
                 .variant
                 .clone()
-                .unwrap_or_else(|| subject.imp.variants(role)[0].to_owned()),
+                .unwrap_or_else(|| subject.adapter.default_variant(role)),
             era,
             server: String::new(),
             client: String::new(),

@@ -201,6 +201,7 @@ impl Proxy {
             let mut st = self.hub.lock();
             let Some(v) = parsed else {
                 let text = String::from_utf8_lossy(&raw[..raw.len().min(512)]).into_owned();
+                let start: String = text.trim_end().chars().take(120).collect();
                 st.push(Body::Msg {
                     dir,
                     len,
@@ -210,7 +211,9 @@ impl Proxy {
                 });
                 st.push(Body::Bad {
                     from: format!("mcp {}", dir_name(dir)),
-                    what: format!("a line of {len} bytes that is not JSON (forwarded unchanged)"),
+                    what: format!(
+                        "a line of {len} bytes that is not JSON (forwarded unchanged): {start:?}"
+                    ),
                 });
                 drop(st);
                 self.send(dir, raw);

@@ -11,6 +11,9 @@ export function installedVersion(dirUrl, pkg) {
 }
 
 export async function main({ dirUrl, sdkPackage, runServer, runClient }) {
+    // stdout is the MCP channel: the SDKs' own console output (v2's client calls console.debug,
+    // which Node writes to stdout, when a server does not advertise resources) goes to stderr.
+    for (const level of ['log', 'info', 'debug']) console[level] = (...args) => console.error(...args);
     let control;
     try {
         const env = readEnv();

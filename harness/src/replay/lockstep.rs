@@ -10,7 +10,6 @@ use super::progress::{
     count_model, count_model_client_steps, count_real, count_real_client_steps,
     count_real_notifications,
 };
-use crate::adapters::Impl;
 use crate::control;
 use crate::jsonrpc;
 use crate::run::Run;
@@ -49,7 +48,11 @@ impl Lockstep<'_> {
     pub(super) async fn sync(&self, bound: Duration) -> Wait {
         let want = count_model(&self.model_events, self.kinds);
         let kinds = self.kinds;
-        let steps_wanted = (self.plan.client.imp == Impl::Reference)
+        let steps_wanted = self
+            .plan
+            .client
+            .adapter
+            .runs_core
             .then(|| count_model_client_steps(&self.model_events));
         let check = |st: &HubState| -> Option<Result<(), String>> {
             let m = match_links(&self.world, st, &self.ids);
@@ -251,7 +254,7 @@ impl Lockstep<'_> {
                     .get(usize::from(*batch))
                     .cloned()
                     .unwrap_or_default();
-                if self.plan.server.imp == Impl::Reference
+                if self.plan.server.adapter.runs_core
                     && self.plan.scenario.server.strategy.commits_after_notifying()
                 {
                     self.mutate_parked(&ops).await?;

@@ -47,7 +47,7 @@ mod progress;
 pub use matching::tracked_policy;
 pub use planning::{ReplayPlan, plan, trace_role, why_not_replayable};
 
-use crate::adapters::{Impl, Paths, client_launch, server_launch};
+use crate::adapters::{Paths, client_launch, server_launch};
 use crate::jsonrpc;
 use crate::outcome::{RunReport, RunStatus, Target};
 use crate::proxy::Policy;
@@ -74,8 +74,8 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
         plan.scenario.era,
     );
     report.expected = Some(plan.scenario.mask(&plan.trace.expected));
-    report.server = format!("{} ({})", plan.server.imp, plan.server.variant);
-    report.client = format!("{} ({})", plan.client.imp, plan.client.variant);
+    report.server = format!("{} ({})", plan.server.adapter.name, plan.server.variant);
+    report.client = format!("{} ({})", plan.client.adapter.name, plan.client.variant);
     if let Some(why) = &plan.unsupported {
         report.status = RunStatus::Unsupported;
         report.detail = Some(why.clone());
@@ -120,7 +120,7 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
         ids: HashMap::new(),
         kinds,
         commit_gate: None,
-        exact: plan.client.imp == Impl::Reference && plan.server.imp == Impl::Reference,
+        exact: plan.client.adapter.runs_core && plan.server.adapter.runs_core,
         notifications_delivered: 0,
     };
     let mut diverged: Option<(Option<usize>, String)> = None;
@@ -250,4 +250,51 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
 /// Whether the judged verdicts equal the shadow world's (applicable properties only).
 pub fn agrees(judged: &Verdicts, model: &Verdicts) -> bool {
     Property::ALL.iter().all(|p| judged.get(p) == model.get(p))
+}
+
+/// The verdict table and findings `listsync replay` prints for one run that ran: per property
+/// the judged verdict, the model's and the trace's, then each violation and note.
+pub fn summary(report: &RunReport) -> Vec<String> {
+    let cell = |v: Option<&listsync_core::property::Verdict>| {
+        v.map(ToString::to_string).unwrap_or_else(|| "-".into())
+    };
+    let mut out = vec![format!(
+        "  {:<22} {:<9} {:<9} {:<9}",
+        "property", "judged", "model", "trace"
+    )];
+    for prop in Property::ALL {
+        out.push(format!(
+            "  {:<22} {:<9} {:<9} {:<9}",
+            prop.as_str(),
+            cell(report.judged.get(&prop)),
+            cell(report.model.as_ref().and_then(|m| m.get(&prop))),
+            cell(report.expected.as_ref().and_then(|m| m.get(&prop))),
+        ));
+    }
+    for f in &report.violations {
+        out.push(format!(
+            "  violation {} (record {}): {}",
+            f.property, f.record, f.detail
+        ));
+    }
+    out.extend(report.notes.iter().map(|n| format!("  note: {n}")));
+    out
+}
+
+/// The exit status of one replay: 0 when it ran in lockstep and agreed with the model (or the
+/// implementation cannot run the trace), 1 when it diverged or disagreed, 2 when it could not run.
+pub fn exit_code(report: &RunReport) -> u8 {
+    match report.status {
+        RunStatus::Completed
+            if report
+                .model
+                .as_ref()
+                .is_some_and(|m| agrees(&report.judged, m)) =>
+        {
+            0
+        }
+        RunStatus::Completed | RunStatus::Diverged => 1,
+        RunStatus::Unsupported => 0,
+        RunStatus::Failed => 2,
+    }
 }

@@ -3,7 +3,8 @@
 //! the launch setups of both sides, and why a trace cannot be replayed (several clients, HTTP-only
 //! features, cluster steps, an era the implementation does not speak).
 
-use crate::adapters::{ClientSetup, Impl, Role, ServerSetup, Subject};
+use crate::adapters::{ClientSetup, Role, ServerSetup, Subject};
+use crate::manifest;
 use listsync_core::scenario::Scenario;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_core::trace::Trace;
@@ -45,10 +46,7 @@ pub fn trace_role(scn: &Scenario) -> Option<Role> {
 /// Why the harness could not replay `trace` against our runtime running the trace's own
 /// strategies (one server process, one client, stdio), or None if it can.
 pub fn why_not_replayable(trace: &Trace) -> Option<String> {
-    let subject: Subject = match "reference@trace".parse() {
-        Ok(s) => s,
-        Err(e) => return Some(e.to_string()),
-    };
+    let subject = Subject::reference(None, Some("trace"));
     match plan(trace, "sim", &subject, None) {
         Ok(plan) => plan.unsupported,
         Err(e) => Some(e),
@@ -71,7 +69,7 @@ pub fn plan(
         .or_else(|| trace_role(&trace.scenario))
         .unwrap_or(Role::Client);
     let mut scenario = trace.scenario.clone();
-    if subject.imp == Impl::Reference {
+    if subject.adapter.runs_core {
         match subject.variant.as_deref() {
             Some("trace") => {}
             None | Some("reference") => match role {
@@ -102,37 +100,45 @@ pub fn plan(
             scenario.era
         ));
     }
-    if !subject.imp.eras().contains(&scenario.era) {
-        unsupported.get_or_insert(format!("{} does not speak {}", subject.imp, scenario.era));
+    let name = &subject.adapter.name;
+    if !subject.adapter.eras.contains(&scenario.era) {
+        unsupported.get_or_insert(format!("{name} does not speak {}", scenario.era));
     }
-    if subject.imp == Impl::Rmcp
-        && scenario
-            .clients
-            .iter()
-            .any(|c| c.kinds.iter().any(|k| k != Kind::Tools))
+    if !subject.adapter.plays(role) {
+        unsupported.get_or_insert(format!("{name} does not play the {role} role"));
+    }
+    let kinds = subject.adapter.kinds;
+    if let Some(k) = scenario
+        .clients
+        .iter()
+        .flat_map(|c| c.kinds.iter())
+        .find(|k| !kinds.contains(*k))
     {
-        unsupported.get_or_insert("the rmcp adapter keeps tools only".into());
+        let has: Vec<&str> = kinds.iter().map(Kind::as_str).collect();
+        unsupported.get_or_insert(format!(
+            "the trace's client keeps {k}; the {name} adapter has {} only",
+            has.join(", ")
+        ));
     }
-    let default_variant = |imp: Impl, r: Role| imp.variants(r)[0].to_owned();
-    let (server_imp, client_imp) = match role {
-        Role::Server => (subject.imp, Impl::Reference),
-        Role::Client => (Impl::Reference, subject.imp),
+    let (server_adapter, client_adapter) = match role {
+        Role::Server => (subject.adapter.clone(), manifest::reference()),
+        Role::Client => (manifest::reference(), subject.adapter.clone()),
     };
-    let server_variant = if server_imp == Impl::Reference {
+    let server_variant = if server_adapter.runs_core {
         scenario.server.strategy.as_str().to_owned()
     } else {
         subject
             .variant
             .clone()
-            .unwrap_or_else(|| default_variant(server_imp, Role::Server))
+            .unwrap_or_else(|| server_adapter.default_variant(Role::Server))
     };
-    let client_variant = if client_imp == Impl::Reference {
+    let client_variant = if client_adapter.runs_core {
         scenario.client_strategy().as_str().to_owned()
     } else {
         subject
             .variant
             .clone()
-            .unwrap_or_else(|| default_variant(client_imp, Role::Client))
+            .unwrap_or_else(|| client_adapter.default_variant(Role::Client))
     };
     let kinds = scenario
         .clients
@@ -143,13 +149,13 @@ pub fn plan(
         trace: trace.clone(),
         trace_name: trace_name.to_owned(),
         subject: Subject {
-            imp: subject.imp,
+            adapter: subject.adapter.clone(),
             role: Some(role),
             variant: subject.variant.clone(),
         },
         role,
         server: ServerSetup {
-            imp: server_imp,
+            adapter: server_adapter,
             variant: server_variant,
             era: scenario.era,
             page_size: scenario.server.page_size,
@@ -159,7 +165,7 @@ pub fn plan(
             retain_versions: Some(scenario.server.retain_versions),
         },
         client: ClientSetup {
-            imp: client_imp,
+            adapter: client_adapter,
             variant: client_variant,
             era: scenario.era,
             kinds,

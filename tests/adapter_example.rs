@@ -1,0 +1,222 @@
+//! Bringing an implementation of one's own: the example adapter of docs/writing-an-adapter.md
+//! (`harness/adapters/example/`, a from-scratch Python client, not built in) driven through its
+//! manifest file like any user's adapter:
+//!
+//! - in the matrix, its `coalescing` variant holds every property in both eras and its
+//!   `last-response-wins` variant is caught by `no_stale_overwrite`, the property it breaks;
+//! - `listsync replay --adapter FILE:client@VARIANT` replays a corpus trace against it;
+//! - `adapter check` passes it, and names the docs/harness-protocol.md rule each broken adapter
+//!   breaks (every rule it applies is documented there).
+//!
+//! Needs `python3` on PATH (the example's manifest says so, and a missing one fails naming it).
+
+mod harness_support;
+
+use harness_support::{REPLAY_LIMIT, paths, repo};
+use listsync_core::property::Property;
+use listsync_harness::adapter_check::{self, RULES};
+use listsync_harness::manifest::Manifest;
+use listsync_harness::matrix::{self, CellState, Options};
+use listsync_harness::run::Bounds;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn example() -> Arc<Manifest> {
+    Arc::new(
+        Manifest::load(&repo().join("harness/adapters/example/adapter.toml"))
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_matrix_passes_the_example_and_catches_its_last_response_wins_variant() {
+    let (paths, _pin) = paths();
+    let opts = Options {
+        jobs: 2,
+        traces: repo().join("traces"),
+        only: vec!["example".into()],
+        adapters: vec![example()],
+        bounds: Bounds::default(),
+    };
+    let m = matrix::run(&paths, &opts, &|line: &str| eprintln!("{line}"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(m.rows.len(), 4, "example: 2 variants x 2 eras");
+    for row in &m.rows {
+        let k = &row.key;
+        assert_eq!(k.imp, "example");
+        assert!(row.note.is_none(), "{k:?}: {:?}", row.note);
+        let stale = row.cells.get(&Property::NoStaleOverwrite).map(|c| c.state);
+        match k.variant.as_str() {
+            "coalescing" => {
+                let bad: Vec<_> = row
+                    .cells
+                    .iter()
+                    .filter(|(_, c)| c.state == CellState::Violated)
+                    .map(|(p, c)| format!("{p}: {:?}", c.run))
+                    .collect();
+                assert!(bad.is_empty(), "{k:?} violates {bad:?}");
+                assert_eq!(stale, Some(CellState::Holds), "{k:?}");
+                assert_eq!(
+                    row.cells.get(&Property::Converges).map(|c| c.state),
+                    Some(CellState::Holds),
+                    "{k:?}"
+                );
+            }
+            "last-response-wins" => {
+                assert_eq!(stale, Some(CellState::Violated), "{k:?} was not caught");
+            }
+            other => panic!("unexpected variant {other}"),
+        }
+    }
+    // No built-in row ran: --only names the user's adapter alone.
+    assert!(m.runs.iter().all(|r| r.imp == "example"));
+    assert!(m.validation.is_empty());
+}
+
+fn listsync(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_listsync"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run listsync");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn replay_takes_an_adapter_manifest_with_a_role_and_variant() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = listsync(&[
+        "replay",
+        "traces/naive.json",
+        "--adapter",
+        "harness/adapters/example/adapter.toml:client@last-response-wins",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    // The classic refresh takes the trace's own path and shows its violation, as the model does.
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("completed"), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("no_stale_overwrite"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(
+        line.split_whitespace().collect::<Vec<_>>(),
+        ["no_stale_overwrite", "violated", "violated", "violated"],
+        "{stdout}"
+    );
+    let (code, _, stderr) = listsync(&[
+        "replay",
+        "traces/naive.json",
+        "--adapter",
+        "harness/adapters/example/adapter.toml:client@no-such-variant",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("no client variant 'no-such-variant'"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = listsync(&["replay", "traces/naive.json", "--adapter", "nope.toml"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("nope.toml"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn adapter_check_passes_the_example() {
+    let (paths, _pin) = paths();
+    let c = tokio::time::timeout(
+        REPLAY_LIMIT,
+        adapter_check::check(&paths, example(), Bounds::default()),
+    )
+    .await
+    .expect("adapter check hung");
+    assert!(c.ok(), "{}", c.lines().join("\n"));
+    assert_eq!(c.sessions.len(), 2, "client in two eras");
+    for s in &c.sessions {
+        assert!(s.passed.len() >= 10, "{}: {:?}", s.label(), s.passed);
+    }
+}
+
+/// A manifest in `dir` whose client is `script` run by python3.
+fn broken(dir: &std::path::Path, script: &str) -> Arc<Manifest> {
+    std::fs::write(dir.join("broken.py"), script).unwrap();
+    let toml = "name = \"broken\"\nversion = \"0\"\nroles = [\"client\"]\neras = [\"2025-11-25\"]\n\
+                [launch]\nclient = [\"python3\", \"{dir}/broken.py\"]\n";
+    let file = dir.join("adapter.toml");
+    std::fs::write(&file, toml).unwrap();
+    Arc::new(Manifest::load(&file).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn adapter_check_names_the_rule_a_broken_adapter_breaks() {
+    let (paths, _pin) = paths();
+    // What never comes is waited for this long (it never comes whatever the bound).
+    let bounds = Bounds {
+        startup: Duration::from_secs(4),
+        command: Duration::from_secs(4),
+        ..Bounds::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Says it is a server, never reports negotiation or a list, and accepts every command.
+    let yes_man = broken(
+        dir.path(),
+        r#"
+import json, os, socket
+s = socket.socket(socket.AF_UNIX); s.connect(os.environ["LISTSYNC_CONTROL"])
+def send(o): s.sendall((json.dumps(o) + "\n").encode())
+send({"type": "event", "event": "ready", "role": "server", "era_requested": os.environ["LISTSYNC_ERA"], "sdk": "x", "sdk_version": "1"})
+for line in s.makefile("rb"):
+    c = json.loads(line)
+    send({"type": "reply", "id": c["id"], "ok": True})
+    if c["cmd"] == "shutdown":
+        break
+"#,
+    );
+    let c = adapter_check::check(&paths, yes_man, bounds).await;
+    let lines = c.lines().join("\n");
+    assert!(!c.ok(), "{lines}");
+    let broken_rules: Vec<&str> = c.sessions[0].failures.iter().map(|f| f.rule).collect();
+    for rule in [
+        "ready-fields",
+        "negotiated",
+        "initial-list",
+        "snapshot",
+        "unknown-command",
+    ] {
+        assert!(
+            broken_rules.contains(&rule),
+            "{rule} not reported:\n{lines}"
+        );
+        assert!(
+            lines.contains(&format!("docs/harness-protocol.md, rule {rule}")),
+            "{lines}"
+        );
+    }
+    assert!(
+        c.sessions[0].passed.contains(&"clean-exit"),
+        "it does exit cleanly:\n{lines}"
+    );
+    // Exits at once without connecting.
+    let gone = broken(dir.path(), "raise SystemExit(3)\n");
+    let c = adapter_check::check(&paths, gone, bounds).await;
+    let lines = c.lines().join("\n");
+    let first = &c.sessions[0].failures[0];
+    assert!(matches!(first.rule, "connect" | "ready"), "{lines}");
+}
+
+#[test]
+fn every_rule_adapter_check_applies_is_documented() {
+    let doc = std::fs::read_to_string(repo().join("docs/harness-protocol.md")).unwrap();
+    for (rule, _) in RULES {
+        assert!(
+            doc.contains(&format!("| `{rule}` |")),
+            "docs/harness-protocol.md has no row for rule `{rule}`"
+        );
+    }
+}
