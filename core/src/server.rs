@@ -181,9 +181,14 @@ impl Registry {
         }
         let changed = changed_kinds(&self.catalog, &catalog);
         let contents = changed_contents(&self.catalog, &catalog);
-        if self.cfg.strategy == ServerStrategy::ClusterNotifyBeforeVisible {
-            // The bug: announce first, load later.
-            let visible = self.version;
+        if self.cfg.strategy.installs_after_notifying() {
+            // The bug: announce first, load later. The lying registry claims the announced
+            // version is already visible.
+            let visible = if self.cfg.strategy == ServerStrategy::LyingRegistry {
+                version
+            } else {
+                self.version
+            };
             self.staged_install = Some((version, catalog));
             self.notify(changed, &contents, version, visible, 1, out);
             return true;

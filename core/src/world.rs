@@ -1051,11 +1051,27 @@ impl World {
 /// of the node is asked through its wire interface (a connection of its own, the era's
 /// handshake, then every page, following cursors). None if the walk fails or does not end.
 pub fn probe(node: &Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
-    const PROBE: ClientId = ClientId::MAX;
-    const MAX_PAGES: usize = 64;
-    let mut r = node.clone();
+    probe_in(&mut node.clone(), kind, auth)
+}
+
+/// [`probe`] on the node itself: the probe's session (an id no client has) is connected,
+/// walks every page and is disconnected again, and what the node emits meanwhile is dropped,
+/// so the node is left as it was. A live server probes itself this way while it holds its
+/// registry's lock (cloning a registry with many sessions for every notification would cost
+/// more than the walk).
+pub fn probe_in(node: &mut Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
     let mut out = Vec::new();
-    r.step(ServerInput::Connect(PROBE), &mut out);
+    node.step(ServerInput::Connect(PROBE), &mut out);
+    let items = walk(node, kind, auth);
+    node.step(ServerInput::Disconnect(PROBE), &mut out);
+    items
+}
+
+/// The session id of a probe (no client's).
+const PROBE: ClientId = ClientId::MAX;
+
+fn walk(r: &mut Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
+    const MAX_PAGES: usize = 64;
     let ask = |r: &mut Registry, id: u32, req: Request| -> Option<Response> {
         let mut out = Vec::new();
         r.step(
@@ -1071,12 +1087,12 @@ pub fn probe(node: &Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
         })
     };
     if r.config().era == crate::vocab::Era::V2025_11_25 {
-        ask(&mut r, 0, Request::Initialize)?;
+        ask(r, 0, Request::Initialize)?;
     }
     let mut items = Vec::new();
     let mut cursor = None;
     for page in 1..=MAX_PAGES {
-        match ask(&mut r, page as u32, Request::List { kind, cursor })? {
+        match ask(r, page as u32, Request::List { kind, cursor })? {
             Response::Page(p) => {
                 items.extend(p.items.iter().cloned());
                 match p.next {

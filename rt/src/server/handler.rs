@@ -469,6 +469,7 @@ impl ServerHandler for Handler {
                 // announce every accepted list once (over-notifying is sound).
                 let c = self.register_listen(ctx.accepted());
                 let a = ctx.accepted();
+                let announces = self.shared.truth_version();
                 let mut catch_up = Vec::new();
                 for (flag, kind) in [
                     (a.tools_list_changed, Kind::Tools),
@@ -476,9 +477,12 @@ impl ServerHandler for Handler {
                     (a.resources_list_changed, Kind::Resources),
                 ] {
                     if flag == Some(true) {
-                        catch_up.push(listsync_core::wire::Notification::ListChanged {
-                            kind,
-                            sub: None,
+                        catch_up.push(super::Tagged {
+                            note: listsync_core::wire::Notification::ListChanged {
+                                kind,
+                                sub: None,
+                            },
+                            announces,
                         });
                     }
                 }
