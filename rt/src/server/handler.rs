@@ -466,10 +466,12 @@ impl ServerHandler for Handler {
             Some(c) => c,
             None => {
                 // Registered only now: a commit since the acknowledgement could be missed, so
-                // announce every accepted list once (over-notifying is sound).
+                // announce every accepted list once (over-notifying is sound). The catch-up
+                // announces the ground truth as of just before the stream was registered (a
+                // commit after that notifies the stream by itself, announcing its own version).
+                let announces = self.shared.truth_version();
                 let c = self.register_listen(ctx.accepted());
                 let a = ctx.accepted();
-                let announces = self.shared.truth_version();
                 let mut catch_up = Vec::new();
                 for (flag, kind) in [
                     (a.tools_list_changed, Kind::Tools),
