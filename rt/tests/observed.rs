@@ -15,7 +15,7 @@ use listsync_core::strategy::ServerStrategy;
 use listsync_core::vocab::{Era, Kind, KindSet, Op};
 use listsync_rt::gate::Target;
 use listsync_rt::history::SharedHistory;
-use listsync_rt::server::{Server, ServerNotice, ServerSettings};
+use listsync_rt::server::{ServerNotice, ServerSettings};
 use tokio::sync::mpsc;
 
 fn tools() -> KindSet {

@@ -385,7 +385,11 @@ impl Server {
         }
         let (out, announces) = {
             let mut reg = lock(&self.shared.registry);
-            let mut view = (**reg.catalog()).clone();
+            let mut obs = lock(&self.shared.observer);
+            // The batch is checked and normalized against the administrator's latest catalog
+            // (the ground truth), which is what the registry applies it to: the catalog it
+            // serves may still lack a batch it announced and has not committed.
+            let mut view = (**obs.catalog()).clone();
             let mut batch = Vec::with_capacity(ops.len());
             for op in ops {
                 if check {
@@ -396,13 +400,11 @@ impl Server {
                 batch.push(op);
             }
             // The administrator's batch is the ground truth, whatever the registry makes of it.
-            let announces = {
-                let mut obs = lock(&self.shared.observer);
-                if let Some(e) = obs.apply(&batch) {
-                    self.shared.record_observed(&e);
-                }
-                obs.version()
-            };
+            if let Some(e) = obs.apply(&batch) {
+                self.shared.record_observed(&e);
+            }
+            let announces = obs.version();
+            drop(obs);
             let mut out = Vec::new();
             reg.step(ServerInput::Apply(batch.into()), &mut out);
             self.shared.record(&out);
