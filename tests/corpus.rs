@@ -44,7 +44,7 @@ fn each_known_bad_strategy_has_its_shortest_counterexample() {
             t.scenario, c.scenario,
             "{file}: scenario differs from the configuration"
         );
-        let r = check(&c.scenario, c.search, 1, &mut |_, _| {});
+        let r = check(&c.scenario, c.search, &[], 1, &mut |_, _| {});
         let shortest = r
             .counterexamples
             .iter()

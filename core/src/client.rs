@@ -414,6 +414,14 @@ impl CatalogClient {
             .collect()
     }
 
+    /// The walks in progress: (kind, authorization context, pages in hand) each.
+    pub fn walks_in_progress(&self) -> Vec<(Kind, AuthCtx, u32)> {
+        self.lists
+            .iter()
+            .flat_map(|((k, a), l)| l.walks.iter().map(move |w| (*k, *a, w.pages)))
+            .collect()
+    }
+
     /// Every (kind, auth) with an armed retry timer.
     pub fn armed_retries(&self) -> Vec<(Kind, AuthCtx)> {
         self.lists

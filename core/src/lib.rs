@@ -12,6 +12,7 @@ pub mod property;
 pub mod record;
 pub mod scenario;
 pub mod server;
+pub mod situation;
 pub mod strategy;
 pub mod trace;
 pub mod vocab;

@@ -5,7 +5,7 @@
 //!
 //! | event | source |
 //! |---|---|
-//! | `Committed` | the server adapter's `catalog` (ground truth) read after each mutation; a new version when it differs from the last. Dated at the harness action that may have changed it (the `mutate` command, or the release of a parked commit); the initial catalog is version 1, before anything |
+//! | `Committed` | the server adapter's `catalog` (ground truth) read after each mutation; a new version when it differs from the last. Dated at the administrator's action that made it (the first `mutate` command not yet seen in a catalog, even when the server parks the commit, as the model's ground truth does; else the release of a parked commit); the initial catalog is version 1, before anything |
 //! | `Connected` | start of the run |
 //! | `Notified` | a `list_changed` of a tracked kind reaching the proxy from the server. `announces` = the version the latest mutation issued before it produced; `visible` = the version whose list equals what the harness's own probe (`tools/list` injected on the link right after the notification arrived, every page) returned. 2026-07-28: only the client's first listen stream counts (further streams are the client's own choice) |
 //! | `Woken` | a `list_changed` delivered to the client by the proxy |
@@ -101,7 +101,13 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
                 if changed {
                     let v = commits.len() as u64 + 1;
                     commits.push((v, cat.clone()));
-                    let at = if v == 1 { 0 } else { since.unwrap_or(r.seq) };
+                    // Dated at the administrator's action: the first mutation not yet seen
+                    // (the model's truth commits there too, even when the server parks it).
+                    let at = if v == 1 {
+                        0
+                    } else {
+                        pending.first().copied().or(*since).unwrap_or(r.seq)
+                    };
                     push(
                         &mut out,
                         at,

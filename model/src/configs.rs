@@ -8,6 +8,7 @@ use listsync_core::client::{ClientConfig, Limits};
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::scenario::{Cluster, Faults, Scenario, Transport};
 use listsync_core::server::ServerConfig;
+use listsync_core::situation::Situation;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Op, Scope};
 
@@ -22,6 +23,8 @@ pub struct Config {
     pub search: Search,
     /// Properties expected to be violated (every other applicable one must hold).
     pub violates: &'static [Property],
+    /// Situations the exploration must reach for its verdicts to mean something.
+    pub situations: &'static [Situation],
 }
 
 impl Config {
@@ -122,10 +125,63 @@ impl Spec {
 
 fn cfg(scenario: Scenario, about: &'static str, violates: &'static [Property]) -> Config {
     Config {
+        situations: must_reach(&scenario.name),
         scenario,
         about,
         search: Search::Bfs,
         violates,
+    }
+}
+
+/// The situations each configuration must reach: the races its verdicts are about.
+fn must_reach(name: &str) -> &'static [Situation] {
+    use Situation::*;
+    match name {
+        "reference" => &[
+            NotifyDuringRefresh,
+            NotifyMidWalk,
+            BurstDuringRefresh,
+            CallInFlightDuringRemoval,
+            CursorRefusedAfterChange,
+            DuplicateNotificationInFlight,
+        ],
+        "reference-http" => &[
+            NotifyDuringRefresh,
+            NotifyMidWalk,
+            BurstDuringRefresh,
+            ResponseOvertakesResponse,
+            CursorRefusedAfterChange,
+        ],
+        "reference-2026" => &[
+            NotifyDuringRefresh,
+            NotifyMidWalk,
+            CursorRefusedAfterChange,
+            ChangeWhileAckInFlight,
+            ResponseOvertakesResponse,
+            TtlExpiryRefetch,
+        ],
+        "reference-2026-lossy" => &[NotifyDuringRefresh, TtlExpiryRefetch],
+        "reference-multi-client" => &[NotifyDuringRefresh, BurstDuringRefresh],
+        "reference-auth" => &[NotifyDuringRefresh, AuthSwitchDuringRefresh],
+        "reference-resources" => &[ContentUpdateInFlight, NotifyDuringRefresh],
+        "reference-faults" => &[
+            NotifyMidWalk,
+            DuplicateNotificationInFlight,
+            CutWithChangePending,
+        ],
+        "reference-cluster" => &[NotifyDuringRefresh, BurstDuringRefresh, NodeBehindStore],
+        "reference-cluster-migrate" => &[NodeBehindStore, CursorRefusedAfterChange],
+        "naive" | "request-id-guard" => &[BurstDuringRefresh, ResponseOvertakesResponse],
+        "clear-then-fetch"
+        | "first-page-only"
+        | "flag-cleared-after-await"
+        | "notify-before-commit" => &[NotifyDuringRefresh],
+        "listen-without-relist" => &[ChangeWhileAckInFlight],
+        "notify-per-mutation" => &[BurstDuringRefresh],
+        "offset-cursor" => &[NotifyMidWalk, ResponseOvertakesResponse],
+        "stale-dispatch" | "lying-registry" => &[CallInFlightDuringRemoval],
+        "cluster-notify-before-visible" => &[NodeBehindStore],
+        other => panic!("configuration {other} names no situation it must reach"),
     }
 }
 

@@ -17,13 +17,14 @@ pub mod symmetry;
 
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::scenario::Scenario;
+use listsync_core::situation::Situation;
 use listsync_core::trace::Trace;
 use listsync_core::world::{Step, World};
 use serde::{Deserialize, Serialize};
 use stateright::{Checker, Model, Property as SrProperty};
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A scenario as a stateright model.
@@ -33,6 +34,8 @@ pub struct ListModel {
     pub scenario: Scenario,
     /// Keeps the first counterexample per property (see [`Latch`]).
     pub latch: Arc<Latch>,
+    /// Counts the states in each watched situation.
+    pub situations: Arc<SituationCounts>,
 }
 
 impl ListModel {
@@ -41,18 +44,65 @@ impl ListModel {
         ListModel {
             scenario,
             latch: Arc::new(Latch::default()),
+            situations: Arc::new(SituationCounts::default()),
         }
     }
 
     /// A model of `scenario` that reports only the first violating state per property.
     pub fn first_only(scenario: Scenario) -> Self {
         ListModel {
-            scenario,
             latch: Arc::new(Latch {
                 bits: AtomicU16::new(0),
                 enabled: true,
             }),
+            ..ListModel::new(scenario)
         }
+    }
+
+    /// The same model, counting the states of each of `watched` (the other situations are not
+    /// evaluated).
+    pub fn watching(mut self, watched: &[Situation]) -> Self {
+        self.situations = Arc::new(SituationCounts::of(watched));
+        self
+    }
+}
+
+/// How many unique states of an exploration were in each watched situation.
+#[derive(Debug, Default)]
+pub struct SituationCounts {
+    watched: u32,
+    states: [AtomicU64; Situation::ALL.len()],
+}
+
+impl SituationCounts {
+    fn of(watched: &[Situation]) -> Self {
+        SituationCounts {
+            watched: watched.iter().fold(0, |m, s| m | 1 << s.index()),
+            ..SituationCounts::default()
+        }
+    }
+
+    /// Whether `s` is watched.
+    pub fn watches(&self, s: Situation) -> bool {
+        self.watched & (1 << s.index()) != 0
+    }
+
+    /// States found in `s` so far.
+    pub fn states(&self, s: Situation) -> u64 {
+        self.states[s.index()].load(Ordering::Relaxed)
+    }
+
+    /// Evaluates a watched situation on a state (stateright calls each property once per
+    /// state it visits), counting the states it holds in.
+    fn visit(&self, s: Situation, scn: &Scenario, w: &World) -> bool {
+        if !self.watches(s) {
+            return false;
+        }
+        let hit = s.holds(scn, w);
+        if hit {
+            self.states[s.index()].fetch_add(1, Ordering::Relaxed);
+        }
+        hit
     }
 }
 
@@ -88,6 +138,14 @@ macro_rules! always {
     };
 }
 
+macro_rules! sometimes {
+    ($s:expr) => {
+        SrProperty::sometimes($s.as_str(), |m: &ListModel, w: &World| {
+            m.situations.visit($s, &m.scenario, w)
+        })
+    };
+}
+
 impl Model for ListModel {
     type State = World;
     type Action = Step;
@@ -117,6 +175,19 @@ impl Model for ListModel {
             always!(Property::BoundedRefresh),
             always!(Property::AuthIsolation),
             always!(Property::ListenThenList),
+            sometimes!(Situation::NotifyDuringRefresh),
+            sometimes!(Situation::NotifyMidWalk),
+            sometimes!(Situation::BurstDuringRefresh),
+            sometimes!(Situation::ResponseOvertakesResponse),
+            sometimes!(Situation::CallInFlightDuringRemoval),
+            sometimes!(Situation::CursorRefusedAfterChange),
+            sometimes!(Situation::AuthSwitchDuringRefresh),
+            sometimes!(Situation::NodeBehindStore),
+            sometimes!(Situation::ChangeWhileAckInFlight),
+            sometimes!(Situation::TtlExpiryRefetch),
+            sometimes!(Situation::ContentUpdateInFlight),
+            sometimes!(Situation::DuplicateNotificationInFlight),
+            sometimes!(Situation::CutWithChangePending),
         ]
     }
 
@@ -160,6 +231,20 @@ pub struct CheckResult {
     pub verdicts: Verdicts,
     /// Per violated property: the counterexample's depth and trace.
     pub counterexamples: Vec<Counterexample>,
+    /// Per watched situation: how many unique states were in it and the depth of the first
+    /// (breadth-first: the shallowest) one; zero states means unreached.
+    pub situations: Vec<SituationReach>,
+}
+
+/// How a watched situation was reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SituationReach {
+    /// The situation.
+    pub situation: Situation,
+    /// Unique states in it.
+    pub states: u64,
+    /// Steps to the first state found in it (the shallowest, in breadth-first search).
+    pub depth: Option<usize>,
 }
 
 impl fmt::Display for Search {
@@ -192,14 +277,17 @@ pub struct Counterexample {
     pub trace: Trace,
 }
 
-/// Explores `scenario` exhaustively and collects verdicts and counterexamples.
+/// Explores `scenario` exhaustively and collects verdicts, counterexamples and how each of
+/// the `situations` was reached.
 pub fn check(
     scenario: &Scenario,
     search: Search,
+    situations: &[Situation],
     threads: usize,
     progress: &mut dyn FnMut(usize, f64),
 ) -> CheckResult {
-    let model = ListModel::first_only(scenario.clone());
+    let model = ListModel::first_only(scenario.clone()).watching(situations);
+    let counts = model.situations.clone();
     let start = Instant::now();
     let builder = model.checker().threads(threads.max(1));
     let checker: Box<dyn Checker<ListModel>> = match search {
@@ -237,7 +325,18 @@ pub fn check(
         };
         verdicts.insert(p, verdict);
     }
+    let situations = situations
+        .iter()
+        .map(|s| SituationReach {
+            situation: *s,
+            states: counts.states(*s),
+            depth: checker
+                .discovery(s.as_str())
+                .map(|p| p.into_actions().len()),
+        })
+        .collect();
     CheckResult {
+        situations,
         name: scenario.name.clone(),
         era: scenario.era.to_string(),
         strategies: Strategies {

@@ -7,6 +7,7 @@
 use crate::configs::{self, Config};
 use crate::{CheckResult, Search, check};
 use listsync_core::property::{Property, Verdict, Verdicts};
+use listsync_core::situation::Situation;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -55,8 +56,33 @@ pub struct ConfigReport {
     pub properties: BTreeMap<Property, PropertyReport>,
     /// Expected verdicts.
     pub expected: Verdicts,
-    /// Whether the verdicts were the expected ones.
+    /// The situations it must reach, how many unique states were in each, and the depth of the
+    /// first.
+    #[serde(default)]
+    pub situations: BTreeMap<Situation, SituationReport>,
+    /// Whether the verdicts were the expected ones and every situation was reached.
     pub as_expected: bool,
+}
+
+/// How a required situation was reached.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct SituationReport {
+    /// Unique states in it (0: unreached, which fails the configuration).
+    pub states: u64,
+    /// Steps to the shallowest state in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u64>,
+}
+
+impl ConfigReport {
+    /// The required situations no state reached.
+    pub fn unreached(&self) -> Vec<Situation> {
+        self.situations
+            .iter()
+            .filter(|(_, r)| r.states == 0)
+            .map(|(s, _)| *s)
+            .collect()
+    }
 }
 
 impl ConfigReport {
@@ -143,6 +169,7 @@ pub fn run(
         results.push(check(
             &c.scenario,
             c.search,
+            c.situations,
             threads,
             &mut |states, secs| progress(&name, states, secs),
         ));
@@ -192,7 +219,22 @@ fn config_report(c: &Config, r: &CheckResult) -> ConfigReport {
             )
         })
         .collect();
+    let situations: BTreeMap<Situation, SituationReport> = r
+        .situations
+        .iter()
+        .map(|x| {
+            (
+                x.situation,
+                SituationReport {
+                    states: x.states,
+                    depth: x.depth.map(|d| d as u64),
+                },
+            )
+        })
+        .collect();
+    let reached = situations.values().all(|x| x.states > 0);
     ConfigReport {
+        situations,
         name: c.name().to_owned(),
         about: c.about.to_owned(),
         era: r.era.clone(),
@@ -205,7 +247,7 @@ fn config_report(c: &Config, r: &CheckResult) -> ConfigReport {
         exhaustive: r.exhaustive,
         properties,
         expected: c.expected(),
-        as_expected: r.verdicts == c.expected(),
+        as_expected: r.verdicts == c.expected() && reached,
     }
 }
 

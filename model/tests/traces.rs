@@ -13,7 +13,7 @@ use stateright::{Model, Path};
 #[test]
 fn every_counterexample_is_a_path_of_the_model() {
     for c in configs::all().into_iter().filter(|c| !c.is_reference()) {
-        let r = check(&c.scenario, c.search, 1, &mut |_, _| {});
+        let r = check(&c.scenario, c.search, c.situations, 1, &mut |_, _| {});
         for cx in &r.counterexamples {
             let model = ListModel::new(c.scenario.clone());
             let init = model.init_states().remove(0);
@@ -36,7 +36,7 @@ fn every_counterexample_is_a_path_of_the_model() {
 #[test]
 fn an_unreachable_trace_is_rejected_with_the_step() {
     let c = configs::by_name("naive").unwrap();
-    let r = check(&c.scenario, c.search, 1, &mut |_, _| {});
+    let r = check(&c.scenario, c.search, c.situations, 1, &mut |_, _| {});
     let mut t = r.counterexamples[0].trace.clone();
     // Deliver a message that is not in flight at that point.
     t.steps.insert(
@@ -73,7 +73,7 @@ fn an_unreachable_trace_is_rejected_with_the_step() {
 #[test]
 fn malformed_trace_files_get_clear_errors() {
     let c = configs::by_name("offset-cursor").unwrap();
-    let r = check(&c.scenario, c.search, 1, &mut |_, _| {});
+    let r = check(&c.scenario, c.search, c.situations, 1, &mut |_, _| {});
     let good = r.counterexamples[0].trace.to_json();
     let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
     v["scenario"]["clients"] = serde_json::json!([]);

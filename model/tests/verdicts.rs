@@ -21,7 +21,7 @@ const REFERENCE_STATES: &[(&str, usize)] = &[
 ];
 
 fn run(c: &Config) -> CheckResult {
-    check(&c.scenario, c.search, 1, &mut |_, _| {})
+    check(&c.scenario, c.search, c.situations, 1, &mut |_, _| {})
 }
 
 #[test]

@@ -72,19 +72,19 @@ pub fn render(m: &SuiteReport) -> String {
         if m.all_as_expected {
             "every verdict as expected"
         } else {
-            "SOME VERDICTS DIFFER from the expected ones"
+            "SOME VERDICTS DIFFER from the expected ones, or a required situation was not reached"
         }
     );
     let _ = write!(s, "| config | client | server | states | depth | s |");
     for p in Property::ALL {
         let _ = write!(s, " {p} |");
     }
-    let _ = writeln!(s, " verdict |");
+    let _ = writeln!(s, " situations | verdict |");
     let _ = write!(s, "|---|---|---|---:|---:|---:|");
     for _ in Property::ALL {
         let _ = write!(s, "---|");
     }
-    let _ = writeln!(s, "---|");
+    let _ = writeln!(s, "---:|---|");
     for c in &m.configs {
         let _ = write!(
             s,
@@ -114,16 +114,9 @@ pub fn render(m: &SuiteReport) -> String {
             };
             let _ = write!(s, " {cell} |");
         }
-        let _ = writeln!(
-            s,
-            " {} |",
-            if c.as_expected {
-                "as expected"
-            } else {
-                "**DIFFERS**"
-            }
-        );
+        let _ = writeln!(s, " {} | {} |", reached(c), verdict(c, "**", "**"));
     }
+    situations(&mut s, m);
     let _ = writeln!(s, "\n## Configurations\n");
     let _ = writeln!(s, "| config | era | search | what it shows |");
     let _ = writeln!(s, "|---|---|---|---|");
@@ -142,6 +135,51 @@ pub fn render(m: &SuiteReport) -> String {
         "\nTimes are from the `listsync check` run that wrote the JSON, on the machine that ran it."
     );
     s
+}
+
+/// "reached/required" situations of a configuration.
+fn reached(c: &ConfigReport) -> String {
+    format!(
+        "{}/{}",
+        c.situations.len() - c.unreached().len(),
+        c.situations.len()
+    )
+}
+
+/// The verdict cell: as expected, differs, or the situations left unreached.
+fn verdict(c: &ConfigReport, em: &str, em_end: &str) -> String {
+    let unreached = c.unreached();
+    if c.as_expected {
+        "as expected".into()
+    } else if unreached.is_empty() {
+        format!("{em}DIFFERS{em_end}")
+    } else {
+        let names: Vec<String> = unreached.iter().map(|u| u.to_string()).collect();
+        format!("{em}UNREACHED{em_end} {}", names.join(", "))
+    }
+}
+
+/// The situations section: for every configuration, each situation it must reach, the
+/// unique states in it and the depth of the shallowest.
+fn situations(s: &mut String, m: &SuiteReport) {
+    let _ = writeln!(s, "\n## Situations\n");
+    let _ = writeln!(
+        s,
+        "A property that holds because its race never happens proves nothing: each \
+         configuration names the situations (races, `core/src/situation.rs`, \
+         `docs/design.md`) its exploration must reach, and fails if one stays unreached. \
+         Each cell: unique states in the situation · depth (steps) of the shallowest.\n"
+    );
+    let _ = writeln!(s, "| config | situation | states | first at depth |");
+    let _ = writeln!(s, "|---|---|---:|---:|");
+    for c in &m.configs {
+        for (sit, r) in &c.situations {
+            let depth = r
+                .depth
+                .map_or("**unreached**".to_owned(), |d| d.to_string());
+            let _ = writeln!(s, "| `{}` | `{sit}` | {} | {depth} |", c.name, r.states);
+        }
+    }
 }
 
 /// Short column header of a property for the terminal table.
@@ -171,7 +209,7 @@ pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
     for p in Property::ALL {
         let _ = write!(s, " {:>6}", short(p));
     }
-    let _ = writeln!(s, "  VERDICT");
+    let _ = writeln!(s, " {:>7}  VERDICT", "REACHED");
     for c in &r.configs {
         let _ = write!(
             s,
@@ -188,19 +226,12 @@ pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
             };
             let _ = write!(s, " {cell:>6}");
         }
-        let _ = writeln!(
-            s,
-            "  {}",
-            if c.as_expected {
-                "as expected"
-            } else {
-                "DIFFERS"
-            }
-        );
+        let _ = writeln!(s, " {:>7}  {}", reached(c), verdict(c, "", ""));
     }
     let _ = writeln!(
         s,
-        "\nok = holds (whole state space explored)   Xd = violated, counterexample of d steps   - = n/a"
+        "\nok = holds (whole state space explored)   Xd = violated, counterexample of d steps   - = n/a\n\
+         REACHED = required situations reached / required (an unreached one fails the configuration)"
     );
     let _ = writeln!(
         s,

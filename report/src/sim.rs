@@ -157,15 +157,30 @@ fn scale_table(s: &mut String, sums: &[&Summary]) {
     }
 }
 
+/// The situations a campaign's runs reached, with how many runs reached each.
+fn situations(v: &SimSummary) -> String {
+    if v.situation_runs == 0 {
+        return "not watched".into();
+    }
+    if v.situations.is_empty() {
+        return "none".into();
+    }
+    v.situations
+        .iter()
+        .map(|(s, n)| format!("`{s}` {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Campaigns: many seeded runs each.
 fn campaign_table(s: &mut String, sums: &[&Summary], diagram: &dyn Fn(&str) -> Option<String>) {
     let _ = writeln!(
         s,
-        "| summary | level | mode | strategy | faults | runs | clients | violations (runs) | walks per change per client | converge p50 / p99 (ms, simulated) | wall (s) | events/s | expected | as expected |"
+        "| summary | level | mode | strategy | faults | runs | clients | violations (runs) | situations reached (runs) | walks per change per client | converge p50 / p99 (ms, simulated) | wall (s) | events/s | expected | as expected |"
     );
     let _ = writeln!(
         s,
-        "|---|---|---|---|---|---:|---|---|---:|---|---:|---:|---|---|"
+        "|---|---|---|---|---|---:|---|---|---|---:|---|---:|---:|---|---|"
     );
     for sum in sums {
         let v = &sum.doc;
@@ -194,7 +209,7 @@ fn campaign_table(s: &mut String, sums: &[&Summary], diagram: &dyn Fn(&str) -> O
         }
         let _ = writeln!(
             s,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             sum.source,
             level(v),
             mode(v),
@@ -207,6 +222,7 @@ fn campaign_table(s: &mut String, sums: &[&Summary], diagram: &dyn Fn(&str) -> O
             } else {
                 viol.join(", ")
             },
+            situations(v),
             num(v.refresh_amplification),
             converge(v),
             num(v.wall_seconds),

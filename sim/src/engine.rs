@@ -25,6 +25,7 @@ use listsync_core::history::{ClientId, Event};
 use listsync_core::property::Property;
 use listsync_core::record::{Note, Recorder};
 use listsync_core::scenario::{Scenario, Transport};
+use listsync_core::situation::Situation;
 use listsync_core::vocab::{AuthCtx, Kind};
 use listsync_core::wire::{Notification, ServerMsg};
 use listsync_core::world::{Link, Step, World};
@@ -128,7 +129,14 @@ pub struct RunResult {
     pub refused: u32,
     /// With `RunOpts::record`.
     pub recording: Option<Recording>,
+    /// The situations (`core::situation`) some state of the run was in; `None` when they were
+    /// not watched (runs with more than [`SITUATION_CLIENTS`] clients).
+    pub situations: Option<BTreeSet<Situation>>,
 }
+
+/// Runs with at most this many clients watch for situations after every step (the predicates
+/// look at every client; scale runs skip them).
+pub const SITUATION_CLIENTS: usize = 16;
 
 impl RunResult {
     /// Whether `p` was violated.
@@ -316,6 +324,7 @@ pub struct Engine<'a> {
     found: Vec<Found>,
     refused: u32,
     recording: Option<Recording>,
+    situations: Option<BTreeSet<Situation>>,
 }
 
 impl<'a> Engine<'a> {
@@ -370,6 +379,7 @@ impl<'a> Engine<'a> {
             found: Vec::new(),
             refused: 0,
             recording: opts.record.then(Recording::default),
+            situations: (n <= SITUATION_CLIENTS).then(BTreeSet::new),
         };
         for c in 0..n {
             let b = !e.idle(c as ClientId);
@@ -519,6 +529,15 @@ impl<'a> Engine<'a> {
             return false;
         }
         self.steps += 1;
+        if let Some(reached) = self.situations.as_mut()
+            && reached.len() < Situation::ALL.len()
+        {
+            for s in Situation::ALL {
+                if !reached.contains(&s) && s.holds(self.scn, &self.world) {
+                    reached.insert(s);
+                }
+            }
+        }
         if let Some(rec) = self.recording.as_mut() {
             rec.history.push(format!("{} step {step}", self.now));
             if let Some(h) = self.tap.history.as_mut() {
@@ -955,6 +974,7 @@ impl<'a> Engine<'a> {
             aborted,
             refused: self.refused,
             recording: self.recording,
+            situations: self.situations,
         }
     }
 }

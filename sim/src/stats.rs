@@ -4,6 +4,7 @@
 
 use crate::engine::RunResult;
 use listsync_core::property::Property;
+use listsync_core::situation::Situation;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -49,6 +50,10 @@ pub struct Stats {
     pub converge: Vec<u64>,
     /// Per run: last commit to the end of the run (µs).
     pub settle: Vec<u64>,
+    /// Runs that watched for situations.
+    pub situation_runs: u64,
+    /// Per situation, the runs that reached it.
+    pub situations: BTreeMap<Situation, u64>,
 }
 
 /// Percentiles of a sample, in milliseconds.
@@ -110,6 +115,12 @@ impl Stats {
         self.sim_us += o.end_us;
         self.converge.extend_from_slice(&o.converge_us);
         self.settle.extend(o.settle_us);
+        if let Some(reached) = &o.situations {
+            self.situation_runs += 1;
+            for s in reached {
+                *self.situations.entry(*s).or_default() += 1;
+            }
+        }
     }
 
     /// Merges another accumulator (order does not matter).
@@ -138,6 +149,10 @@ impl Stats {
         self.sim_us += o.sim_us;
         self.converge.extend(o.converge);
         self.settle.extend(o.settle);
+        self.situation_runs += o.situation_runs;
+        for (s, n) in o.situations {
+            *self.situations.entry(s).or_default() += n;
+        }
     }
 
     /// List walks per committed change per client (after the first batch).

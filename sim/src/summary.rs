@@ -7,6 +7,7 @@ use crate::plan::FaultPlan;
 use crate::stack::net::NetCounts;
 use crate::stats::{Percentiles, Stats, percentiles};
 use listsync_core::property::Property;
+use listsync_core::situation::Situation;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -198,6 +199,12 @@ pub struct Summary {
     /// first notification, one more for all that arrived meanwhile (coalescing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub walk_bound: Option<u32>,
+    /// (machine level, runs of at most 16 clients) Runs that watched for situations.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub situation_runs: u64,
+    /// Per situation (`core::situation`), how many of those runs reached it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub situations: BTreeMap<Situation, u64>,
     /// (stack level) What the simulated network did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<NetSummary>,
@@ -232,6 +239,10 @@ pub fn as_expected(
         Some(want) => violated.into_iter().any(|p| p == want && counted(&p)),
     };
     anomalies == 0 && ok
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The `expected` text of a summary.
@@ -326,6 +337,8 @@ impl Summary {
             anomaly_seeds: stats.anomaly_seeds.clone(),
             peak_rss_mib: None,
             walk_bound: None,
+            situation_runs: stats.situation_runs,
+            situations: stats.situations.clone(),
             stack: None,
             expected: expectation(strategies.client, strategies.server),
             as_expected,
@@ -436,6 +449,23 @@ impl fmt::Display for Summary {
             s.settle.p50_ms,
             s.settle.p99_ms
         )?;
+        if s.situation_runs > 0 {
+            let reached: Vec<String> = s
+                .situations
+                .iter()
+                .map(|(sit, n)| format!("{sit} {n}"))
+                .collect();
+            writeln!(
+                f,
+                "situations reached (runs of {}): {}",
+                s.situation_runs,
+                if reached.is_empty() {
+                    "none".into()
+                } else {
+                    reached.join(", ")
+                }
+            )?;
+        }
         if let Some(b) = s.walk_bound {
             writeln!(
                 f,

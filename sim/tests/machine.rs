@@ -5,6 +5,7 @@
 //! with the same verdict. No test looks at time.
 
 use listsync_core::property::{Property, Verdict};
+use listsync_core::situation::Situation;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_sim::Case;
 use listsync_sim::campaign;
@@ -136,6 +137,21 @@ fn reference_holds_on_the_fixed_seed_set() {
             p.plan.name,
             r.failing
         );
+        // The holds above mean something: the races they are about happened in these runs.
+        assert_eq!(r.stats.situation_runs, seeds.len() as u64);
+        for s in [
+            Situation::NotifyDuringRefresh,
+            Situation::NotifyMidWalk,
+            Situation::BurstDuringRefresh,
+            Situation::CursorRefusedAfterChange,
+        ] {
+            assert!(
+                r.stats.situations.get(&s).is_some_and(|n| *n > 0),
+                "{}: no run reached {s}: {:?}",
+                p.plan.name,
+                r.stats.situations
+            );
+        }
     }
 }
 

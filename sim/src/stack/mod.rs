@@ -635,5 +635,6 @@ fn outcome(p: OutcomeParts<'_>) -> RunResult {
         aborted: p.aborted,
         refused: 0,
         recording,
+        situations: None,
     }
 }

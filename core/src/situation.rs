@@ -1,0 +1,277 @@
+//! Situations: named interleavings a configuration must reach for its verdicts to mean
+//! something. A property that holds because its race never happens proves nothing, so each
+//! configuration lists the situations its exploration must reach (`docs/design.md`,
+//! "Situations"), and the checker counts how often and how early each is reached and fails a
+//! configuration whose situation stays unreached. The simulator counts them across seeds.
+//!
+//! A situation is a predicate on one state of the world: messages in flight, what a client is
+//! doing, what the administrator has committed. Each names the race it stands for.
+
+use crate::history::ClientId;
+use crate::scenario::{Scenario, Transport};
+use crate::vocab::Kind;
+use crate::wire::{ErrorReason, Notification, Request, Response, ServerMsg};
+use crate::world::World;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A named interleaving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Situation {
+    /// A `list_changed` is on its way to a client while a refresh of that list is running
+    /// (its request or response in flight): the notification may arrive mid-refresh.
+    #[serde(rename = "notify_during_refresh")]
+    NotifyDuringRefresh,
+    /// A `list_changed` is on its way to a client that already holds at least one page of an
+    /// unfinished walk of that list: the pages in hand may predate the change.
+    #[serde(rename = "notify_mid_walk")]
+    NotifyMidWalk,
+    /// Two or more `list_changed` of one list are on their way to a client while it refreshes
+    /// that list: a burst during one refresh (what `bounded_refresh` is about).
+    #[serde(rename = "burst_during_refresh")]
+    BurstDuringRefresh,
+    /// Two list responses are on their way to one client over a link that does not keep their
+    /// order: the later-served one may arrive first.
+    #[serde(rename = "response_overtakes_response")]
+    ResponseOvertakesResponse,
+    /// A `tools/call` is on its way to the server for a tool the administrator has removed.
+    #[serde(rename = "call_in_flight_during_removal")]
+    CallInFlightDuringRemoval,
+    /// The server's refusal of a cursor (-32602) is on its way to a client: the list changed
+    /// under a walk, or the walk moved to another node.
+    #[serde(rename = "cursor_refused_after_change")]
+    CursorRefusedAfterChange,
+    /// A client runs a refresh under an authorization context it has since switched away from.
+    #[serde(rename = "auth_switch_during_refresh")]
+    AuthSwitchDuringRefresh,
+    /// (cluster) A node serves an older version than the store while one of its clients has a
+    /// list request on its way to it.
+    #[serde(rename = "node_behind_store")]
+    NodeBehindStore,
+    /// (2026-07-28) A change is announced on a listen stream whose acknowledgement has not been
+    /// delivered yet: a client that listed before the ack would miss it.
+    #[serde(rename = "change_while_ack_in_flight")]
+    ChangeWhileAckInFlight,
+    /// (2026-07-28) A client's cached list is out of date with its `ttlMs` run out, and nothing
+    /// else will bring it up to date (a notification was lost).
+    #[serde(rename = "ttl_expiry_refetch")]
+    TtlExpiryRefetch,
+    /// A resource's content change (`resources/updated`) is on its way to a subscriber.
+    #[serde(rename = "content_update_in_flight")]
+    ContentUpdateInFlight,
+    /// The network has duplicated a `list_changed` that is still on its way to a client.
+    #[serde(rename = "duplicate_notification_in_flight")]
+    DuplicateNotificationInFlight,
+    /// A client's connection is cut while the administrator's changes are still to come or
+    /// unseen: it must reconnect and list again.
+    #[serde(rename = "cut_with_change_pending")]
+    CutWithChangePending,
+}
+
+impl Situation {
+    /// Every situation, in report order.
+    pub const ALL: [Situation; 13] = [
+        Situation::NotifyDuringRefresh,
+        Situation::NotifyMidWalk,
+        Situation::BurstDuringRefresh,
+        Situation::ResponseOvertakesResponse,
+        Situation::CallInFlightDuringRemoval,
+        Situation::CursorRefusedAfterChange,
+        Situation::AuthSwitchDuringRefresh,
+        Situation::NodeBehindStore,
+        Situation::ChangeWhileAckInFlight,
+        Situation::TtlExpiryRefetch,
+        Situation::ContentUpdateInFlight,
+        Situation::DuplicateNotificationInFlight,
+        Situation::CutWithChangePending,
+    ];
+
+    /// The fixed name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Situation::NotifyDuringRefresh => "notify_during_refresh",
+            Situation::NotifyMidWalk => "notify_mid_walk",
+            Situation::BurstDuringRefresh => "burst_during_refresh",
+            Situation::ResponseOvertakesResponse => "response_overtakes_response",
+            Situation::CallInFlightDuringRemoval => "call_in_flight_during_removal",
+            Situation::CursorRefusedAfterChange => "cursor_refused_after_change",
+            Situation::AuthSwitchDuringRefresh => "auth_switch_during_refresh",
+            Situation::NodeBehindStore => "node_behind_store",
+            Situation::ChangeWhileAckInFlight => "change_while_ack_in_flight",
+            Situation::TtlExpiryRefetch => "ttl_expiry_refetch",
+            Situation::ContentUpdateInFlight => "content_update_in_flight",
+            Situation::DuplicateNotificationInFlight => "duplicate_notification_in_flight",
+            Situation::CutWithChangePending => "cut_with_change_pending",
+        }
+    }
+
+    /// Position in [`Situation::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Whether the world is in this situation.
+    pub fn holds(self, scn: &Scenario, w: &World) -> bool {
+        let clients = 0..w.clients.len() as ClientId;
+        match self {
+            Situation::NotifyDuringRefresh => clients.into_iter().any(|c| {
+                refreshing(w, c)
+                    .into_iter()
+                    .any(|(k, _)| notifications_to(w, c, k) > 0)
+            }),
+            Situation::NotifyMidWalk => clients.into_iter().any(|c| {
+                refreshing(w, c)
+                    .into_iter()
+                    .any(|(k, pages)| pages > 0 && notifications_to(w, c, k) > 0)
+            }),
+            Situation::BurstDuringRefresh => clients.into_iter().any(|c| {
+                refreshing(w, c)
+                    .into_iter()
+                    .any(|(k, _)| notifications_to(w, c, k) >= 2)
+            }),
+            Situation::ResponseOvertakesResponse => w.links.iter().any(|l| {
+                // Only the HTTP response link is unordered: stdio links are ordered, and the
+                // HTTP stream carries notifications.
+                scn.transport == Transport::Http
+                    && l.down
+                        .iter()
+                        .filter(|m| {
+                            matches!(
+                                m,
+                                ServerMsg::Response {
+                                    resp: Response::Page(_),
+                                    ..
+                                }
+                            )
+                        })
+                        .count()
+                        >= 2
+            }),
+            Situation::CallInFlightDuringRemoval => w.links.iter().any(|l| {
+                l.up.iter().any(|m| match &m.req {
+                    Request::CallTool { name } => w.truth.1.get(Kind::Tools, name).is_none(),
+                    _ => false,
+                })
+            }),
+            Situation::CursorRefusedAfterChange => w.links.iter().any(|l| {
+                l.down.iter().any(|m| {
+                    matches!(
+                        m,
+                        ServerMsg::Response {
+                            resp: Response::Error(e),
+                            ..
+                        } if e.reason == ErrorReason::InvalidCursor
+                    )
+                })
+            }),
+            Situation::AuthSwitchDuringRefresh => w.clients.iter().any(|c| {
+                c.walks_in_progress()
+                    .into_iter()
+                    .any(|(_, auth, _)| auth != c.auth())
+            }),
+            Situation::NodeBehindStore => {
+                w.is_cluster()
+                    && clients.into_iter().any(|c| {
+                        let node = &w.nodes[usize::from(w.node_of[c as usize])];
+                        node.version() < w.truth.0
+                            && w.links[c as usize]
+                                .up
+                                .iter()
+                                .any(|m| matches!(m.req, Request::List { .. }))
+                    })
+            }
+            Situation::ChangeWhileAckInFlight => w.links.iter().any(|l| {
+                let mut ack = false;
+                l.stream.iter().any(|m| match m {
+                    ServerMsg::Notification(Notification::Acknowledged { .. }) => {
+                        ack = true;
+                        false
+                    }
+                    ServerMsg::Notification(Notification::ListChanged { .. }) => ack,
+                    _ => false,
+                })
+            }),
+            Situation::TtlExpiryRefetch => clients.into_iter().any(|c| !w.ttl_due(c).is_empty()),
+            Situation::ContentUpdateInFlight => w.links.iter().any(|l| {
+                l.down.iter().chain(&l.stream).any(|m| {
+                    matches!(
+                        m,
+                        ServerMsg::Notification(Notification::ResourceUpdated { .. })
+                    )
+                })
+            }),
+            Situation::DuplicateNotificationInFlight => w.links.iter().any(|l| {
+                [&l.down, &l.stream].into_iter().any(|q| {
+                    q.iter().enumerate().any(|(i, m)| {
+                        matches!(m, ServerMsg::Notification(Notification::ListChanged { .. }))
+                            && q[i + 1..].contains(m)
+                    })
+                })
+            }),
+            Situation::CutWithChangePending => {
+                !w.cut.is_empty()
+                    && w.clients.iter().any(|c| {
+                        c.config().kinds.iter().any(|k| {
+                            c.snapshot(k).is_none_or(|s| {
+                                crate::vocab::Digest::of(&s.items)
+                                    != crate::vocab::Digest::of(&w.truth.1.visible(k, c.auth()))
+                            })
+                        })
+                    })
+            }
+        }
+    }
+}
+
+/// The lists client `c` is refreshing: (kind, pages in hand of its walk).
+fn refreshing(w: &World, c: ClientId) -> Vec<(Kind, u32)> {
+    w.clients[c as usize]
+        .walks_in_progress()
+        .into_iter()
+        .map(|(k, _, pages)| (k, pages))
+        .collect()
+}
+
+/// `list_changed` notifications covering `kind` on their way to client `c`.
+fn notifications_to(w: &World, c: ClientId, kind: Kind) -> usize {
+    let l = &w.links[c as usize];
+    l.down
+        .iter()
+        .chain(&l.stream)
+        .filter(|m| {
+            matches!(m, ServerMsg::Notification(Notification::ListChanged { kind: g, .. })
+                if g.notification_group().contains(&kind))
+        })
+        .count()
+}
+
+impl fmt::Display for Situation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Situation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Situation::ALL
+            .into_iter()
+            .find(|x| x.as_str() == s)
+            .ok_or_else(|| format!("unknown situation '{s}'"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for s in Situation::ALL {
+            assert_eq!(Situation::ALL[s.index()], s);
+            assert_eq!(s.as_str().parse::<Situation>().unwrap(), s);
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{s}\""));
+        }
+    }
+}
