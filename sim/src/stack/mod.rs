@@ -17,7 +17,9 @@
 //! old catalog, or calls a tool the batch removed.
 //!
 //! The history is the runtime's own recording (`rt::history::SharedHistory`: the server records
-//! under its registry lock, each client as its actor steps) and is judged with core's
+//! what its observer sees — the administrator's ground truth, each `list_changed` probed as it
+//! is handed over, each tool result against the truth — never what its registry claims; each
+//! client records as its actor steps) and is judged with core's
 //! property checkers once the run is quiescent — nothing scheduled, nothing in flight or unread,
 //! every client connected, ready and idle.
 //!
