@@ -1,8 +1,9 @@
 //! Bench (2), snapshot reads under churn: how long one read of a client's current list takes
 //! while a writer thread publishes new snapshots back to back, for the reference store
 //! (`listsync_store::SnapshotCell`, wait-free reads over arc-swap) against the two obvious
-//! alternatives, `RwLock<Arc<_>>` and `Mutex<Arc<_>>`. Every read returns an `Arc` of the
-//! whole snapshot, as an application would hold it.
+//! alternatives, `RwLock<Arc<_>>` and `Mutex<Arc<_>>`, and against a bare `arc_swap::ArcSwap`
+//! (what the cell adds — the version check and the stale flag — is the difference). Every read
+//! returns an `Arc` of the whole snapshot, as an application would hold it.
 //!
 //! Criterion times the reads of the measuring thread (mean per read); a second pass times every
 //! read of every reader thread one by one for the percentiles (p50 … max) that `listsync report`
@@ -32,19 +33,21 @@ impl Versioned for Listing {
     }
 }
 
-/// The three stores, behind one interface.
+/// The stores, behind one interface.
 enum Store {
     Cell(SnapshotCell<Listing>),
+    ArcSwap(arc_swap::ArcSwap<Listing>),
     RwLock(RwLock<Arc<Listing>>),
     Mutex(Mutex<Arc<Listing>>),
 }
 
 impl Store {
-    const NAMES: [&'static str; 3] = ["SnapshotCell", "RwLock<Arc<_>>", "Mutex<Arc<_>>"];
+    const NAMES: [&'static str; 4] = ["SnapshotCell", "ArcSwap", "RwLock<Arc<_>>", "Mutex<Arc<_>>"];
 
     fn new(name: &str, first: Arc<Listing>) -> Store {
         match name {
             "SnapshotCell" => Store::Cell(SnapshotCell::new(first)),
+            "ArcSwap" => Store::ArcSwap(arc_swap::ArcSwap::new(first)),
             "RwLock<Arc<_>>" => Store::RwLock(RwLock::new(first)),
             _ => Store::Mutex(Mutex::new(first)),
         }
@@ -55,6 +58,10 @@ impl Store {
             Store::Cell(c) => {
                 let s = c.load();
                 s.version() + s.value().items.len() as u64
+            }
+            Store::ArcSwap(a) => {
+                let s = a.load_full();
+                s.version + s.items.len() as u64
             }
             Store::RwLock(l) => {
                 let s = l.read().expect("not poisoned").clone();
@@ -72,6 +79,7 @@ impl Store {
             Store::Cell(c) => {
                 let _ = c.publish(next);
             }
+            Store::ArcSwap(a) => a.store(next),
             Store::RwLock(l) => *l.write().expect("not poisoned") = next,
             Store::Mutex(m) => *m.lock().expect("not poisoned") = next,
         }
@@ -191,7 +199,7 @@ fn bench(c: &mut Criterion) {
     };
     let mut rows = Vec::new();
     let mut group = c.benchmark_group("snapshot_churn");
-    for readers in [1u32, 2] {
+    for readers in [1u32, 2, 4] {
         for name in Store::NAMES {
             // Criterion: the measuring thread reads; readers - 1 more read in the background.
             let churn = Churn::start(name, readers - 1);
@@ -234,13 +242,13 @@ fn bench(c: &mut Criterion) {
     let mut file = BenchFile::new();
     file.churn = Some(Group {
         run: clock.info(),
-        driver: "std threads: one writer publishing back to back, 1 or 2 reader threads".into(),
+        driver: "std threads: one writer publishing back to back, 1, 2 or 4 reader threads".into(),
         notes: vec![
             "Each read returns an Arc of the whole snapshot (100 items). Percentiles time every \
              read individually, so they include the timer's own cost (the `timer only` row)."
                 .into(),
-            "With 2 readers there are 3 busy threads on a 2-core machine: a lock holder can be \
-             preempted, which is what the tail of the lock-based stores shows."
+            "With 2 or 4 readers there are 3 or 5 busy threads on a 2-core machine: a lock holder \
+             can be preempted, which is what the tail of the lock-based stores shows."
                 .into(),
         ],
         rows,

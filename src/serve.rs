@@ -11,7 +11,7 @@
 mod node;
 
 use anyhow::{Context, bail};
-use listsync_core::server::ServerConfig;
+use listsync_core::server::{DEFAULT_RETAIN_VERSIONS, ServerConfig};
 use listsync_core::strategy::ServerStrategy;
 use listsync_core::vocab::{Era, Kind};
 use listsync_rt::control::{self, ReadyInfo};
@@ -59,6 +59,10 @@ pub struct Args {
     /// `ttlMs` on 2026-07-28 list results.
     #[arg(long)]
     ttl_ms: Option<u32>,
+    /// Walk versions kept so that a walk a commit overtakes is still served to its end
+    /// (docs/design.md, "Version-bound walks"); 0 refuses every cursor of an earlier version.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_RETAIN_VERSIONS)]
+    retain_versions: u8,
     /// A named fixture set added to the initial catalog: `demo` (the default catalog) or
     /// `conformance` (the items and `test_trigger_tool_change` / `test_trigger_prompt_change`
     /// tools the official MCP conformance suite expects).
@@ -150,7 +154,9 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
             era,
             page_size,
             ttl_ms: args.ttl_ms,
+            retain_versions: args.retain_versions,
             catalog_id: fresh_catalog_id(),
+            ..ServerConfig::default()
         },
         call_effects: fixtures.map(Fixtures::effects),
         ..ServerSettings::default()

@@ -10,6 +10,7 @@
 //! strategy is a flag only.
 
 use anyhow::{Context, bail};
+use listsync_core::client::Pacing;
 use listsync_core::history::{Event, RefreshOutcome};
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet};
@@ -85,9 +86,21 @@ pub struct Args {
     /// Longest wait for a connection (with its handshake) and for each request, in seconds.
     #[arg(long, default_value_t = 10, value_name = "SECS")]
     timeout: u64,
+    /// Pacing of the walks notifications cause: `default` (adaptive coalescing gap, storm
+    /// back-off; docs/design.md, "Pacing") or `off` (walk at once; the harness replays traces
+    /// step by step with it).
+    #[arg(long, value_enum, default_value_t = PacingArg::Default)]
+    pacing: PacingArg,
     /// The server command to run (after `--`).
     #[arg(last = true)]
     command: Vec<String>,
+}
+
+/// `--pacing`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PacingArg {
+    Default,
+    Off,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -227,6 +240,9 @@ async fn watch(args: Args) -> anyhow::Result<ExitCode> {
     let mut settings = ClientSettings::new(era, kinds);
     settings.client.strategy = strategy;
     settings.client.auth = AuthCtx(args.auth);
+    if args.pacing == PacingArg::Off {
+        settings.client.pacing = Pacing::OFF;
+    }
     settings.observer = Some(ntx);
     let timeout = Duration::from_secs(args.timeout.max(1));
     settings.connect_timeout = timeout;

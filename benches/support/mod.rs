@@ -18,17 +18,25 @@ pub fn quick() -> bool {
         || std::env::args().any(|a| a == "--quick")
 }
 
+/// Criterion's warm-up time for groups whose iterations are long.
+pub fn runs_warm_up() -> Duration {
+    if quick() {
+        Duration::from_millis(200)
+    } else {
+        Duration::from_secs(1)
+    }
+}
+
 /// Criterion settings for groups whose iterations are long (whole runs, not single reads).
 pub fn criterion_for_runs() -> Criterion {
-    let c = Criterion::default().configure_from_args();
+    let c = Criterion::default()
+        .configure_from_args()
+        .warm_up_time(runs_warm_up());
     if quick() {
         c.sample_size(10)
-            .warm_up_time(Duration::from_millis(200))
             .measurement_time(Duration::from_millis(800))
     } else {
-        c.sample_size(20)
-            .warm_up_time(Duration::from_secs(1))
-            .measurement_time(Duration::from_secs(4))
+        c.sample_size(20).measurement_time(Duration::from_secs(4))
     }
 }
 

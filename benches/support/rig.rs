@@ -8,7 +8,10 @@
 //! sends, and — for the two strategies the project does not ship — do what those strategies add
 //! in front of the shipped client. Every strategy's list walks are rt's:
 //!
-//! * `reference`: rt's client with core's reference strategy; the tap only counts;
+//! * `reference`: rt's client with core's reference strategy and its default pacing (the
+//!   adaptive coalescing gap); `reference-gap-off`, `reference-gap-5ms`, `reference-gap-50ms`:
+//!   the same client with the coalescing gap off or fixed (the knob's other settings); the tap
+//!   only counts;
 //! * `naive`: rt's client with core's `naive` strategy (one walk per notification, concurrent,
 //!   last response wins);
 //! * `debounce-<D>ms`: a trailing debounce like the TypeScript SDK's `listChanged` option in
@@ -27,6 +30,7 @@
 //! the rig *holds lists*, the taps also hold every further `tools/list` request a client sends
 //! (in order) until released, as a server busy with the refresh in flight would.
 
+use listsync_core::client::{Coalesce, Pacing};
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{Era, Kind, KindSet, Op};
 use listsync_rt::client::{BoxRead, BoxWrite, ClientHandle, ClientSettings, Endpoint, View};
@@ -44,8 +48,9 @@ pub const PAGE_SIZE: u16 = 4;
 /// A client refresh strategy under measurement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
-    /// rt's client, core's reference strategy.
-    Reference,
+    /// rt's client, core's reference strategy with this coalescing setting (the rest of its
+    /// pacing as shipped).
+    Reference(Coalesce),
     /// rt's client, core's `naive` strategy.
     Naive,
     /// A trailing debounce of this many ms in front of rt's `naive` client.
@@ -54,20 +59,42 @@ pub enum Strategy {
     MutexSingleFlight,
 }
 
+/// The shipped reference client.
+pub const REFERENCE: Strategy = Strategy::Reference(DEFAULT_COALESCE);
+
+/// The reference client's default coalescing setting.
+const DEFAULT_COALESCE: Coalesce = Pacing::default_coalesce();
+
 impl Strategy {
-    /// The strategies of the refresh-contention bench, in report order.
+    /// The strategies of the fan-out bench, in report order.
     pub const ALL: [Strategy; 5] = [
-        Strategy::Reference,
+        REFERENCE,
         Strategy::Naive,
         Strategy::Debounce(300),
         Strategy::Debounce(0),
         Strategy::MutexSingleFlight,
     ];
 
+    /// The refresh-contention frontier: the reference at each coalescing setting, and what it
+    /// is compared with, in report order.
+    pub const FRONTIER: [Strategy; 8] = [
+        REFERENCE,
+        Strategy::Reference(Coalesce::Off),
+        Strategy::Reference(Coalesce::Gap(5)),
+        Strategy::Reference(Coalesce::Gap(50)),
+        Strategy::Naive,
+        Strategy::Debounce(0),
+        Strategy::Debounce(50),
+        Strategy::Debounce(300),
+    ];
+
     /// Name in reports.
     pub fn name(self) -> String {
         match self {
-            Strategy::Reference => "reference".into(),
+            Strategy::Reference(c) if c == DEFAULT_COALESCE => "reference".into(),
+            Strategy::Reference(Coalesce::Off) => "reference-gap-off".into(),
+            Strategy::Reference(Coalesce::Gap(ms)) => format!("reference-gap-{ms}ms"),
+            Strategy::Reference(Coalesce::Adaptive(ms)) => format!("reference-adaptive-{ms}ms"),
             Strategy::Naive => "naive".into(),
             Strategy::Debounce(ms) => format!("debounce-{ms}ms"),
             Strategy::MutexSingleFlight => "mutex-single-flight".into(),
@@ -76,7 +103,7 @@ impl Strategy {
 
     fn machine(self) -> ClientStrategy {
         match self {
-            Strategy::Reference => ClientStrategy::Reference,
+            Strategy::Reference(_) => ClientStrategy::Reference,
             _ => ClientStrategy::Naive,
         }
     }
@@ -170,8 +197,16 @@ impl Rig {
     /// Applies `k` one-update batches back to back (each a new version, so one `list_changed`
     /// per client each); returns the final version and when its commit began.
     pub async fn burst(&self, k: u32) -> (u64, Instant) {
+        self.burst_spaced(k, Duration::ZERO).await
+    }
+
+    /// [`Rig::burst`] with a sleep of `spacing` between two batches (none if zero).
+    pub async fn burst_spaced(&self, k: u32, spacing: Duration) -> (u64, Instant) {
         let mut last = Instant::now();
         for i in 0..k {
+            if i > 0 && !spacing.is_zero() {
+                tokio::time::sleep(spacing).await;
+            }
             last = Instant::now();
             let batch = [Op::update(Kind::Tools, "t0000", &format!("b{i}-{last:?}"))];
             self.server.apply(&batch).await;
@@ -411,7 +446,7 @@ impl Subject {
         // The catalog exists only once spawned; the divert closure reaches it through a cell.
         let cell: Arc<std::sync::OnceLock<ClientHandle>> = Arc::new(std::sync::OnceLock::new());
         let relay = match strategy {
-            Strategy::Reference | Strategy::Naive => Relay::Forward,
+            Strategy::Reference(_) | Strategy::Naive => Relay::Forward,
             Strategy::Debounce(ms) => Relay::Debounce(Duration::from_millis(ms)),
             Strategy::MutexSingleFlight => {
                 let (cell, guarded, workers, current) = (
@@ -429,6 +464,9 @@ impl Subject {
         };
         let mut settings = ClientSettings::new(Era::V2025_11_25, KindSet::only(Kind::Tools));
         settings.client.strategy = strategy.machine();
+        if let Strategy::Reference(coalesce) = strategy {
+            settings.client.pacing.coalesce = coalesce;
+        }
         settings.id = id;
         let endpoint = tapped(rig, relay, tap.clone());
         let catalog = ClientHandle::spawn(settings, endpoint);

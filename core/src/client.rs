@@ -1,15 +1,20 @@
 //! The client catalog machine: one immutable snapshot per (kind, authorization context), kept in
 //! step with a server's lists by the reference algorithm — single-flight refresh with a dirty
 //! flag; walk every page before publishing; restart the walk on an invalid cursor, on a version
-//! change between pages, or on a notification that arrives once pages are in hand; publish
-//! atomically and only if newer; on failure keep the old snapshot marked stale and retry with
-//! backoff; in 2026-07-28 list only after the `subscriptions/listen` acknowledgement — or by one
-//! of the known-bad strategies, selected by [`ClientStrategy`].
+//! change between pages, or on a notification that arrives once pages are in hand unless the
+//! server declared its cursors version-bound (then the walk is finished, published if newer, and
+//! followed by one more); publish atomically, only if newer and only if the list or its version
+//! changed; pace the walks that change signals cause ([`Pacing`]: a coalescing gap and a storm
+//! back-off); on failure keep the old snapshot marked stale and retry with backoff; in
+//! 2026-07-28 list only after the `subscriptions/listen` acknowledgement — or by one of the
+//! known-bad strategies, selected by [`ClientStrategy`].
 //!
 //! The machine is sans-IO: [`CatalogClient::step`] takes one input and appends requests to send,
-//! timers to arm and history events to an output buffer. A lying server (duplicate names, cursor
-//! cycles, endless or oversized lists) is met with a [`ClientError`] and bounded work; the old
-//! snapshot is kept.
+//! timers to arm and history events to an output buffer; time enters only as the clock its
+//! driver sets ([`CatalogClient::set_clock`]) and the timers it delivers. A lying server
+//! (duplicate names, cursor cycles, endless or oversized lists, a change announced on every
+//! list) is met with a [`ClientError`] or a back-off and bounded work; the old snapshot is
+//! kept.
 
 use crate::history::{Cause, ClientId, Event, RefreshOutcome, Restart};
 use crate::strategy::ClientStrategy;
@@ -54,6 +59,102 @@ impl Default for Limits {
     }
 }
 
+/// How long a walk that a change signal (a `list_changed`, a TTL running out) causes may be held
+/// back after the previous walk of the same list started (docs/design.md, "Pacing").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Coalesce {
+    /// No gap: walk as soon as the list's single flight allows.
+    Off,
+    /// A fixed minimum gap, in ms, between the starts of two walks.
+    Gap(u32),
+    /// A gap adapted to what the client observes, at most this many ms (0: no gap). While a
+    /// burst goes on (notifications of the list less than this far apart, the last one no more
+    /// than four smoothed intervals ago) the next walk starts four smoothed notification
+    /// intervals after the previous one started — at once if that walk took longer; otherwise
+    /// (no burst, or the walk that catches up after one) it starts at once.
+    Adaptive(u32),
+}
+
+/// Pacing of the walks change signals cause (docs/design.md, "Pacing"). Walks an application
+/// asks for, and the first walks of a connection or a context, are never held back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Pacing {
+    /// The coalescing gap.
+    pub coalesce: Coalesce,
+    /// Storm back-off: after this many walks in a row that found the list unchanged (same items,
+    /// same version), the next walk waits `storm_base_ms` after the previous one started,
+    /// doubling with each further unchanged walk up to `storm_max_ms`; a walk that publishes a
+    /// change ends it. 0: off.
+    pub storm_after: u8,
+    /// First storm delay.
+    pub storm_base_ms: u32,
+    /// Largest storm delay: in an endless storm, a list is walked at most once per this long.
+    pub storm_max_ms: u32,
+}
+
+impl Pacing {
+    /// No pacing at all: every change signal walks as soon as the single flight allows (the
+    /// behaviour before pacing existed, and what a trace without the field means).
+    pub const OFF: Pacing = Pacing {
+        coalesce: Coalesce::Off,
+        storm_after: 0,
+        storm_base_ms: 0,
+        storm_max_ms: 0,
+    };
+
+    fn off() -> Pacing {
+        Pacing::OFF
+    }
+
+    /// Whether walks change signals cause go through a pacing timer at all.
+    pub fn is_on(&self) -> bool {
+        !matches!(self.coalesce, Coalesce::Off | Coalesce::Adaptive(0)) || self.storm_after > 0
+    }
+
+    /// The documented bound on the walks of one list that change signals cause, over `secs`
+    /// seconds of an endless storm in which every walk finds the list unchanged: `storm_after`
+    /// walks back to back, then one per storm delay (`storm_base_ms`, doubling, up to
+    /// `storm_max_ms`). None when the storm back-off is off.
+    pub fn storm_bound(&self, secs: f64) -> Option<u64> {
+        if self.storm_after == 0 || self.storm_base_ms == 0 {
+            return None;
+        }
+        let mut walks = u64::from(self.storm_after);
+        let mut left = secs * 1e3;
+        let mut delay = f64::from(self.storm_base_ms);
+        let max = f64::from(self.storm_max_ms.max(self.storm_base_ms));
+        loop {
+            walks += 1; // the walk after the last back-to-back one, or after a full delay
+            if left < delay {
+                return Some(walks);
+            }
+            left -= delay;
+            delay = (delay * 2.0).min(max);
+        }
+    }
+}
+
+impl Pacing {
+    /// The reference client's coalescing setting (see [`Pacing::default`]).
+    pub const fn default_coalesce() -> Coalesce {
+        Coalesce::Adaptive(100)
+    }
+}
+
+impl Default for Pacing {
+    /// The reference client's pacing: an adaptive gap of at most 100 ms, and a storm back-off
+    /// after 2 unchanged walks from 100 ms up to 10 s.
+    fn default() -> Self {
+        Pacing {
+            coalesce: Pacing::default_coalesce(),
+            storm_after: 2,
+            storm_base_ms: 100,
+            storm_max_ms: 10_000,
+        }
+    }
+}
+
 /// Static client settings.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ClientConfig {
@@ -71,6 +172,9 @@ pub struct ClientConfig {
     /// Bounds against lying servers.
     #[serde(default)]
     pub limits: Limits,
+    /// Pacing of the walks change signals cause (absent: [`Pacing::OFF`]).
+    #[serde(default = "Pacing::off")]
+    pub pacing: Pacing,
 }
 
 impl ClientConfig {
@@ -83,6 +187,7 @@ impl ClientConfig {
             auth: AuthCtx(0),
             watch: Vec::new(),
             limits: Limits::default(),
+            pacing: Pacing::default(),
         }
     }
 }
@@ -162,11 +267,15 @@ struct Walk {
     pages: u32,
     cursors: BTreeSet<Cursor>,
     restarts: u8,
+    /// The server declared its cursors version-bound, with a version on the first page: a
+    /// notification cannot tear this walk.
+    bound: bool,
 }
 
 impl Walk {
     fn fresh(refresh: u32, req: ReqId, restarts: u8) -> Walk {
         Walk {
+            bound: false,
             refresh,
             first_req: req,
             awaiting: Some(req),
@@ -194,6 +303,24 @@ struct ListState {
     armed: bool,
     /// `request-id-guard`: first request id behind the current snapshot.
     guard: Option<ReqId>,
+    /// A walk waits for its pacing timer ([`ClientOutput::ScheduleWalk`]): when it is due.
+    held: Option<u64>,
+    /// What pacing observed of this list.
+    pace: Pace,
+}
+
+/// What pacing observes of one list (times are the driver's clock, µs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+struct Pace {
+    /// When the last walk started (a first-page request).
+    last_walk: Option<u64>,
+    /// When the last `list_changed` for the list arrived.
+    last_note: Option<u64>,
+    /// Smoothed interval between the notifications of the current burst; None outside one.
+    interval: Option<u64>,
+    /// Walks in a row that found the list unchanged (saturates once the delay is at its
+    /// largest).
+    unchanged: u8,
 }
 
 /// What an outstanding request is for.
@@ -234,6 +361,8 @@ pub enum ClientInput {
     InvalidResponse(ReqId, Arc<str>),
     /// A retry timer armed by [`ClientOutput::ScheduleRetry`] fired.
     RetryDue(Kind, AuthCtx),
+    /// A pacing timer armed by [`ClientOutput::ScheduleWalk`] fired: the held walk starts.
+    WalkDue(Kind, AuthCtx),
     /// A cached list's `ttlMs` ran out.
     TtlExpired(Kind),
     /// The application asks for a refresh.
@@ -258,6 +387,16 @@ pub enum ClientOutput {
         /// Attempt number (1 = first retry).
         attempt: u8,
         /// Suggested delay.
+        delay_ms: u32,
+    },
+    /// Arm a timer that delivers [`ClientInput::WalkDue`] after `delay_ms` (no jitter; 0: at
+    /// once, after the outputs of this step): a walk is held back by pacing.
+    ScheduleWalk {
+        /// List kind.
+        kind: Kind,
+        /// Authorization context.
+        auth: AuthCtx,
+        /// Delay.
         delay_ms: u32,
     },
     /// A refresh failed; the old snapshot was kept.
@@ -312,6 +451,8 @@ pub struct CatalogClient {
     sub: Option<SubId>,
     honoured: KindSet,
     contents: BTreeMap<Name, Arc<str>>,
+    /// The driver's clock, µs (only ever moves forward; stays 0 where time is not modelled).
+    now: u64,
 }
 
 impl CatalogClient {
@@ -330,7 +471,14 @@ impl CatalogClient {
             sub: None,
             honoured: KindSet::EMPTY,
             contents: BTreeMap::new(),
+            now: 0,
         }
+    }
+
+    /// Sets the clock (µs since any fixed origin) pacing reads; a driver sets it before each
+    /// input. It never goes backwards.
+    pub fn set_clock(&mut self, now_us: u64) {
+        self.now = self.now.max(now_us);
     }
 
     /// This client's id.
@@ -422,6 +570,21 @@ impl CatalogClient {
             .collect()
     }
 
+    /// Whether a walk of (kind, auth) is held back by pacing, waiting for its timer.
+    pub fn walk_held(&self, kind: Kind, auth: AuthCtx) -> bool {
+        self.lists
+            .get(&(kind, auth))
+            .is_some_and(|l| l.held.is_some())
+    }
+
+    /// Every (kind, auth) whose walk is held back by pacing, with the clock (µs) it is due at.
+    pub fn held_walks(&self) -> Vec<(Kind, AuthCtx, u64)> {
+        self.lists
+            .iter()
+            .filter_map(|(k, l)| l.held.map(|due| (k.0, k.1, due)))
+            .collect()
+    }
+
     /// Every (kind, auth) with an armed retry timer.
     pub fn armed_retries(&self) -> Vec<(Kind, AuthCtx)> {
         self.lists
@@ -483,6 +646,7 @@ impl CatalogClient {
                 }
             }
             ClientInput::RetryDue(kind, auth) => self.retry_due(kind, auth, out),
+            ClientInput::WalkDue(kind, auth) => self.walk_due(kind, auth, out),
             ClientInput::TtlExpired(kind) => {
                 if self.phase == Phase::Ready && self.cfg.kinds.contains(kind) {
                     self.wake(KindSet::only(kind), Cause::TtlExpired, out);
@@ -572,6 +736,7 @@ impl CatalogClient {
             l.flight = FlightState::Idle;
             l.retry = None;
             l.armed = false;
+            l.held = None;
             let mark = l
                 .snapshot
                 .as_mut()
@@ -729,6 +894,7 @@ impl CatalogClient {
         for kind in kinds.iter() {
             if cause == Cause::ListChanged {
                 self.mark_other_auths_stale(kind, out);
+                self.observe_notification(kind, auth);
             }
             if cause == Cause::AuthChanged
                 && self
@@ -753,9 +919,10 @@ impl CatalogClient {
                 s.stale = true;
                 marked.push(*a);
             }
-            if l.flight.is_running() {
+            if l.flight.is_running() && l.held.is_none() {
                 // A refresh of that context is in flight: what it publishes may predate this
-                // change, so one more refresh follows it (the dirty flag).
+                // change, so one more refresh follows it (the dirty flag). A held walk has not
+                // started yet: it will see the change.
                 l.flight = l.flight.on_notify().0;
             }
         }
@@ -773,20 +940,39 @@ impl CatalogClient {
 
     fn on_change(&mut self, kind: Kind, auth: AuthCtx, cause: Cause, out: &mut Vec<ClientOutput>) {
         let strategy = self.cfg.strategy;
+        let paced = matches!(cause, Cause::ListChanged | Cause::TtlExpired);
         let l = self.lists.entry((kind, auth)).or_default();
         if strategy.single_flight() {
+            if l.held.is_some() {
+                // A walk is held back by pacing and has not started: it will see this change.
+                // What the application (or a new context) asks for does not wait.
+                if !paced {
+                    l.held = None;
+                    self.begin_refresh(kind, auth, out);
+                }
+                return;
+            }
             let (next, start) = l.flight.on_notify();
             if start {
                 l.flight = next;
-                self.begin_refresh(kind, auth, out);
+                self.start_or_hold(kind, auth, paced, out);
                 return;
             }
             // A refresh is already running.
-            let mid_walk = l.walks.first().is_some_and(|w| w.pages > 0);
-            if strategy == ClientStrategy::Reference && mid_walk && cause == Cause::ListChanged {
-                // Pages in hand may predate the change: start over now.
+            let walk = l.walks.first();
+            let mid_walk = walk.is_some_and(|w| w.pages > 0);
+            let bound = walk.is_some_and(|w| w.bound);
+            if strategy == ClientStrategy::Reference
+                && mid_walk
+                && !bound
+                && cause == Cause::ListChanged
+            {
+                // Pages in hand may predate the change and the server does not promise that
+                // the rest of the walk is cut from their version: start over now.
                 self.restart_walk(kind, auth, Restart::NotifiedMidWalk, out);
             } else {
+                // Version-bound (or no page in hand yet): the walk cannot be torn; finish it,
+                // then walk once more (the dirty flag).
                 l.flight = next;
             }
             return;
@@ -818,6 +1004,108 @@ impl CatalogClient {
         self.begin_refresh(kind, auth, out);
     }
 
+    /// Starts a refresh now, or — a walk a change signal caused (`paced`), with pacing on —
+    /// holds it until its pacing timer fires. The timer is armed even when its delay is 0, so
+    /// that what the machine does never depends on the clock, only on the order of its inputs
+    /// (a recorded run replays without it); the clock decides only how long the driver waits.
+    fn start_or_hold(
+        &mut self,
+        kind: Kind,
+        auth: AuthCtx,
+        paced: bool,
+        out: &mut Vec<ClientOutput>,
+    ) {
+        if !paced || !self.cfg.pacing.is_on() {
+            self.begin_refresh(kind, auth, out);
+            return;
+        }
+        let delay = self.pace_delay(kind, auth);
+        let now = self.now;
+        let l = self.lists.entry((kind, auth)).or_default();
+        l.held = Some(now + delay);
+        out.push(ClientOutput::ScheduleWalk {
+            kind,
+            auth,
+            delay_ms: u32::try_from(delay.div_ceil(1_000)).unwrap_or(u32::MAX),
+        });
+    }
+
+    /// How long (µs) a paced walk of (kind, auth) must still wait: the gap pacing asks for
+    /// between walk starts, less the time since the last one started.
+    fn pace_delay(&self, kind: Kind, auth: AuthCtx) -> u64 {
+        let Some(l) = self.lists.get(&(kind, auth)) else {
+            return 0;
+        };
+        let p = &l.pace;
+        let Some(last) = p.last_walk else {
+            return 0;
+        };
+        let cfg = &self.cfg.pacing;
+        let ms = 1_000u64;
+        let mut gap = match cfg.coalesce {
+            Coalesce::Off | Coalesce::Adaptive(0) => 0,
+            Coalesce::Gap(g) => u64::from(g) * ms,
+            // Only while the burst goes on: once no notification has come for four intervals,
+            // the walk that follows is the one that catches up, and it starts at once. The gap
+            // runs from the previous walk's start, so a walk that takes longer than the gap is
+            // followed at once: the walk time is part of the gap, not added to it.
+            Coalesce::Adaptive(max) => match (p.interval, p.last_note) {
+                (Some(i), Some(note)) if self.now.saturating_sub(note) <= i.saturating_mul(4) => {
+                    i.saturating_mul(4).min(u64::from(max) * ms)
+                }
+                _ => 0,
+            },
+        };
+        if cfg.storm_after > 0 && p.unchanged >= cfg.storm_after {
+            let shift = u32::from(p.unchanged - cfg.storm_after).min(32);
+            let storm = (u64::from(cfg.storm_base_ms) * ms)
+                .saturating_mul(1 << shift)
+                .min(u64::from(cfg.storm_max_ms.max(cfg.storm_base_ms)) * ms);
+            gap = gap.max(storm);
+        }
+        (last + gap).saturating_sub(self.now)
+    }
+
+    /// A `list_changed` for `kind` arrived: update the burst estimate of (kind, auth).
+    fn observe_notification(&mut self, kind: Kind, auth: AuthCtx) {
+        let now = self.now;
+        let horizon = match self.cfg.pacing.coalesce {
+            Coalesce::Adaptive(max) => u64::from(max) * 1_000,
+            _ => 0,
+        };
+        let p = &mut self.lists.entry((kind, auth)).or_default().pace;
+        p.interval = match p.last_note {
+            Some(prev) if now - prev < horizon => {
+                let d = now - prev;
+                Some(p.interval.map_or(d, |i| (3 * i + d) / 4))
+            }
+            _ => None,
+        };
+        p.last_note = Some(now);
+    }
+
+    /// The largest useful storm count: beyond it the storm delay no longer grows.
+    fn storm_cap(&self) -> u8 {
+        let cfg = &self.cfg.pacing;
+        let mut doublings = 0u8;
+        let mut d = u64::from(cfg.storm_base_ms.max(1));
+        while d < u64::from(cfg.storm_max_ms) && doublings < 32 {
+            d *= 2;
+            doublings += 1;
+        }
+        cfg.storm_after.saturating_add(doublings)
+    }
+
+    fn walk_due(&mut self, kind: Kind, auth: AuthCtx, out: &mut Vec<ClientOutput>) {
+        let Some(l) = self.lists.get_mut(&(kind, auth)) else {
+            return;
+        };
+        if l.held.take().is_none() {
+            return;
+        }
+        self.begin_refresh(kind, auth, out);
+    }
+
     fn begin_refresh(&mut self, kind: Kind, auth: AuthCtx, out: &mut Vec<ClientOutput>) {
         let refresh = self.next_refresh;
         self.next_refresh += 1;
@@ -837,7 +1125,9 @@ impl CatalogClient {
             Pending::Page(kind, auth, refresh),
             out,
         );
+        let now = self.now;
         let l = self.lists.entry((kind, auth)).or_default();
+        l.pace.last_walk = Some(now);
         l.walks.push(Walk::fresh(refresh, first_req, 0));
     }
 
@@ -892,12 +1182,10 @@ impl CatalogClient {
             Pending::Page(kind, auth, refresh),
             out,
         );
-        let w = &mut self
-            .lists
-            .get_mut(&(kind, auth))
-            .expect("walk exists")
-            .walks[0];
-        *w = Walk::fresh(refresh, req, restarts);
+        let now = self.now;
+        let l = self.lists.get_mut(&(kind, auth)).expect("walk exists");
+        l.pace.last_walk = Some(now);
+        l.walks[0] = Walk::fresh(refresh, req, restarts);
     }
 
     fn page(
@@ -982,9 +1270,14 @@ impl CatalogClient {
         let strategy = self.cfg.strategy;
         let epoch = self.epoch;
         let id = self.id;
+        let storm_cap = self.storm_cap();
         let l = self.lists.get_mut(&(kind, auth)).expect("list");
         l.retry = None;
         let items: ItemList = w.items.into();
+        // A list the client already holds, current, at the same version: nothing to publish
+        // (its metadata is refreshed in place).
+        let unchanged =
+            |cur: &Snapshot| !cur.stale && cur.items == items && cur.version == w.version;
         let publish = match (&l.snapshot, strategy) {
             (None, _) => true,
             (Some(_), ClientStrategy::RequestIdGuard) => l.guard.is_none_or(|g| w.first_req > g),
@@ -996,12 +1289,17 @@ impl CatalogClient {
                 // began again: its list wins.
                 let same_space = cur.catalog.is_some() && cur.catalog == w.catalog;
                 match (cur.version, w.version) {
-                    _ if !same_space && cur.epoch != epoch => true,
+                    _ if !same_space && cur.epoch != epoch => !unchanged(cur),
                     (Some(have), Some(new)) => new > have || (new == have && cur.items != items),
-                    _ => true,
+                    _ => !unchanged(cur),
                 }
             }
         };
+        if publish {
+            l.pace.unchanged = 0;
+        } else {
+            l.pace.unchanged = l.pace.unchanged.saturating_add(1).min(storm_cap);
+        }
         let outcome = if publish {
             l.guard = Some(w.first_req);
             l.snapshot = Some(Snapshot {
@@ -1022,6 +1320,12 @@ impl CatalogClient {
             RefreshOutcome::Published
         } else {
             if let Some(s) = l.snapshot.as_mut() {
+                if s.items == items && s.version == w.version {
+                    // The same list from this connection: keep it, with this walk's metadata.
+                    s.catalog = w.catalog;
+                    s.epoch = epoch;
+                    s.ttl_ms = w.ttl_ms;
+                }
                 s.stale = false;
             }
             RefreshOutcome::Discarded
@@ -1051,7 +1355,7 @@ impl CatalogClient {
         let (next, again) = l.flight.on_finish();
         l.flight = next;
         if again {
-            self.begin_refresh(kind, auth, out);
+            self.start_or_hold(kind, auth, true, out);
         }
     }
 
@@ -1154,6 +1458,7 @@ fn absorb(w: &mut Walk, page: &Page, limits: &Limits) -> Option<ClientError> {
         w.version = page.version;
         w.catalog = page.catalog;
         w.ttl_ms = page.ttl_ms;
+        w.bound = page.version_bound && page.version.is_some();
     } else if let Some(t) = page.ttl_ms {
         w.ttl_ms = Some(w.ttl_ms.map_or(t, |have| have.min(t)));
     }

@@ -61,6 +61,15 @@ pub enum Note {
         /// Delay.
         delay_ms: u32,
     },
+    /// A client held a walk back until its pacing timer fires.
+    WalkHeld {
+        /// Client.
+        client: ClientId,
+        /// List kind.
+        kind: Kind,
+        /// Delay.
+        delay_ms: u32,
+    },
     /// A client's refresh failed; it kept its snapshot.
     RefreshFailed {
         /// Client.
@@ -199,6 +208,7 @@ impl Note {
             | Note::ServerReceives { client: c, .. }
             | Note::ClientReceives { client: c, .. }
             | Note::RetryArmed { client: c, .. }
+            | Note::WalkHeld { client: c, .. }
             | Note::RefreshFailed { client: c, .. }
             | Note::CallDone { client: c, .. }
             | Note::Content { client: c, .. }
@@ -238,6 +248,11 @@ impl fmt::Display for Note {
                 f,
                 "c{client} arms retry {attempt} of {kind} in {delay_ms} ms"
             ),
+            Note::WalkHeld {
+                client,
+                kind,
+                delay_ms,
+            } => write!(f, "c{client} holds its walk of {kind} for {delay_ms} ms"),
             Note::RefreshFailed {
                 client,
                 kind,

@@ -33,11 +33,26 @@ pub struct ServerConfig {
     /// whose catalog does not survive a restart takes a new one at each start).
     #[serde(default = "default_catalog_id")]
     pub catalog_id: u64,
+    /// How many earlier catalog versions a version-bound cursor is still served from (the
+    /// newest ones a walk started at): a walk that a commit overtakes finishes at its own
+    /// version instead of being refused. 0: only the current version (a cursor of any other
+    /// gets -32602). Memory is bounded by this many catalogs.
+    #[serde(default)]
+    pub retain_versions: u8,
+    /// Hostile: after answering every list request, send that list's `list_changed` to the
+    /// requester although nothing changed (an easy mistake in a real server; it makes a naive
+    /// client list forever). Never set by the reference server.
+    #[serde(default)]
+    pub notify_on_list: bool,
 }
 
 fn default_catalog_id() -> u64 {
     1
 }
+
+/// Earlier versions the reference server keeps serving cursors of (see
+/// [`ServerConfig::retain_versions`]).
+pub const DEFAULT_RETAIN_VERSIONS: u8 = 16;
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -47,6 +62,8 @@ impl Default for ServerConfig {
             page_size: 0,
             ttl_ms: None,
             catalog_id: default_catalog_id(),
+            retain_versions: DEFAULT_RETAIN_VERSIONS,
+            notify_on_list: false,
         }
     }
 }
@@ -112,6 +129,9 @@ pub struct Registry {
     staged_install: Option<(u64, Arc<Catalog>)>,
     sessions: BTreeMap<ClientId, Session>,
     next_sub: SubId,
+    /// Earlier versions whose cursors are still served: the newest
+    /// [`ServerConfig::retain_versions`] at which a page with a next cursor was cut.
+    retained: BTreeMap<u64, Arc<Catalog>>,
 }
 
 impl Registry {
@@ -126,6 +146,7 @@ impl Registry {
             staged_install: None,
             sessions: BTreeMap::new(),
             next_sub: 1,
+            retained: BTreeMap::new(),
         }
     }
 
@@ -319,7 +340,25 @@ impl Registry {
         copies: usize,
         out: &mut Vec<ServerOutput>,
     ) {
+        self.notify_sessions(None, changed, contents, announces, visible, copies, out);
+    }
+
+    /// [`Registry::notify`], to one client's session only if `only` says so.
+    #[allow(clippy::too_many_arguments)]
+    fn notify_sessions(
+        &self,
+        only: Option<ClientId>,
+        changed: KindSet,
+        contents: &[Name],
+        announces: u64,
+        visible: u64,
+        copies: usize,
+        out: &mut Vec<ServerOutput>,
+    ) {
         for (&c, s) in &self.sessions {
+            if only.is_some_and(|o| o != c) {
+                continue;
+            }
             let sub = match (self.cfg.era, &s.listen) {
                 (Era::V2025_11_25, _) if s.initialized => None,
                 (Era::V2026_07_28, Some((id, _, _))) => Some(*id),
@@ -384,20 +423,33 @@ impl Registry {
                     },
                 }
             }
-            Request::List { kind, cursor } => match self.page(kind, auth, cursor.as_ref()) {
-                Ok(page) => {
-                    out.push(ServerOutput::Event(Event::Served {
-                        client: c,
-                        kind,
-                        auth,
-                        version: self.version,
-                        items: page.items.len() as u32,
-                        more: page.next.is_some(),
-                    }));
-                    Response::Page(page)
+            Request::List { kind, cursor } => {
+                let resp = match self.page(kind, auth, cursor.as_ref()) {
+                    Ok((page, version)) => {
+                        out.push(ServerOutput::Event(Event::Served {
+                            client: c,
+                            kind,
+                            auth,
+                            version,
+                            items: page.items.len() as u32,
+                            more: page.next.is_some(),
+                        }));
+                        Response::Page(page)
+                    }
+                    Err(e) => Response::Error(e),
+                };
+                out.push(ServerOutput::Send {
+                    to: c,
+                    lane,
+                    msg: ServerMsg::Response { id, resp },
+                });
+                if self.cfg.notify_on_list {
+                    // The hostile server: "the list changed", in reply to every list.
+                    let v = self.version;
+                    self.notify_sessions(Some(c), KindSet::only(group_of(kind)), &[], v, v, 1, out);
                 }
-                Err(e) => Response::Error(e),
-            },
+                return;
+            }
             Request::CallTool { name } => self.call(c, auth, name, out),
             Request::GetPrompt { name } => match self.catalog.get(Kind::Prompts, &name) {
                 Some(e) if e.scope.visible_to(auth) => Response::Prompt {
@@ -470,25 +522,38 @@ impl Registry {
         }
     }
 
-    /// Cuts one page of `kind` for `auth` at the current version.
+    /// Cuts one page of `kind` for `auth`: the first page at the current version, a next page
+    /// at its cursor's version (the current one, or a retained earlier one). Returns the page
+    /// and the version it was cut from.
     fn page(
-        &self,
+        &mut self,
         kind: Kind,
         auth: AuthCtx,
         cursor: Option<&crate::wire::Cursor>,
-    ) -> Result<Page, RpcError> {
+    ) -> Result<(Page, u64), RpcError> {
         let bound = self.cfg.strategy != ServerStrategy::OffsetCursor;
-        let offset = match cursor {
-            None => 0,
+        let (offset, version, catalog) = match cursor {
+            None => (0, self.version, self.catalog.clone()),
             Some(c) => {
                 let sc = ServerCursor::decode(c).ok_or_else(RpcError::invalid_cursor)?;
-                if bound && (sc.version != Some(self.version) || sc.auth != Some(auth)) {
+                let (version, catalog) = if !bound {
+                    (self.version, self.catalog.clone())
+                } else if sc.auth != Some(auth) {
                     return Err(RpcError::invalid_cursor());
-                }
-                sc.offset as usize
+                } else {
+                    match sc.version {
+                        Some(v) if v == self.version => (v, self.catalog.clone()),
+                        Some(v) => match self.retained.get(&v) {
+                            Some(cat) => (v, cat.clone()),
+                            None => return Err(RpcError::invalid_cursor()),
+                        },
+                        None => return Err(RpcError::invalid_cursor()),
+                    }
+                };
+                (sc.offset as usize, version, catalog)
             }
         };
-        let list = self.catalog.visible(kind, auth);
+        let list = catalog.visible(kind, auth);
         if bound && (offset > list.len() || (offset == list.len() && offset != 0)) {
             return Err(RpcError::invalid_cursor());
         }
@@ -502,28 +567,46 @@ impl Registry {
         let end = (offset + size).min(list.len());
         let next = (end < list.len()).then(|| {
             ServerCursor {
-                version: bound.then_some(self.version),
+                version: bound.then_some(version),
                 auth: bound.then_some(auth),
                 offset: end as u32,
             }
             .encode()
         });
+        if next.is_some() && bound {
+            self.retain(version, &catalog);
+        }
         let era26 = self.cfg.era == Era::V2026_07_28;
-        Ok(Page {
+        let page = Page {
             kind,
             items: list[offset..end].iter().cloned().collect(),
             next,
-            version: bound.then_some(self.version),
+            version: bound.then_some(version),
             catalog: bound.then_some(self.cfg.catalog_id),
             ttl_ms: if era26 { self.cfg.ttl_ms } else { None },
             cache_scope: era26.then(|| {
-                if self.catalog.varies_by_auth(kind) {
+                if catalog.varies_by_auth(kind) {
                     CacheScope::Private
                 } else {
                     CacheScope::Public
                 }
             }),
-        })
+            version_bound: bound,
+        };
+        Ok((page, version))
+    }
+
+    /// Keeps serving cursors of `version` after later commits (the newest
+    /// [`ServerConfig::retain_versions`] such versions; the oldest is dropped first).
+    fn retain(&mut self, version: u64, catalog: &Arc<Catalog>) {
+        let cap = usize::from(self.cfg.retain_versions);
+        if cap == 0 || self.retained.contains_key(&version) {
+            return;
+        }
+        self.retained.insert(version, catalog.clone());
+        while self.retained.len() > cap {
+            self.retained.pop_first();
+        }
     }
 
     fn call(
@@ -614,11 +697,14 @@ mod tests {
     use crate::wire::Cursor;
 
     fn reg(strategy: ServerStrategy, page_size: u16) -> Registry {
-        let cfg = ServerConfig {
+        reg_with(ServerConfig {
             strategy,
             page_size,
             ..ServerConfig::default()
-        };
+        })
+    }
+
+    fn reg_with(cfg: ServerConfig) -> Registry {
         let mut r = Registry::new(
             cfg,
             Catalog::from_ops(&[
@@ -685,20 +771,47 @@ mod tests {
 
     #[test]
     fn pages_are_bound_to_the_version() {
-        let mut r = reg(ServerStrategy::Reference, 2);
+        // Without retained versions, a cursor of an earlier version is refused.
+        let mut r = reg_with(ServerConfig {
+            page_size: 2,
+            retain_versions: 0,
+            ..ServerConfig::default()
+        });
         let p1 = page(list(&mut r, None));
         assert_eq!(p1.items.len(), 2);
         assert_eq!(p1.version, Some(1));
+        assert!(p1.version_bound);
         apply(&mut r, vec![Op::add(Kind::Tools, "d", "d1")]);
         match list(&mut r, p1.next.clone()) {
             Response::Error(e) => assert_eq!(e, RpcError::invalid_cursor()),
             other => panic!("stale cursor accepted: {other:?}"),
         }
+        // The reference server finishes a walk at its own version after a commit.
+        let mut r = reg(ServerStrategy::Reference, 2);
+        let p1 = page(list(&mut r, None));
+        apply(&mut r, vec![Op::remove(Kind::Tools, "c")]);
+        let p2 = page(list(&mut r, p1.next.clone()));
+        assert_eq!(p2.version, Some(1));
+        assert_eq!(&*p2.items[0].name, "c", "the walk sees v1 to its end");
+        assert_eq!(page(list(&mut r, None)).version, Some(2));
+        // Only the newest `retain_versions` walk versions are kept.
+        let mut r = reg_with(ServerConfig {
+            page_size: 1,
+            retain_versions: 1,
+            ..ServerConfig::default()
+        });
+        let old = page(list(&mut r, None));
+        apply(&mut r, vec![Op::add(Kind::Tools, "d", "d1")]);
+        let newer = page(list(&mut r, None));
+        apply(&mut r, vec![Op::add(Kind::Tools, "e", "e1")]);
+        assert!(matches!(list(&mut r, old.next), Response::Error(_)));
+        assert_eq!(page(list(&mut r, newer.next)).version, Some(2));
         let mut r = reg(ServerStrategy::OffsetCursor, 2);
         let p1 = page(list(&mut r, None));
         apply(&mut r, vec![Op::remove(Kind::Tools, "a")]);
         let p2 = page(list(&mut r, p1.next));
         assert_eq!(p2.version, None);
+        assert!(!p2.version_bound);
         // The walk saw [a, b] then [] although the list is now [b, c]: c was skipped.
         assert!(p2.items.is_empty());
     }
@@ -790,5 +903,44 @@ mod tests {
             });
             assert_eq!(dispatched, ran, "{strategy}");
         }
+    }
+
+    #[test]
+    fn a_notify_on_list_server_announces_a_change_after_every_list() {
+        let mut r = reg_with(ServerConfig {
+            notify_on_list: true,
+            ..ServerConfig::default()
+        });
+        let mut out = Vec::new();
+        r.step(
+            ServerInput::Request(
+                0,
+                ClientMsg {
+                    id: 5,
+                    auth: AuthCtx(0),
+                    req: Request::List {
+                        kind: Kind::Tools,
+                        cursor: None,
+                    },
+                },
+            ),
+            &mut out,
+        );
+        let sends: Vec<&ServerMsg> = out
+            .iter()
+            .filter_map(|o| match o {
+                ServerOutput::Send { msg, .. } => Some(msg),
+                _ => None,
+            })
+            .collect();
+        assert!(matches!(sends[0], ServerMsg::Response { id: 5, .. }));
+        assert!(matches!(
+            sends[1],
+            ServerMsg::Notification(Notification::ListChanged {
+                kind: Kind::Tools,
+                ..
+            })
+        ));
+        assert_eq!(r.version(), 1, "nothing was committed");
     }
 }

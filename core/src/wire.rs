@@ -190,6 +190,12 @@ pub struct Page {
     pub ttl_ms: Option<u32>,
     /// `cacheScope` (2026-07-28).
     pub cache_scope: Option<CacheScope>,
+    /// The server declares its cursors version-bound (`_meta["dev.listsync/versionBoundCursors"]`,
+    /// docs/design.md): every page reached by following this page's cursor is cut from the
+    /// catalog at this page's `version`, or refused with -32602 — a walk is never a mix of
+    /// versions. Only meaningful together with `version`.
+    #[serde(default)]
+    pub version_bound: bool,
 }
 
 /// Capabilities a server advertises (the list-related part).

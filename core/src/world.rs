@@ -119,6 +119,15 @@ pub enum Step {
         /// Authorization context.
         auth: AuthCtx,
     },
+    /// A client's pacing timer fires: its held walk starts.
+    WalkDue {
+        /// Client.
+        client: ClientId,
+        /// List kind.
+        kind: Kind,
+        /// Authorization context.
+        auth: AuthCtx,
+    },
     /// A client's connection is cut: messages in flight are lost.
     Disconnect {
         /// Client.
@@ -197,6 +206,9 @@ impl fmt::Display for Step {
             Step::Call { call } => write!(f, "tool call {call}"),
             Step::Retry { client, kind, auth } => {
                 write!(f, "c{client} retry timer for {kind} ({auth})")
+            }
+            Step::WalkDue { client, kind, auth } => {
+                write!(f, "c{client} pacing timer for {kind} ({auth})")
             }
             Step::Disconnect { client } => write!(f, "c{client} connection cut"),
             Step::Reconnect { client } => write!(f, "c{client} reconnects"),
@@ -414,6 +426,11 @@ impl World {
                     client: c,
                     kind,
                     attempt,
+                    delay_ms,
+                }),
+                ClientOutput::ScheduleWalk { kind, delay_ms, .. } => note(rec, || Note::WalkHeld {
+                    client: c,
+                    kind,
                     delay_ms,
                 }),
                 ClientOutput::Failed { kind, error } => note(rec, || Note::RefreshFailed {
@@ -700,6 +717,9 @@ impl World {
             let client = ci as ClientId;
             for (kind, auth) in c.armed_retries() {
                 steps.push(Step::Retry { client, kind, auth });
+            }
+            for (kind, auth, _) in c.held_walks() {
+                steps.push(Step::WalkDue { client, kind, auth });
             }
             for kind in self.ttl_due(client) {
                 steps.push(Step::TtlExpire { client, kind });
@@ -1007,6 +1027,13 @@ impl World {
                     return Err(format!("c{client} has no retry armed for {kind}"));
                 }
                 self.client_step(scn, client, ClientInput::RetryDue(kind, auth), rec);
+            }
+            Step::WalkDue { client, kind, auth } => {
+                client_ok(client)?;
+                if !self.clients[client as usize].walk_held(kind, auth) {
+                    return Err(format!("c{client} holds no walk of {kind}"));
+                }
+                self.client_step(scn, client, ClientInput::WalkDue(kind, auth), rec);
             }
             Step::TtlExpire { client, kind } => {
                 client_ok(client)?;

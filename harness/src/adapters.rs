@@ -483,6 +483,9 @@ pub struct ServerSetup {
     pub initial: Vec<Op>,
     /// `ttlMs` (reference, 2026-07-28).
     pub ttl_ms: Option<u32>,
+    /// (reference) Walk versions the server keeps serving to their end (`serve
+    /// --retain-versions`); `None`: its default.
+    pub retain_versions: Option<u8>,
 }
 
 /// How to start the client side of a run.
@@ -558,6 +561,10 @@ pub fn server_launch(paths: &Paths, s: &ServerSetup) -> Result<Launch, String> {
                 a.push("--ttl-ms".into());
                 a.push(t.to_string());
             }
+            if let Some(r) = s.retain_versions {
+                a.push("--retain-versions".into());
+                a.push(r.to_string());
+            }
             a
         }
         Impl::Rmcp => vec![exe, "adapter".into(), "rmcp".into()],
@@ -590,6 +597,8 @@ pub fn client_launch(paths: &Paths, c: &ClientSetup) -> Result<Launch, String> {
         Impl::Reference => {
             let kinds: Vec<&str> = c.kinds.iter().map(Kind::as_str).collect();
             // The harness ends the run itself: the client keeps retrying whatever fails.
+            // Replays go step by step, as the traces' clients do: no pacing timers (the model
+            // and rt's pacing tests check the pacing).
             vec![
                 exe,
                 "watch".into(),
@@ -600,6 +609,8 @@ pub fn client_launch(paths: &Paths, c: &ClientSetup) -> Result<Launch, String> {
                 "forever".into(),
                 "--kinds".into(),
                 kinds.join(","),
+                "--pacing".into(),
+                "off".into(),
             ]
         }
         Impl::Rmcp => vec![exe, "adapter".into(), "rmcp".into()],

@@ -606,6 +606,7 @@ pub async fn run(
         page_size: s.page_size(),
         initial,
         ttl_ms: None,
+        retain_versions: None,
     };
     let mut client = ClientSetup {
         imp: if role == Role::Client {

@@ -4,7 +4,7 @@
 //! caught. The table in `model/README.md` documents each with its state count and time.
 
 use crate::Search;
-use listsync_core::client::{ClientConfig, Limits};
+use listsync_core::client::{ClientConfig, Limits, Pacing};
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::scenario::{Cluster, Faults, Scenario, Transport};
 use listsync_core::server::ServerConfig;
@@ -71,6 +71,8 @@ struct Spec {
     page_size: u16,
     initial: Vec<Op>,
     script: Vec<Vec<Op>>,
+    pacing: Pacing,
+    retain_versions: u8,
 }
 
 impl Spec {
@@ -89,6 +91,20 @@ impl Spec {
                 vec![Op::remove(Kind::Tools, "a")],
                 vec![Op::update(Kind::Tools, "b", "b2")],
             ],
+            // The reference client's default pacing; a server that refuses every cursor of an
+            // earlier version (the walk restarts), as the reference server does with
+            // `retain_versions` 0.
+            pacing: Pacing::default(),
+            retain_versions: 0,
+        }
+    }
+
+    /// A known-bad configuration: the client does not pace (the bug is what it shows, and its
+    /// counterexample stays one the harness replays step by step).
+    fn bad(name: &'static str) -> Spec {
+        Spec {
+            pacing: Pacing::OFF,
+            ..Spec::new(name)
         }
     }
 
@@ -99,6 +115,7 @@ impl Spec {
                 max_retries: 2,
                 ..Limits::default()
             },
+            pacing: self.pacing,
             ..ClientConfig::tools(self.client, self.era)
         };
         Scenario {
@@ -111,6 +128,8 @@ impl Spec {
                 page_size: self.page_size,
                 ttl_ms: (self.era == Era::V2026_07_28).then_some(60_000),
                 catalog_id: 1,
+                retain_versions: self.retain_versions,
+                notify_on_list: false,
             },
             initial: self.initial,
             clients: vec![client; self.clients],
@@ -145,19 +164,21 @@ fn must_reach(name: &str) -> &'static [Situation] {
             CursorRefusedAfterChange,
             DuplicateNotificationInFlight,
         ],
+        // Not `response_overtakes_response`: against version-bound cursors the reference client
+        // keeps one list request in flight per list (a notification mid-walk no longer restarts
+        // the walk), so two responses cannot race; naive clients reach it below.
         "reference-http" => &[
             NotifyDuringRefresh,
             NotifyMidWalk,
             BurstDuringRefresh,
-            ResponseOvertakesResponse,
             CursorRefusedAfterChange,
         ],
         "reference-2026" => &[
             NotifyDuringRefresh,
             NotifyMidWalk,
+            BurstDuringRefresh,
             CursorRefusedAfterChange,
             ChangeWhileAckInFlight,
-            ResponseOvertakesResponse,
             TtlExpiryRefetch,
         ],
         "reference-2026-lossy" => &[NotifyDuringRefresh, TtlExpiryRefetch],
@@ -181,6 +202,12 @@ fn must_reach(name: &str) -> &'static [Situation] {
         "offset-cursor" => &[NotifyMidWalk, ResponseOvertakesResponse],
         "stale-dispatch" | "lying-registry" => &[CallInFlightDuringRemoval],
         "cluster-notify-before-visible" => &[NodeBehindStore],
+        "reference-burst" | "reference-burst-paced" => &[
+            NotifyMidWalk,
+            BurstDuringRefresh,
+            DuplicateNotificationInFlight,
+        ],
+        "reference-burst-unbound" => &[NotifyMidWalk, BurstDuringRefresh],
         other => panic!("configuration {other} names no situation it must reach"),
     }
 }
@@ -337,8 +364,55 @@ pub fn all() -> Vec<Config> {
         &[],
     ));
 
+    // ---- walks under a burst of commits (docs/design.md, "Version-bound walks", "Pacing") ---
+    let mut s = Spec::new("reference-burst");
+    s.initial = tools(&[("a", "a1"), ("b", "b1"), ("c", "c1")]);
+    s.script = vec![
+        vec![Op::remove(Kind::Tools, "a")],
+        vec![Op::update(Kind::Tools, "c", "c2")],
+        vec![Op::add(Kind::Tools, "d", "d1")],
+    ];
+    s.pacing = Pacing::OFF;
+    s.retain_versions = 1;
+    out.push(cfg(
+        s.build(),
+        "a server that keeps serving through a burst of three commits, cursors version-bound and declared so (one earlier walk version retained): a notification mid-walk does not restart the walk; it is finished, published if newer, and followed by one more walk (pacing off)",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-burst-unbound");
+    s.server = ServerStrategy::OffsetCursor;
+    s.initial = tools(&[("a", "a1"), ("b", "b1"), ("c", "c1")]);
+    s.script = vec![
+        vec![Op::remove(Kind::Tools, "a")],
+        vec![Op::update(Kind::Tools, "c", "c2")],
+    ];
+    s.pacing = Pacing::OFF;
+    out.push(cfg(
+        s.build(),
+        "the same burst from a server that promises nothing (bare offset cursors, no version) over stdio, where a notification always precedes the pages cut after its commit: restarting the walk on the notification keeps every snapshot untorn",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-burst-paced");
+    s.transport = Transport::Http;
+    s.initial = tools(&[("a", "a1"), ("b", "b1"), ("c", "c1")]);
+    s.script = vec![
+        vec![Op::remove(Kind::Tools, "a")],
+        vec![Op::update(Kind::Tools, "c", "c2")],
+        vec![Op::add(Kind::Tools, "d", "d1")],
+    ];
+    s.retain_versions = 1;
+    let mut s = s.build();
+    s.faults.duplicate = 1;
+    out.push(cfg(
+        s,
+        "the burst over Streamable HTTP with the default pacing (adaptive gap, storm back-off) and a duplicated notification: walks held back by a pacing timer that fires at any moment still converge and never lose a wake-up",
+        &[],
+    ));
+
     // ---- known-bad client strategies -------------------------------------------------------
-    let mut s = Spec::new("naive");
+    let mut s = Spec::bad("naive");
     s.client = ClientStrategy::Naive;
     s.transport = Transport::Http;
     s.page_size = 0;
@@ -348,7 +422,7 @@ pub fn all() -> Vec<Config> {
         &[NoStaleOverwrite, Converges, BoundedRefresh],
     ));
 
-    let mut s = Spec::new("clear-then-fetch");
+    let mut s = Spec::bad("clear-then-fetch");
     s.client = ClientStrategy::ClearThenFetch;
     s.page_size = 0;
     s.script.truncate(1);
@@ -358,7 +432,7 @@ pub fn all() -> Vec<Config> {
         &[NoTornSnapshot],
     ));
 
-    let mut s = Spec::new("first-page-only");
+    let mut s = Spec::bad("first-page-only");
     s.client = ClientStrategy::FirstPageOnly;
     s.script.truncate(1);
     out.push(cfg(
@@ -367,7 +441,7 @@ pub fn all() -> Vec<Config> {
         &[NoTornSnapshot, Converges],
     ));
 
-    let mut s = Spec::new("request-id-guard");
+    let mut s = Spec::bad("request-id-guard");
     s.client = ClientStrategy::RequestIdGuard;
     s.transport = Transport::Http;
     s.page_size = 0;
@@ -377,7 +451,7 @@ pub fn all() -> Vec<Config> {
         &[NoStaleOverwrite, BoundedRefresh],
     ));
 
-    let mut s = Spec::new("flag-cleared-after-await");
+    let mut s = Spec::bad("flag-cleared-after-await");
     s.client = ClientStrategy::FlagClearedAfterAwait;
     s.transport = Transport::Http;
     s.page_size = 0;
@@ -388,7 +462,7 @@ pub fn all() -> Vec<Config> {
         &[NoLostWakeup, Converges],
     ));
 
-    let mut s = Spec::new("listen-without-relist");
+    let mut s = Spec::bad("listen-without-relist");
     s.client = ClientStrategy::ListenWithoutRelist;
     s.era = Era::V2026_07_28;
     s.transport = Transport::Http;
@@ -404,7 +478,7 @@ pub fn all() -> Vec<Config> {
     ));
 
     // ---- known-bad server strategies -------------------------------------------------------
-    let mut s = Spec::new("notify-before-commit");
+    let mut s = Spec::bad("notify-before-commit");
     s.server = ServerStrategy::NotifyBeforeCommit;
     s.page_size = 0;
     s.script.truncate(1);
@@ -414,7 +488,7 @@ pub fn all() -> Vec<Config> {
         &[NotifyAfterCommit, Converges],
     ));
 
-    let mut s = Spec::new("offset-cursor");
+    let mut s = Spec::bad("offset-cursor");
     s.server = ServerStrategy::OffsetCursor;
     s.transport = Transport::Http;
     s.script = vec![vec![Op::remove(Kind::Tools, "a")]];
@@ -424,7 +498,7 @@ pub fn all() -> Vec<Config> {
         &[NoTornSnapshot],
     ));
 
-    let mut s = Spec::new("notify-per-mutation");
+    let mut s = Spec::bad("notify-per-mutation");
     s.server = ServerStrategy::NotifyPerMutation;
     s.page_size = 0;
     s.script = vec![vec![
@@ -437,7 +511,7 @@ pub fn all() -> Vec<Config> {
         &[BoundedRefresh],
     ));
 
-    let mut s = Spec::new("stale-dispatch");
+    let mut s = Spec::bad("stale-dispatch");
     s.server = ServerStrategy::StaleDispatch;
     s.page_size = 0;
     s.script = vec![vec![Op::remove(Kind::Tools, "a")]];
@@ -449,7 +523,7 @@ pub fn all() -> Vec<Config> {
         &[NoCallToRemoved],
     ));
 
-    let mut s = Spec::new("cluster-notify-before-visible");
+    let mut s = Spec::bad("cluster-notify-before-visible");
     s.server = ServerStrategy::ClusterNotifyBeforeVisible;
     s.clients = 2;
     s.page_size = 0;
@@ -467,7 +541,7 @@ pub fn all() -> Vec<Config> {
         &[NotifyAfterCommit, Converges],
     ));
 
-    let mut s = Spec::new("lying-registry");
+    let mut s = Spec::bad("lying-registry");
     s.server = ServerStrategy::LyingRegistry;
     s.page_size = 0;
     s.script = vec![vec![Op::remove(Kind::Tools, "a")]];

@@ -12,6 +12,8 @@
 //! property.
 
 pub mod configs;
+pub mod pacing;
+pub mod progress;
 pub mod suite;
 pub mod symmetry;
 
@@ -234,6 +236,8 @@ pub struct CheckResult {
     /// Per watched situation: how many unique states were in it and the depth of the first
     /// (breadth-first: the shallowest) one; zero states means unreached.
     pub situations: Vec<SituationReach>,
+    /// Whether quiescence stays reachable from every state ([`progress`]).
+    pub progress: progress::Progress,
 }
 
 /// How a watched situation was reached.
@@ -288,6 +292,7 @@ pub fn check(
 ) -> CheckResult {
     let model = ListModel::first_only(scenario.clone()).watching(situations);
     let counts = model.situations.clone();
+    let quiescence = progress::check(&model, search);
     let start = Instant::now();
     let builder = model.checker().threads(threads.max(1));
     let checker: Box<dyn Checker<ListModel>> = match search {
@@ -337,6 +342,7 @@ pub fn check(
         .collect();
     CheckResult {
         situations,
+        progress: quiescence,
         name: scenario.name.clone(),
         era: scenario.era.to_string(),
         strategies: Strategies {

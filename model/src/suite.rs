@@ -5,6 +5,7 @@
 //! counterexamples (`traces/`).
 
 use crate::configs::{self, Config};
+use crate::progress::Progress;
 use crate::{CheckResult, Search, check};
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::situation::Situation;
@@ -60,7 +61,11 @@ pub struct ConfigReport {
     /// first.
     #[serde(default)]
     pub situations: BTreeMap<Situation, SituationReport>,
-    /// Whether the verdicts were the expected ones and every situation was reached.
+    /// The progress check: whether quiescence stays reachable from every state.
+    #[serde(default)]
+    pub progress: Progress,
+    /// Whether the verdicts were the expected ones, every situation was reached and quiescence
+    /// stays reachable from every state.
     pub as_expected: bool,
 }
 
@@ -235,6 +240,7 @@ fn config_report(c: &Config, r: &CheckResult) -> ConfigReport {
     let reached = situations.values().all(|x| x.states > 0);
     ConfigReport {
         situations,
+        progress: r.progress.clone(),
         name: c.name().to_owned(),
         about: c.about.to_owned(),
         era: r.era.clone(),
@@ -247,7 +253,7 @@ fn config_report(c: &Config, r: &CheckResult) -> ConfigReport {
         exhaustive: r.exhaustive,
         properties,
         expected: c.expected(),
-        as_expected: r.verdicts == c.expected() && reached,
+        as_expected: r.verdicts == c.expected() && reached && r.progress.holds(),
     }
 }
 

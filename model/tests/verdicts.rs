@@ -8,16 +8,19 @@ use listsync_model::{CheckResult, Search, check};
 
 /// Unique states of each reference configuration (exhaustive exploration).
 const REFERENCE_STATES: &[(&str, usize)] = &[
-    ("reference", 14620),
-    ("reference-http", 97449),
-    ("reference-2026", 197126),
-    ("reference-2026-lossy", 9916),
-    ("reference-multi-client", 64255),
-    ("reference-auth", 589),
-    ("reference-resources", 148),
-    ("reference-faults", 6416),
-    ("reference-cluster", 483881),
-    ("reference-cluster-migrate", 169885),
+    ("reference", 20096),
+    ("reference-http", 5855),
+    ("reference-2026", 9707),
+    ("reference-2026-lossy", 2174),
+    ("reference-multi-client", 169610),
+    ("reference-auth", 1045),
+    ("reference-resources", 165),
+    ("reference-faults", 9289),
+    ("reference-cluster", 791527),
+    ("reference-cluster-migrate", 293790),
+    ("reference-burst", 838),
+    ("reference-burst-unbound", 296),
+    ("reference-burst-paced", 6226),
 ];
 
 fn run(c: &Config) -> CheckResult {
@@ -30,6 +33,23 @@ fn every_config_gives_its_expected_verdicts() {
     for c in configs::all() {
         let r = run(&c);
         assert!(r.exhaustive, "{} was cut short", c.name());
+        // Its verdicts mean something: every situation it names was reached ...
+        assert!(!c.situations.is_empty(), "{} names no situation", c.name());
+        assert_eq!(r.situations.len(), c.situations.len(), "{}", c.name());
+        for s in &r.situations {
+            if s.states == 0 || s.depth.is_none() {
+                failures.push(format!("{}: {} unreached", c.name(), s.situation));
+            }
+        }
+        // ... and quiescence stays reachable from every state (no livelock).
+        if !r.progress.holds() {
+            failures.push(format!(
+                "{}: {} states cannot reach quiescence, e.g. after {:?}",
+                c.name(),
+                r.progress.stuck,
+                r.progress.stuck_path
+            ));
+        }
         if r.verdicts != c.expected() {
             failures.push(format!(
                 "{}: expected {:?}, got {:?}",

@@ -120,8 +120,8 @@ impl Dist {
 /// (1) One cell of the refresh-contention matrix.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RefreshRow {
-    /// Strategy name (`reference`, `naive`, `debounce-300ms`, `debounce-0ms`,
-    /// `mutex-single-flight`).
+    /// Strategy name (`reference`, `reference-gap-off`, `reference-gap-5ms`, `naive`,
+    /// `debounce-300ms`, ...).
     pub strategy: String,
     /// Notifications in the burst.
     pub k: u32,
@@ -133,6 +133,10 @@ pub struct RefreshRow {
     /// (otherwise they waited with the refresh in flight until the whole burst was in).
     #[serde(default)]
     pub served_during_burst: bool,
+    /// Milliseconds between the burst's commits, with no refresh in flight when it starts (0:
+    /// back to back, a refresh in flight).
+    #[serde(default)]
+    pub spacing_ms: u32,
     /// Iterations measured.
     pub iterations: u64,
     /// Iterations whose client converged to the final list before the deadline.

@@ -2,24 +2,17 @@
 //! snapshot-store ratios, the full matrices, and links to the plots.
 
 use crate::bench::{BenchFile, ChurnRow, Dist, Group, RefreshRow, RunInfo};
-use crate::bench_cluster;
 use crate::md::{cell_escape, num, records_table, value_cell};
+use crate::{bench_cluster, bench_refresh};
 use serde_json::Value;
 use std::fmt::Write as _;
 
 /// Plot files the page links to (relative to `reports/`), with what each shows.
-pub const PLOTS: [(&str, &str); 4] = [
+pub const PLOTS: [(&str, &str); 2] = [
     (
-        "plots/refresh-round-trips.svg",
-        "list round trips per burst against K, per strategy",
-    ),
-    (
-        "plots/refresh-walks.svg",
-        "list walks per burst against K, per strategy",
-    ),
-    (
-        "plots/refresh-converge.svg",
-        "time to the final list against K, per strategy",
+        "plots/refresh-frontier.svg",
+        "the coalescing frontier: list round trips per burst against time to the final list, \
+         per strategy, in every cell",
     ),
     (
         "plots/read-latency.svg",
@@ -71,56 +64,9 @@ fn ms(d: &Dist, converged: u64) -> String {
     }
 }
 
-fn ns(d: &Dist) -> String {
-    if d.n == 0 {
-        "–".into()
-    } else {
-        format!("{} / {}", num(d.p50), num(d.p99))
-    }
-}
-
-/// The headline: for K = 1000 and no readers, each strategy's list round trips (page requests)
-/// and walks per burst, next to the reference's, per page count.
+/// The refresh-contention headline (see [`bench_refresh::headline`]).
 pub fn headline_refresh(rows: &[RefreshRow]) -> Vec<String> {
-    let mut out = Vec::new();
-    let at = |s: &str, p: u32| {
-        rows.iter().find(|r| {
-            r.strategy == s
-                && r.k == 1000
-                && r.pages == p
-                && r.readers == 0
-                && !r.served_during_burst
-                && r.iterations > 0
-        })
-    };
-    let mut names: Vec<&str> = Vec::new();
-    for r in rows {
-        if !names.contains(&r.strategy.as_str()) {
-            names.push(&r.strategy);
-        }
-    }
-    for p in [1u32, 10] {
-        let parts: Vec<String> = names
-            .iter()
-            .filter_map(|n| {
-                at(n, p).map(|r| {
-                    format!(
-                        "{n} {} ({} walk{})",
-                        num(r.requests.mean),
-                        num(r.walks.mean),
-                        if r.walks.mean == 1.0 { "" } else { "s" }
-                    )
-                })
-            })
-            .collect();
-        if !parts.is_empty() {
-            out.push(format!(
-                "K = 1000, P = {p}, M = 0: list round trips per burst (mean) — {}",
-                parts.join(", ")
-            ));
-        }
-    }
-    out
+    bench_refresh::headline(rows)
 }
 
 /// The store ratios: RwLock and Mutex read latency over SnapshotCell's, per reader count.
@@ -138,6 +84,7 @@ pub fn headline_churn(rows: &[ChurnRow]) -> Vec<String> {
         ) else {
             continue;
         };
+        let arc = get("ArcSwap");
         let mean = |r: &ChurnRow| {
             if r.reads_per_sec > 0.0 {
                 1e9 / r.reads_per_sec
@@ -145,8 +92,17 @@ pub fn headline_churn(rows: &[ChurnRow]) -> Vec<String> {
                 r.read_ns.mean
             }
         };
+        let arc_part = arc
+            .map(|a| {
+                format!(
+                    "ArcSwap {}× / {}×, ",
+                    num(mean(a) / mean(cell).max(1e-9)),
+                    num(a.read_ns.p99 / cell.read_ns.p99.max(1e-9))
+                )
+            })
+            .unwrap_or_default();
         out.push(format!(
-            "{m} reader thread{} + 1 writer publishing back to back: read latency relative to SnapshotCell's (mean / p99) — RwLock {}× / {}×, Mutex {}× / {}× (SnapshotCell: {} ns mean, {} ns p99)",
+            "{m} reader thread{} + 1 writer publishing back to back: read latency relative to SnapshotCell's (mean / p99) — {arc_part}RwLock {}× / {}×, Mutex {}× / {}× (SnapshotCell: {} ns mean, {} ns p99)",
             if m == 1 { "" } else { "s" },
             num(mean(rw) / mean(cell).max(1e-9)),
             num(rw.read_ns.p99 / cell.read_ns.p99.max(1e-9)),
@@ -184,9 +140,6 @@ pub fn render(b: &BenchFile) -> String {
     let mut head = Vec::new();
     if let Some(g) = &b.refresh {
         head.extend(headline_refresh(&g.rows));
-        if let Some(v) = reference_worst(&g.rows) {
-            head.push(v);
-        }
     }
     if let Some(g) = &b.churn {
         head.extend(headline_churn(&g.rows));
@@ -207,7 +160,7 @@ pub fn render(b: &BenchFile) -> String {
     }
     let _ = writeln!(s);
 
-    refresh_section(&mut s, b);
+    bench_refresh::section(&mut s, b);
     churn_section(&mut s, b);
     fanout_section(&mut s, b);
     model_section(&mut s, b);
@@ -248,157 +201,6 @@ pub fn render(b: &BenchFile) -> String {
         }
     }
     s
-}
-
-/// The reference's worst walks per burst at K = 1000, against the target of 2.
-fn reference_worst(rows: &[RefreshRow]) -> Option<String> {
-    let refs: Vec<&RefreshRow> = rows
-        .iter()
-        .filter(|r| r.strategy == "reference" && r.k == 1000 && !r.served_during_burst)
-        .collect();
-    if refs.is_empty() {
-        return None;
-    }
-    let worst = refs.iter().map(|r| r.walks.max).fold(0.0, f64::max);
-    Some(format!(
-        "Reference at K = 1000, every P and M: at most **{}** list walks per burst in any \
-         iteration — {} (one walk is P round trips).",
-        num(worst),
-        if worst <= 2.0 {
-            "within the target of 2"
-        } else {
-            "ABOVE the target of 2"
-        }
-    ))
-}
-
-fn refresh_section(s: &mut String, b: &BenchFile) {
-    let _ = writeln!(s, "## 1. Refresh contention\n");
-    let Some(g) = &b.refresh else {
-        let _ = writeln!(
-            s,
-            "_Not measured yet: `cargo bench --bench refresh_contention` writes \
-             `target/listsync-bench/refresh.json`; then run `listsync report`._\n"
-        );
-        return;
-    };
-    let _ = writeln!(s, "{}\n", run_line("refresh_contention", &g.run, &g.driver));
-    let _ = writeln!(
-        s,
-        "A burst of K `list_changed` notifications (K one-update batches, applied back to back) \
-         reaches the client while its refresh of a P-page list is in flight (the walk's last \
-         page request is parked at the server, and every list request the client sends meanwhile \
-         waits with it, until the client has received the whole burst), with M readers reading the client's list meanwhile. *Round trips* are the `list` \
-         requests (pages) the burst caused; *walks* are the walks among them (first-page \
-         requests, restarts included). The reference target is at most 2 walks per burst.\n"
-    );
-    notes(s, g);
-    let _ = writeln!(s, "### At K = 1000 (same run)\n");
-    let mut k1000: Vec<&RefreshRow> = g
-        .rows
-        .iter()
-        .filter(|r| r.k == 1000 && !r.served_during_burst)
-        .collect();
-    k1000.sort_by_key(|r| (r.pages, r.readers));
-    k1000_table(s, &k1000);
-    if let Some(v) = reference_worst(&g.rows) {
-        let _ = writeln!(s, "{v}\n");
-    }
-    let served: Vec<&RefreshRow> = g.rows.iter().filter(|r| r.served_during_burst).collect();
-    if !served.is_empty() {
-        let _ = writeln!(
-            s,
-            "### At K = 1000, the server serving new walks during the burst (same run)\n"
-        );
-        let _ = writeln!(
-            s,
-            "Only the request in flight is parked; every walk the client starts while the burst \
-             is still arriving is answered at once. A strategy that restarts its walk when a \
-             notification arrives mid-walk then restarts once per notification that lands during \
-             a walk, so its walks grow with the burst's duration and the number of pages.\n"
-        );
-        k1000_table(s, &served);
-    }
-    let _ = writeln!(
-        s,
-        "![round trips per burst](plots/refresh-round-trips.svg)\n"
-    );
-    let _ = writeln!(s, "![walks per burst](plots/refresh-walks.svg)\n");
-    let _ = writeln!(s, "![time to final list](plots/refresh-converge.svg)\n");
-    let _ = writeln!(s, "### Every cell of the matrix\n");
-    let _ = writeln!(
-        s,
-        "| strategy | K | P | M | iterations | round trips (mean / max) | walks (mean / max) | ms to final list (p50 / p99) | reads, ns (p50 / p99) | converged |"
-    );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---|---|---|---|---|");
-    let mut rows: Vec<&RefreshRow> = g.rows.iter().filter(|r| !r.served_during_burst).collect();
-    rows.sort_by_key(|r| (r.pages, r.readers, r.k));
-    for r in rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} | {}/{} |",
-            r.strategy,
-            r.k,
-            r.pages,
-            r.readers,
-            r.iterations,
-            num(r.requests.mean),
-            num(r.requests.max),
-            num(r.walks.mean),
-            num(r.walks.max),
-            ms(&r.converge_ms, r.converged),
-            ns(&r.read_ns),
-            r.converged,
-            r.iterations
-        );
-    }
-    let _ = writeln!(s);
-    strategies_note(s);
-}
-
-/// The K = 1000 comparison table.
-fn k1000_table(s: &mut String, rows: &[&RefreshRow]) {
-    let _ = writeln!(
-        s,
-        "| strategy | P | M | list round trips per burst (mean) | walks per burst (mean / max) | last mutation → final list, ms (p50 / p99) | reader latency, ns (p50 / p99) | converged |"
-    );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---|---|---|");
-    for r in rows {
-        let bold = |t: String| {
-            if r.strategy == "reference" {
-                format!("**{t}**")
-            } else {
-                t
-            }
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {}/{} |",
-            bold(r.strategy.clone()),
-            r.pages,
-            r.readers,
-            bold(num(r.requests.mean)),
-            bold(format!("{} / {}", num(r.walks.mean), num(r.walks.max))),
-            ms(&r.converge_ms, r.converged),
-            ns(&r.read_ns),
-            r.converged,
-            r.iterations
-        );
-    }
-    let _ = writeln!(s);
-}
-
-fn strategies_note(s: &mut String) {
-    let _ = writeln!(
-        s,
-        "Strategies: `reference` and `naive` are the shipped client (`listsync-rt`) running \
-         core's reference and `naive` machines. The other two are not shipped, so the bench adds \
-         them in front of the shipped `naive` client (benches/support/rig.rs): `debounce-Dms` \
-         holds each notification and restarts a D ms timer, letting the last one through when \
-         it fires (like the TypeScript SDK's `listChanged` debounce), and `mutex-single-flight` \
-         runs every notification's refresh under one `tokio::sync::Mutex` (no overlap, no \
-         coalescing) and keeps the list in the guarded slot, so its readers wait for the lock.\n"
-    );
 }
 
 fn churn_section(s: &mut String, b: &BenchFile) {

@@ -6,7 +6,8 @@
 //! * [`diagram`]: a trace as a sequence diagram;
 //! * [`pages`]: every page under `reports/`, regenerated from the tools' outputs;
 //! * [`model_check`], [`sim`], [`conformance`], [`bench_page`]: the Markdown pages
-//!   ([`bench_cluster`]: the cluster bench's section of the bench page);
+//!   ([`bench_refresh`]: the refresh-contention frontier; [`bench_cluster`]: the cluster
+//!   bench's section of the bench page);
 //! * [`bench`]: the bench figures file the benches write and the report reads;
 //! * [`plot`]: the bench plots;
 //! * [`md`], [`svg`]: helpers.
@@ -14,6 +15,7 @@
 pub mod bench;
 pub mod bench_cluster;
 pub mod bench_page;
+pub mod bench_refresh;
 pub mod conformance;
 pub mod conformance_suite;
 pub mod diagram;

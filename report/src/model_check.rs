@@ -65,9 +65,11 @@ pub fn render(m: &SuiteReport) -> String {
     );
     let _ = writeln!(
         s,
-        "**{} configurations, {} unique states, {:.1} s; {}.**\n",
+        "**{} configurations, {} unique states, {:.1} s of checking ({:.1} s wall with the \
+         progress passes); {}.**\n",
         m.configs.len(),
         m.total_unique_states,
+        m.configs.iter().map(|c| c.seconds).sum::<f64>(),
         m.total_seconds,
         if m.all_as_expected {
             "every verdict as expected"
@@ -79,12 +81,12 @@ pub fn render(m: &SuiteReport) -> String {
     for p in Property::ALL {
         let _ = write!(s, " {p} |");
     }
-    let _ = writeln!(s, " situations | verdict |");
+    let _ = writeln!(s, " situations | progress | verdict |");
     let _ = write!(s, "|---|---|---|---:|---:|---:|");
     for _ in Property::ALL {
         let _ = write!(s, "---|");
     }
-    let _ = writeln!(s, "---:|---|");
+    let _ = writeln!(s, "---:|---|---|");
     for c in &m.configs {
         let _ = write!(
             s,
@@ -114,9 +116,27 @@ pub fn render(m: &SuiteReport) -> String {
             };
             let _ = write!(s, " {cell} |");
         }
-        let _ = writeln!(s, " {} | {} |", reached(c), verdict(c, "**", "**"));
+        let _ = writeln!(
+            s,
+            " {} | {} | {} |",
+            reached(c),
+            if c.progress.holds() {
+                "holds".to_owned()
+            } else {
+                format!("**{} stuck**", c.progress.stuck)
+            },
+            verdict(c, "**", "**")
+        );
     }
     situations(&mut s, m);
+    let _ = writeln!(
+        s,
+        "\n**Progress.** `converges` is judged at quiescence, so a livelock would make it hold \
+         vacuously. For every configuration a second pass explores the same state space, keeps \
+         each state's predecessors and walks them back from the quiescent states; the \
+         progress column says whether every state can still reach quiescence (its time is \
+         not in the checker's)."
+    );
     let _ = writeln!(s, "\n## Configurations\n");
     let _ = writeln!(s, "| config | era | search | what it shows |");
     let _ = writeln!(s, "|---|---|---|---|");
@@ -151,6 +171,11 @@ fn verdict(c: &ConfigReport, em: &str, em_end: &str) -> String {
     let unreached = c.unreached();
     if c.as_expected {
         "as expected".into()
+    } else if !c.progress.holds() {
+        format!(
+            "{em}STUCK{em_end} after {}",
+            c.progress.stuck_path.join(", ")
+        )
     } else if unreached.is_empty() {
         format!("{em}DIFFERS{em_end}")
     } else {
@@ -200,6 +225,7 @@ fn short(p: Property) -> &'static str {
 /// The configuration × property table `listsync check` prints; `traces` names the directory
 /// the counterexamples were written to.
 pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
+    let checking: f64 = r.configs.iter().map(|c| c.seconds).sum();
     let mut s = String::new();
     let _ = write!(
         s,
@@ -209,7 +235,7 @@ pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
     for p in Property::ALL {
         let _ = write!(s, " {:>6}", short(p));
     }
-    let _ = writeln!(s, " {:>7}  VERDICT", "REACHED");
+    let _ = writeln!(s, " {:>7} {:>5}  VERDICT", "REACHED", "LIVE");
     for c in &r.configs {
         let _ = write!(
             s,
@@ -226,20 +252,28 @@ pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
             };
             let _ = write!(s, " {cell:>6}");
         }
-        let _ = writeln!(s, " {:>7}  {}", reached(c), verdict(c, "", ""));
+        let live = if c.progress.holds() {
+            "ok".to_owned()
+        } else {
+            format!("X{}", c.progress.stuck)
+        };
+        let _ = writeln!(s, " {:>7} {live:>5}  {}", reached(c), verdict(c, "", ""));
     }
     let _ = writeln!(
         s,
         "\nok = holds (whole state space explored)   Xd = violated, counterexample of d steps   - = n/a\n\
-         REACHED = required situations reached / required (an unreached one fails the configuration)"
+         REACHED = required situations reached / required (an unreached one fails the configuration)\n\
+         LIVE = quiescence stays reachable from every state (Xn: n states from which it does not)"
     );
     let _ = writeln!(
         s,
-        "{} configurations, {} states in {:.2}s ({:.0} states/s); traces of violations in {}",
+        "{} configurations, {} states in {:.2}s of checking ({:.0} states/s) and {:.2}s of progress passes ({:.2}s wall); traces of violations in {}",
         r.configs.len(),
         r.total_unique_states,
+        checking,
+        r.total_unique_states as f64 / checking.max(1e-9),
+        r.configs.iter().map(|c| c.progress.seconds).sum::<f64>(),
         r.total_seconds,
-        r.total_unique_states as f64 / r.total_seconds.max(1e-9),
         traces.display()
     );
     s

@@ -317,12 +317,7 @@ fn bench_pages(out: &Path, figures: &Path, w: &mut Written) -> Result<BenchFile>
         }
     };
     if let Some(g) = &bench.refresh {
-        write_plot(
-            "refresh-round-trips.svg",
-            plot::refresh_round_trips(&g.rows),
-        );
-        write_plot("refresh-walks.svg", plot::refresh_walks(&g.rows));
-        write_plot("refresh-converge.svg", plot::refresh_converge(&g.rows));
+        write_plot("refresh-frontier.svg", plot::refresh_frontier(&g.rows));
     }
     if let Some(g) = &bench.churn {
         write_plot("read-latency.svg", plot::read_latency(&g.rows));

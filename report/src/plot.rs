@@ -1,18 +1,21 @@
-//! Bench plots as SVG, drawn with plotters: list round trips and walks per burst against K per
-//! strategy, convergence time against K, and read-latency percentiles per store.
+//! Bench plots as SVG, drawn with plotters: the refresh-contention frontier (round trips per
+//! burst against time to the final list, per strategy, per cell) and read-latency percentiles
+//! per store.
 
 use crate::bench::{ChurnRow, RefreshRow};
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
 /// A colour per series, in order; distinguishable and printable.
-const PALETTE: [RGBColor; 6] = [
+const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 95, 191),
     RGBColor(211, 72, 15),
     RGBColor(46, 125, 50),
     RGBColor(123, 63, 176),
     RGBColor(120, 120, 120),
     RGBColor(0, 140, 150),
+    RGBColor(190, 150, 0),
+    RGBColor(200, 40, 120),
 ];
 
 fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
@@ -29,158 +32,123 @@ fn strategies(rows: &[RefreshRow]) -> Vec<String> {
     v
 }
 
-/// One panel per page count (readers = 0): `metric(row)` against K, log–log, one line per
-/// strategy. `floor` replaces values below it (log axes have no zero).
-fn refresh_panels(
-    rows: &[RefreshRow],
-    title: &str,
-    y_desc: &str,
-    metric: &dyn Fn(&RefreshRow) -> Option<f64>,
-    target: Option<f64>,
-) -> Result<String> {
-    let mut pages: Vec<u32> = rows.iter().map(|r| r.pages).collect();
-    pages.sort_unstable();
-    pages.dedup();
+/// The coalescing frontier: one panel per cell (rows: parked and served × P; columns: K),
+/// each strategy one point at (median ms to the final list, mean list round trips per burst),
+/// log–log.
+pub fn refresh_frontier(rows: &[RefreshRow]) -> Result<String> {
+    let cells = crate::bench_refresh::cells(rows);
     let names = strategies(rows);
-    let values: Vec<f64> = rows
+    let mut ks: Vec<u32> = cells.iter().map(|c| c.k).collect();
+    ks.sort_unstable();
+    ks.dedup();
+    let mut lines: Vec<(u32, bool, u32)> = cells
         .iter()
-        .filter(|r| !r.served_during_burst)
-        .filter_map(metric)
-        .filter(|v| *v > 0.0)
+        .map(|c| (c.spacing_ms, c.served, c.pages))
         .collect();
-    let floor = values
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min)
-        .min(0.5)
-        / 2.0;
-    let top = values.iter().copied().fold(1.0, f64::max) * 3.0;
+    lines.sort_unstable();
+    lines.dedup();
+    let (cols, nrows) = (ks.len().max(1), lines.len().max(1));
     let mut buf = String::new();
     {
-        let width = 520 * pages.len().max(1) as u32;
-        let root = SVGBackend::with_string(&mut buf, (width, 420)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut buf, (380 * cols as u32, 300 * nrows as u32 + 90))
+            .into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let (head, body) = root.split_vertically(34);
         head.draw(&Text::new(
-            title.to_owned(),
+            "List round trips per burst (mean) against last mutation → final list (median, ms)",
             (12, 10),
-            ("sans-serif", 18).into_font().style(FontStyle::Bold),
+            ("sans-serif", 17).into_font().style(FontStyle::Bold),
         ))
         .map_err(err)?;
-        let panels = body.split_evenly((1, pages.len().max(1)));
-        for (panel, p) in panels.iter().zip(&pages) {
+        let (grid, legend) = body.split_vertically(300 * nrows as u32);
+        let panels = grid.split_evenly((nrows, cols));
+        for (i, panel) in panels.iter().enumerate() {
+            let (spacing, served, pages) = lines[i / cols];
+            let k = ks[i % cols];
+            let Some(cell) = cells.iter().find(|c| {
+                c.spacing_ms == spacing && c.served == served && c.pages == pages && c.k == k
+            }) else {
+                continue;
+            };
+            let pts: Vec<(usize, f64, f64)> = cell
+                .rows
+                .iter()
+                .filter(|r| r.converged > 0 && r.requests.mean > 0.0)
+                .filter_map(|r| {
+                    let at = names.iter().position(|n| *n == r.strategy)?;
+                    Some((at, r.converge_ms.p50.max(1e-3), r.requests.mean))
+                })
+                .collect();
+            let (x0, x1) = pts.iter().fold((f64::INFINITY, 0f64), |(lo, hi), p| {
+                (lo.min(p.1), hi.max(p.1))
+            });
+            let (y0, y1) = pts.iter().fold((f64::INFINITY, 0f64), |(lo, hi), p| {
+                (lo.min(p.2), hi.max(p.2))
+            });
+            if pts.is_empty() {
+                continue;
+            }
             let mut chart = ChartBuilder::on(panel)
                 .caption(
                     format!(
-                        "{p} page{} per list, no readers",
-                        if *p == 1 { "" } else { "s" }
+                        "{}, P = {pages}, K = {k}",
+                        match (spacing, served) {
+                            (0, false) => "parked".to_owned(),
+                            (0, true) => "served".to_owned(),
+                            (ms, _) => format!("spaced {ms} ms"),
+                        }
                     ),
-                    ("sans-serif", 15),
+                    ("sans-serif", 14),
                 )
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(60)
-                .build_cartesian_2d((0.7f64..1500f64).log_scale(), (floor..top).log_scale())
+                .margin(10)
+                .x_label_area_size(34)
+                .y_label_area_size(48)
+                .build_cartesian_2d(
+                    (x0 / 2.0..x1 * 2.0).log_scale(),
+                    (y0 / 2.0..y1 * 2.0).log_scale(),
+                )
                 .map_err(err)?;
             chart
                 .configure_mesh()
-                .x_desc("K, notifications in the burst")
-                .y_desc(y_desc)
-                .x_label_formatter(&|x| format!("{x:.0}"))
-                .y_label_formatter(&|y| {
-                    if *y >= 1.0 {
-                        format!("{y:.0}")
-                    } else {
-                        format!("{y:.2}")
-                    }
-                })
+                .x_desc("ms to final list")
+                .y_desc("round trips")
+                .x_label_formatter(&|x| crate::md::num(*x))
+                .y_label_formatter(&|y| crate::md::num(*y))
                 .light_line_style(RGBColor(235, 235, 235))
                 .draw()
                 .map_err(err)?;
-            if let Some(t) = target {
+            for (at, x, y) in pts {
+                let color = PALETTE[at % PALETTE.len()];
+                let size = if names[at] == crate::bench_refresh::REFERENCE {
+                    7
+                } else {
+                    5
+                };
                 chart
-                    .draw_series(LineSeries::new(
-                        [(0.7, t), (1500.0, t)],
-                        RGBColor(200, 0, 0).stroke_width(1),
-                    ))
-                    .map_err(err)?
-                    .label(format!("target ≤ {t}"))
-                    .legend(|(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], RGBColor(200, 0, 0))
-                    });
-            }
-            for (i, name) in names.iter().enumerate() {
-                let color = PALETTE[i % PALETTE.len()];
-                let mut pts: Vec<(f64, f64)> = rows
-                    .iter()
-                    .filter(|r| {
-                        r.strategy == *name
-                            && r.pages == *p
-                            && r.readers == 0
-                            && !r.served_during_burst
-                    })
-                    .filter_map(|r| metric(r).map(|v| (f64::from(r.k), v.max(floor))))
-                    .collect();
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                // Offset each strategy a little along x so coinciding points stay visible.
-                let nudge = 1.0 + (i as f64 - names.len() as f64 / 2.0) * 0.03;
-                let pts: Vec<(f64, f64)> = pts.into_iter().map(|(x, y)| (x * nudge, y)).collect();
-                chart
-                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                    .map_err(err)?
-                    .label(name.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                    });
-                chart
-                    .draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                    .draw_series(std::iter::once(Circle::new((x, y), size, color.filled())))
                     .map_err(err)?;
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(180, 180, 180))
-                .label_font(("sans-serif", 13))
-                .draw()
+        }
+        // One legend for every panel.
+        let per_row = 4usize;
+        for (i, name) in names.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let x = 20 + (i % per_row) as i32 * 230;
+            let y = 14 + (i / per_row) as i32 * 22;
+            legend
+                .draw(&Circle::new((x, y), 5, color.filled()))
+                .map_err(err)?;
+            legend
+                .draw(&Text::new(
+                    name.clone(),
+                    (x + 12, y - 7),
+                    ("sans-serif", 14),
+                ))
                 .map_err(err)?;
         }
         root.present().map_err(err)?;
     }
     Ok(buf)
-}
-
-/// List round trips (page requests) per burst against K.
-pub fn refresh_round_trips(rows: &[RefreshRow]) -> Result<String> {
-    refresh_panels(
-        rows,
-        "List round trips per burst (mean; every page request)",
-        "round trips per burst",
-        &|r| Some(r.requests.mean),
-        None,
-    )
-}
-
-/// Walks (first-page list requests) per burst against K.
-pub fn refresh_walks(rows: &[RefreshRow]) -> Result<String> {
-    refresh_panels(
-        rows,
-        "List walks per burst (mean; first-page list requests)",
-        "walks per burst",
-        &|r| Some(r.walks.mean),
-        Some(2.0),
-    )
-}
-
-/// Convergence time against K.
-pub fn refresh_converge(rows: &[RefreshRow]) -> Result<String> {
-    refresh_panels(
-        rows,
-        "Last mutation to final list published (median, ms)",
-        "ms",
-        &|r| (r.converged > 0).then_some(r.converge_ms.p50),
-        None,
-    )
 }
 
 /// Read-latency percentiles per store, one panel per reader count.

@@ -8,7 +8,7 @@
 //! (say, fewer initial items) leaves the others (the script, the calls) as they were.
 
 use crate::plan::{FaultPlan, Micros};
-use listsync_core::client::{ClientConfig, Limits};
+use listsync_core::client::{ClientConfig, Limits, Pacing};
 use listsync_core::history::ClientId;
 use listsync_core::scenario::{Cluster, Faults, Scenario, Transport};
 use listsync_core::server::ServerConfig;
@@ -463,6 +463,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
                 auth: AuthCtx(u8::from(shape.scoped && r.random_ratio(1, 3))),
                 watch,
                 limits: Limits::default(),
+                pacing: Pacing::default(),
             }
         })
         .collect();

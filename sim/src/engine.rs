@@ -171,6 +171,13 @@ enum Ev {
         auth: AuthCtx,
         epoch: u32,
     },
+    /// A client's pacing timer: its held walk starts.
+    WalkDue {
+        client: ClientId,
+        kind: Kind,
+        auth: AuthCtx,
+        epoch: u32,
+    },
     Disconnect {
         client: ClientId,
     },
@@ -313,6 +320,8 @@ pub struct Engine<'a> {
     busy: u32,
     client_busy: Vec<bool>,
     retries: BTreeSet<(ClientId, Kind, AuthCtx)>,
+    /// Pacing timers scheduled (client, kind, auth).
+    walk_timers: BTreeSet<(ClientId, Kind, AuthCtx)>,
     staged_batch: Option<u32>,
     breaks: u32,
     /// (cluster) Bus events per node whose arrival is scheduled.
@@ -370,6 +379,7 @@ impl<'a> Engine<'a> {
             busy: 0,
             client_busy: vec![false; n],
             retries: BTreeSet::new(),
+            walk_timers: BTreeSet::new(),
             staged_batch: None,
             breaks: 0,
             bus_seen: Vec::new(),
@@ -522,6 +532,10 @@ impl<'a> Engine<'a> {
 
     /// Applies one step of the world and does the bookkeeping that follows it.
     fn apply(&mut self, step: Step, touched: Option<ClientId>) -> bool {
+        if let Some(c) = touched {
+            // Pacing reads the client's clock: the simulated time.
+            self.world.clients[c as usize].set_clock(self.now);
+        }
         if let Err(why) = self.world.apply(self.scn, &step, &mut self.tap) {
             // The scheduler only applies steps it knows are possible; count the exception.
             debug_assert!(false, "world refused {step}: {why}");
@@ -557,6 +571,7 @@ impl<'a> Engine<'a> {
                 }
             }
             self.arm_retries(c);
+            self.arm_walks(c);
         }
         let observed = self.world.monitor.observed();
         if observed != self.observed {
@@ -604,6 +619,24 @@ impl<'a> Engine<'a> {
         for (p, detail) in self.world.monitor.check_quiescent(&expect) {
             if !self.found.iter().any(|f| f.property == p) {
                 self.record_found(p, detail);
+            }
+        }
+    }
+
+    /// Schedules the pacing timers of the walks client `c` holds back.
+    fn arm_walks(&mut self, c: ClientId) {
+        for (kind, auth, due) in self.world.clients[c as usize].held_walks() {
+            if self.walk_timers.insert((c, kind, auth)) {
+                let epoch = self.epoch[c as usize];
+                self.push(
+                    due.max(self.now),
+                    Ev::WalkDue {
+                        client: c,
+                        kind,
+                        auth,
+                        epoch,
+                    },
+                );
             }
         }
     }
@@ -684,6 +717,7 @@ impl<'a> Engine<'a> {
             q.clear();
         }
         self.retries.retain(|(cc, _, _)| *cc != c);
+        self.walk_timers.retain(|(cc, _, _)| *cc != c);
         self.tap.attempts.retain(|(cc, _, _), _| *cc != c);
         lost
     }
@@ -753,6 +787,19 @@ impl<'a> Engine<'a> {
                     && self.world.clients[client as usize].retry_armed(kind, auth)
                 {
                     self.apply(Step::Retry { client, kind, auth }, Some(client));
+                }
+            }
+            Ev::WalkDue {
+                client,
+                kind,
+                auth,
+                epoch,
+            } => {
+                self.walk_timers.remove(&(client, kind, auth));
+                if epoch == self.epoch[client as usize]
+                    && self.world.clients[client as usize].walk_held(kind, auth)
+                {
+                    self.apply(Step::WalkDue { client, kind, auth }, Some(client));
                 }
             }
             Ev::Disconnect { client } => self.disconnect(client, self.plan.reconnect),

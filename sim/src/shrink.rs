@@ -457,6 +457,7 @@ fn step_client(s: &Step) -> Option<ClientId> {
         | Step::Duplicate { client, .. }
         | Step::Drop { client, .. }
         | Step::Retry { client, .. }
+        | Step::WalkDue { client, .. }
         | Step::Disconnect { client }
         | Step::Reconnect { client } => Some(*client),
         _ => None,
@@ -470,6 +471,7 @@ fn with_client(s: &Step, c: ClientId) -> Step {
         | Step::Duplicate { client, .. }
         | Step::Drop { client, .. }
         | Step::Retry { client, .. }
+        | Step::WalkDue { client, .. }
         | Step::Disconnect { client }
         | Step::Reconnect { client } => *client = c,
         _ => {}
@@ -579,7 +581,11 @@ fn drain(scn: &Scenario, w: &mut World, out: &mut Vec<Step>, limit: usize) -> Op
         let step = enabled.iter().find(|s| {
             matches!(
                 s,
-                Step::Commit | Step::Deliver { .. } | Step::Retry { .. } | Step::Reconnect { .. }
+                Step::Commit
+                    | Step::Deliver { .. }
+                    | Step::Retry { .. }
+                    | Step::WalkDue { .. }
+                    | Step::Reconnect { .. }
             )
         })?;
         w.apply(scn, step, &mut ()).ok()?;

@@ -143,7 +143,6 @@ fn reference_holds_on_the_fixed_seed_set() {
             Situation::NotifyDuringRefresh,
             Situation::NotifyMidWalk,
             Situation::BurstDuringRefresh,
-            Situation::CursorRefusedAfterChange,
         ] {
             assert!(
                 r.stats.situations.get(&s).is_some_and(|n| *n > 0),

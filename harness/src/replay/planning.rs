@@ -155,6 +155,8 @@ pub fn plan(
             page_size: scenario.server.page_size,
             initial: scenario.initial.clone(),
             ttl_ms: scenario.server.ttl_ms,
+            // The trace's server keeps the walk versions it states: the shadow world's does.
+            retain_versions: Some(scenario.server.retain_versions),
         },
         client: ClientSetup {
             imp: client_imp,
@@ -204,6 +206,9 @@ fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
         }
         Step::Retry { .. } => {
             Some("retry timers fire by themselves in real clients: not replayed".into())
+        }
+        Step::WalkDue { .. } => {
+            Some("pacing timers fire by themselves in real clients: not replayed".into())
         }
         Step::SetAuth { .. } => Some("authorization changes need HTTP".into()),
         Step::BusDeliver { .. }

@@ -427,6 +427,16 @@ impl<'a> Builder<'a> {
                 Tone::Plain,
                 lines,
             ),
+            Note::WalkHeld {
+                client: c,
+                kind,
+                delay_ms,
+            } => client(
+                *c,
+                format!("holds its walk of {kind} for {delay_ms} ms"),
+                Tone::Plain,
+                lines,
+            ),
             Note::RefreshFailed {
                 client: c,
                 kind,

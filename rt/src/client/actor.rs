@@ -1,6 +1,6 @@
 //! The client's one actor task: it owns core's [`CatalogClient`] and steps it with everything
 //! that happens — notifications (forwarded by the rmcp handler), request completions, listen
-//! streams, retry and ttl timers, connection changes, application commands — and carries out
+//! streams, retry, pacing and ttl timers, connection changes, application commands — and carries out
 //! what the machine asks: requests (each a spawned task that posts its outcome back, page by
 //! page), timers with jitter, publications into the snapshot cells, history events.
 //!
@@ -98,6 +98,12 @@ pub(crate) enum Input {
         kind: Kind,
         auth: AuthCtx,
     },
+    WalkDue {
+        epoch: u32,
+        kind: Kind,
+        auth: AuthCtx,
+        generation: u64,
+    },
     TtlDue {
         epoch: u32,
         kind: Kind,
@@ -137,6 +143,10 @@ pub(crate) struct Actor {
     seq: u64,
     pages: BTreeMap<Kind, u64>,
     ttl_gen: BTreeMap<Kind, u64>,
+    /// Latest pacing timer per list (an older one that fires is ignored).
+    walk_gen: BTreeMap<(Kind, AuthCtx), u64>,
+    /// The origin of the clock core's pacing reads (tokio's, so a paused runtime pauses it).
+    started: tokio::time::Instant,
     refresh_waiters: Vec<RefreshWaiter>,
     call_waiters: HashMap<Name, VecDeque<oneshot::Sender<Result<CallResult, CallError>>>>,
     call_meta: HashMap<Name, VecDeque<CallMeta>>,
@@ -311,6 +321,8 @@ impl Actor {
             seq: 0,
             pages: BTreeMap::new(),
             ttl_gen: BTreeMap::new(),
+            walk_gen: BTreeMap::new(),
+            started: tokio::time::Instant::now(),
             refresh_waiters: Vec::new(),
             call_waiters: HashMap::new(),
             call_meta: HashMap::new(),
@@ -590,6 +602,14 @@ impl Actor {
                 }
                 self.step(ClientInput::RetryDue(kind, auth));
             }
+            Input::WalkDue {
+                epoch,
+                kind,
+                auth,
+                generation,
+            } if epoch == current && self.walk_gen.get(&(kind, auth)) == Some(&generation) => {
+                self.step(ClientInput::WalkDue(kind, auth));
+            }
             Input::TtlDue {
                 epoch,
                 kind,
@@ -793,6 +813,8 @@ impl Actor {
         self.queue.push_back(input);
         while let Some(input) = self.queue.pop_front() {
             let mut out = Vec::new();
+            let now = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.machine.set_clock(now);
             self.machine.step(input, &mut out);
             for o in out {
                 self.carry(o);
@@ -829,6 +851,25 @@ impl Actor {
                         auth,
                     },
                 );
+            }
+            ClientOutput::ScheduleWalk {
+                kind,
+                auth,
+                delay_ms,
+            } => {
+                let generation = self.walk_gen.entry((kind, auth)).or_default();
+                *generation += 1;
+                if delay_ms == 0 {
+                    self.queue.push_back(ClientInput::WalkDue(kind, auth));
+                    return;
+                }
+                let input = Input::WalkDue {
+                    epoch: self.epoch,
+                    kind,
+                    auth,
+                    generation: *generation,
+                };
+                self.after_delay(Duration::from_millis(u64::from(delay_ms)), input);
             }
             ClientOutput::Failed { kind, error } => {
                 let text = error.to_string();

@@ -2,10 +2,12 @@
 //!
 //! A list page is read item by item ([`crate::items::read`]): a malformed item or an invalid
 //! schema makes the whole response invalid (the machine then keeps its old snapshot). The catalog
-//! version comes from `_meta["dev.listsync/catalogVersion"]` when the server sends it.
+//! version comes from `_meta["dev.listsync/catalogVersion"]` when the server sends it, and the
+//! server's promise that a walk is never a mix of versions from
+//! `_meta["dev.listsync/versionBoundCursors"]`.
 
 use crate::items;
-use crate::server::{CATALOG_KEY, VERSION_KEY};
+use crate::server::{CATALOG_KEY, VERSION_BOUND_KEY, VERSION_KEY};
 use listsync_core::vocab::{Item, Kind};
 use listsync_core::wire::{
     CacheScope, Cursor, ErrorReason, INVALID_PARAMS, Page, RESOURCE_NOT_FOUND, Request, Response,
@@ -191,6 +193,10 @@ fn page<T: Serialize>(
         catalog,
         ttl_ms: ttl_ms.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
         cache_scope,
+        version_bound: meta
+            .and_then(|m| m.0.get(VERSION_BOUND_KEY))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     }))
 }
 

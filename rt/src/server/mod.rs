@@ -34,7 +34,7 @@ pub mod tokens;
 pub use deliver::{Outlet, Tagged};
 pub use handler::Handler;
 pub use health::HealthReport;
-pub use reply::{CATALOG_KEY, VERSION_KEY};
+pub use reply::{CATALOG_KEY, VERSION_BOUND_KEY, VERSION_KEY};
 
 use crate::gate::{Gates, Parked};
 use crate::history::SharedHistory;

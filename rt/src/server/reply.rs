@@ -17,6 +17,10 @@ pub const VERSION_KEY: &str = "dev.listsync/catalogVersion";
 /// `_meta` key of a list result naming the version space of [`VERSION_KEY`] (versions compare
 /// only within one; a server whose catalog does not survive a restart starts a new one).
 pub const CATALOG_KEY: &str = "dev.listsync/catalogId";
+/// `_meta` key of a list result set to `true` when the server's cursors are version-bound:
+/// every page reached by following `nextCursor` from it is cut from the catalog at its
+/// [`VERSION_KEY`], or refused with -32602 (docs/design.md).
+pub const VERSION_BOUND_KEY: &str = "dev.listsync/versionBoundCursors";
 
 /// A core error as a JSON-RPC error.
 pub fn error(e: &RpcError) -> McpError {
@@ -51,6 +55,9 @@ fn common(page: &Page) -> Common {
             m.0.insert(VERSION_KEY.into(), Value::from(v));
             if let Some(c) = page.catalog {
                 m.0.insert(CATALOG_KEY.into(), Value::from(c));
+            }
+            if page.version_bound {
+                m.0.insert(VERSION_BOUND_KEY.into(), Value::from(true));
             }
             m
         }),

@@ -1,0 +1,445 @@
+//! The refresh-contention section of the bench page: the coalescing frontier. Each cell
+//! (scenario, P, K) puts every strategy at one point — list round trips per burst against the
+//! time from the burst's last mutation to the final list — and the page says, cell by cell,
+//! whether the reference (its default, adaptive coalescing) dominates each debounce point: no
+//! more round trips at a lower median time.
+
+use crate::bench::{BenchFile, Dist, RefreshRow, RunInfo};
+use crate::md::num;
+use std::fmt::Write as _;
+
+/// The shipped client's name in the figures.
+pub const REFERENCE: &str = "reference";
+
+/// One cell of the frontier.
+pub struct Cell<'a> {
+    /// Milliseconds between the burst's commits (0: back to back onto a refresh in flight).
+    pub spacing_ms: u32,
+    /// Whether the server answered new walks during the burst.
+    pub served: bool,
+    /// Pages per list.
+    pub pages: u32,
+    /// Notifications in the burst.
+    pub k: u32,
+    /// Every strategy's row, in the order the bench ran them.
+    pub rows: Vec<&'a RefreshRow>,
+}
+
+impl Cell<'_> {
+    fn scenario(&self) -> &'static str {
+        match (self.spacing_ms, self.served) {
+            (0, false) => "parked",
+            (0, true) => "served",
+            _ => "spaced",
+        }
+    }
+
+    /// A burst onto a refresh in flight (parked or served), the cells the frontier's claim is
+    /// about.
+    pub fn on_a_walk(&self) -> bool {
+        self.spacing_ms == 0
+    }
+
+    fn get(&self, strategy: &str) -> Option<&RefreshRow> {
+        self.rows.iter().copied().find(|r| r.strategy == strategy)
+    }
+
+    /// The debounce points the reference does not dominate (or that have no figures to compare).
+    pub fn undominated(&self) -> Option<Vec<String>> {
+        let r = self.get(REFERENCE).filter(|r| r.converged > 0)?;
+        Some(
+            self.rows
+                .iter()
+                .filter(|d| d.strategy.starts_with("debounce-"))
+                .filter(|d| !dominates(r, d))
+                .map(|d| d.strategy.clone())
+                .collect(),
+        )
+    }
+
+    fn label(&self) -> String {
+        format!("{}, P = {}, K = {}", self.scenario(), self.pages, self.k)
+    }
+}
+
+/// Whether `a` dominates `b`: no more list round trips per burst (mean) and a lower median time
+/// to the final list (a point that never converged is dominated by one that did).
+pub fn dominates(a: &RefreshRow, b: &RefreshRow) -> bool {
+    if a.converged == 0 {
+        return false;
+    }
+    a.requests.mean <= b.requests.mean
+        && (b.converged == 0 || a.converge_ms.p50 < b.converge_ms.p50)
+}
+
+/// The frontier's cells (readers = 0): parked, served, then spaced; by P and K.
+pub fn cells(rows: &[RefreshRow]) -> Vec<Cell<'_>> {
+    let mut keys: Vec<(u32, bool, u32, u32)> = rows
+        .iter()
+        .filter(|r| r.readers == 0 && r.iterations > 0)
+        .map(|r| (r.spacing_ms, r.served_during_burst, r.pages, r.k))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .map(|(spacing_ms, served, pages, k)| Cell {
+            spacing_ms,
+            served,
+            pages,
+            k,
+            rows: rows
+                .iter()
+                .filter(|r| {
+                    r.readers == 0
+                        && r.iterations > 0
+                        && r.spacing_ms == spacing_ms
+                        && r.served_during_burst == served
+                        && r.pages == pages
+                        && r.k == k
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The headline: how many cells the reference dominates every debounce point in, its pages per
+/// walk, and the K = 1000, P = 10 served cell side by side.
+pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
+    let mut out = Vec::new();
+    let cells = cells(rows);
+    let judged: Vec<(&Cell, Vec<String>)> = cells
+        .iter()
+        .filter(|c| c.on_a_walk())
+        .filter_map(|c| c.undominated().map(|u| (c, u)))
+        .collect();
+    if !judged.is_empty() {
+        let won = judged.iter().filter(|(_, u)| u.is_empty()).count();
+        let missed: Vec<String> = judged
+            .iter()
+            .filter(|(_, u)| !u.is_empty())
+            .map(|(c, u)| format!("{} ({})", c.label(), u.join(", ")))
+            .collect();
+        out.push(format!(
+            "Coalescing frontier, a burst onto a refresh in flight (parked and served): the \
+             reference (adaptive coalescing, the default) dominates every debounce point — no \
+             more list round trips per burst at a lower median time to the final list — in \
+             **{won} of {}** cells{}",
+            judged.len(),
+            if missed.is_empty() {
+                ".".to_owned()
+            } else {
+                format!("; not in: {}.", missed.join("; "))
+            }
+        ));
+    }
+    let per_walk: Vec<(String, f64, u32)> = cells
+        .iter()
+        .filter(|c| c.on_a_walk())
+        .filter_map(|c| {
+            let r = c.get(REFERENCE)?;
+            (r.walks.mean > 0.0).then(|| (c.label(), r.requests.mean / r.walks.mean, c.pages))
+        })
+        .collect();
+    if !per_walk.is_empty() {
+        let off: Vec<String> = per_walk
+            .iter()
+            .filter(|(_, ppw, p)| (ppw - f64::from(*p)).abs() > 1e-9)
+            .map(|(l, ppw, _)| format!("{l}: {}", num(*ppw)))
+            .collect();
+        out.push(if off.is_empty() {
+            "Pages per walk of the reference against the version-bound server: exactly P in \
+             every cell (no walk restarted or abandoned)."
+                .to_owned()
+        } else {
+            format!(
+                "Pages per walk of the reference against the version-bound server differ from P \
+                 in: {}.",
+                off.join("; ")
+            )
+        });
+    }
+    let side_by_side = |c: &Cell| -> String {
+        c.rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} round trips ({} walk{}) in {} ms",
+                    r.strategy,
+                    num(r.requests.mean),
+                    num(r.walks.mean),
+                    if r.walks.mean == 1.0 { "" } else { "s" },
+                    if r.converged > 0 {
+                        num(r.converge_ms.p50)
+                    } else {
+                        "–".into()
+                    }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(c) = cells
+        .iter()
+        .find(|c| c.on_a_walk() && c.served && c.pages == 10 && c.k == 1000)
+    {
+        out.push(format!(
+            "K = 1000, P = 10, served during the burst (mean round trips, median time to the \
+             final list): {}",
+            side_by_side(c)
+        ));
+    }
+    if let Some(c) = cells
+        .iter()
+        .filter(|c| !c.on_a_walk() && c.pages == 10)
+        .max_by_key(|c| c.k)
+    {
+        out.push(format!(
+            "K = {}, P = 10, notifications {} ms apart onto an idle client — the trade-off the \
+             coalescing gap makes, not a dominance claim: {}",
+            c.k,
+            c.spacing_ms,
+            side_by_side(c)
+        ));
+    }
+    out
+}
+
+fn run_line(r: &RunInfo, driver: &str) -> String {
+    format!(
+        "*refresh_contention: run started at Unix time {}, {} mode, {} CPUs, {:.0} s; {driver}.*",
+        r.started_unix,
+        if r.quick { "quick" } else { "full" },
+        r.cpus,
+        r.seconds
+    )
+}
+
+fn ms(d: &Dist, converged: u64) -> String {
+    if converged == 0 {
+        "did not converge".into()
+    } else {
+        format!("{} / {}", num(d.p50), num(d.p99))
+    }
+}
+
+/// The section.
+pub fn section(s: &mut String, b: &BenchFile) {
+    let _ = writeln!(s, "## 1. Refresh contention: the coalescing frontier\n");
+    let Some(g) = &b.refresh else {
+        let _ = writeln!(
+            s,
+            "_Not measured yet: `cargo bench --bench refresh_contention` writes \
+             `target/listsync-bench/refresh.json`; then run `listsync report`._\n"
+        );
+        return;
+    };
+    let _ = writeln!(s, "{}\n", run_line(&g.run, &g.driver));
+    let _ = writeln!(
+        s,
+        "A burst of K `list_changed` notifications (K one-update batches, applied back to back) \
+         reaches the client while its refresh of a P-page list is in flight (the walk's last \
+         page request is parked at the server until the client has received the whole burst). \
+         *Round trips* are the `list` requests (pages) the burst caused; *walks* are the walks \
+         among them (first-page requests, restarts included). Each strategy is one point of \
+         the frontier per cell: fewer round trips is cheaper, less time to the final list is \
+         fresher. A point *dominates* another when it has no more round trips (mean) at a lower \
+         median time.\n"
+    );
+    for n in &g.notes {
+        let _ = writeln!(s, "- {n}");
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "![the coalescing frontier](plots/refresh-frontier.svg)\n"
+    );
+    let cells = cells(&g.rows);
+    let _ = writeln!(s, "### Does the reference dominate each debounce point?\n");
+    let _ = writeln!(
+        s,
+        "Each debounce point: whether the reference dominates it, then its round trips and \
+         median ms. The claim is about a burst onto a refresh in flight (parked, served); the \
+         spaced cells show what the coalescing gap trades instead.\n"
+    );
+    let debounces: Vec<String> = {
+        let mut v: Vec<String> = Vec::new();
+        for r in &g.rows {
+            if r.strategy.starts_with("debounce-") && !v.contains(&r.strategy) {
+                v.push(r.strategy.clone());
+            }
+        }
+        v
+    };
+    let _ = writeln!(
+        s,
+        "| scenario | P | K | reference: round trips, ms (p50) | {} |",
+        debounces.join(" | ")
+    );
+    let _ = writeln!(
+        s,
+        "|---|---:|---:|---|{}",
+        debounces.iter().map(|_| "---|").collect::<String>()
+    );
+    for c in &cells {
+        let Some(r) = c.get(REFERENCE) else {
+            continue;
+        };
+        let verdicts: Vec<String> = debounces
+            .iter()
+            .map(|d| match c.get(d) {
+                None => "–".into(),
+                Some(x) => format!(
+                    "{} — {}, {} ms",
+                    if dominates(r, x) { "yes" } else { "**no**" },
+                    num(x.requests.mean),
+                    if x.converged > 0 {
+                        num(x.converge_ms.p50)
+                    } else {
+                        "–".into()
+                    }
+                ),
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {}, {} | {} |",
+            c.scenario(),
+            c.pages,
+            c.k,
+            num(r.requests.mean),
+            if r.converged > 0 {
+                num(r.converge_ms.p50)
+            } else {
+                "–".into()
+            },
+            verdicts.join(" | ")
+        );
+    }
+    let _ = writeln!(s);
+    for scenario in ["parked", "served", "spaced"] {
+        if !cells.iter().any(|c| c.scenario() == scenario) {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "### {} (same run)\n",
+            match scenario {
+                "parked" => "Parked: every list request waits until the burst is in",
+                "served" => "Served: the server answers new walks during the burst",
+                _ => "Spaced: commits 1 ms apart onto an idle client",
+            }
+        );
+        let _ = writeln!(
+            s,
+            "| strategy | P | K | iterations | round trips (mean / max) | walks (mean / max) | pages per walk | ms to final list (p50 / p99) | converged |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---|---|---:|---|---|");
+        for c in cells.iter().filter(|c| c.scenario() == scenario) {
+            for r in &c.rows {
+                let bold = |t: String| {
+                    if r.strategy == REFERENCE {
+                        format!("**{t}**")
+                    } else {
+                        t
+                    }
+                };
+                let per_walk = if r.walks.mean > 0.0 {
+                    num(r.requests.mean / r.walks.mean)
+                } else {
+                    "–".into()
+                };
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {}/{} |",
+                    bold(r.strategy.clone()),
+                    r.pages,
+                    r.k,
+                    r.iterations,
+                    bold(format!(
+                        "{} / {}",
+                        num(r.requests.mean),
+                        num(r.requests.max)
+                    )),
+                    format_args!("{} / {}", num(r.walks.mean), num(r.walks.max)),
+                    per_walk,
+                    ms(&r.converge_ms, r.converged),
+                    r.converged,
+                    r.iterations
+                );
+            }
+        }
+        let _ = writeln!(s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(strategy: &str, served: bool, k: u32, rt: f64, walks: f64, ms: f64) -> RefreshRow {
+        let d = |v: f64| {
+            let mut x = [v];
+            Dist::of(&mut x)
+        };
+        RefreshRow {
+            strategy: strategy.into(),
+            k,
+            pages: 10,
+            readers: 0,
+            served_during_burst: served,
+            spacing_ms: 0,
+            iterations: 5,
+            converged: 5,
+            walks: d(walks),
+            requests: d(rt),
+            converge_ms: d(ms),
+            read_ns: Dist::default(),
+        }
+    }
+
+    #[test]
+    fn the_headline_counts_dominated_cells_and_names_the_rest() {
+        let rows = vec![
+            row("reference", true, 1000, 10.0, 1.0, 0.6),
+            row("debounce-0ms", true, 1000, 135.0, 13.5, 1.6),
+            row("debounce-300ms", true, 1000, 10.0, 1.0, 304.0),
+            row("reference", false, 10, 10.0, 1.0, 2.0),
+            row("debounce-0ms", false, 10, 10.0, 1.0, 1.5),
+        ];
+        let h = headline(&rows);
+        assert!(h[0].contains("**1 of 2** cells"), "{h:?}");
+        assert!(
+            h[0].contains("parked, P = 10, K = 10 (debounce-0ms)"),
+            "{h:?}"
+        );
+        assert!(h[1].contains("exactly P in every cell"), "{h:?}");
+        assert!(
+            h[2].contains("debounce-0ms 135 round trips (13.5 walks) in 1.60 ms"),
+            "{h:?}"
+        );
+        let mut page = String::new();
+        let mut b = BenchFile::new();
+        b.refresh = Some(crate::bench::Group {
+            run: RunInfo {
+                started_unix: 1,
+                quick: true,
+                cpus: 2,
+                seconds: 1.0,
+            },
+            driver: "d".into(),
+            notes: vec![],
+            rows,
+        });
+        section(&mut page, &b);
+        assert!(
+            page.contains(
+                "| served | 10 | 1000 | 10.0, 0.600 | yes — 135, 1.60 ms | yes — 10.0, 304 ms |"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains("| parked | 10 | 10 | 10.0, 2.00 | **no** — 10.0, 1.50 ms | – |"),
+            "{page}"
+        );
+    }
+}
