@@ -1075,23 +1075,16 @@ impl World {
 }
 
 /// What a list request of `kind` under `auth` would be served by `node` now: a throwaway copy
-/// of the node is asked through its wire interface (a connection of its own, the era's
-/// handshake, then every page, following cursors). None if the walk fails or does not end.
+/// of the node ([`Registry::probe_copy`]: everything a list depends on, none of the sessions) is
+/// asked through its wire interface (a connection of its own, the era's handshake, then every
+/// page, following cursors). The node itself is left untouched: a walk can change what it
+/// retains for cursors, which would change what its clients' walks get. None if the walk fails
+/// or does not end.
 pub fn probe(node: &Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
-    probe_in(&mut node.clone(), kind, auth)
-}
-
-/// [`probe`] on the node itself: the probe's session (an id no client has) is connected,
-/// walks every page and is disconnected again, and what the node emits meanwhile is dropped,
-/// so the node is left as it was. A live server probes itself this way while it holds its
-/// registry's lock (cloning a registry with many sessions for every notification would cost
-/// more than the walk).
-pub fn probe_in(node: &mut Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
+    let mut copy = node.probe_copy();
     let mut out = Vec::new();
-    node.step(ServerInput::Connect(PROBE), &mut out);
-    let items = walk(node, kind, auth);
-    node.step(ServerInput::Disconnect(PROBE), &mut out);
-    items
+    copy.step(ServerInput::Connect(PROBE), &mut out);
+    walk(&mut copy, kind, auth)
 }
 
 /// The session id of a probe (no client's).

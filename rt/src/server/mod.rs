@@ -556,9 +556,9 @@ impl Shared {
     /// The version a list request would be served now, for a notification of `kind` that
     /// announces `announces` (see [`observe`]).
     pub(crate) fn visible_now(&self, kind: Kind, announces: u64) -> u64 {
-        let mut reg = lock(&self.registry);
+        let reg = lock(&self.registry);
         let obs = lock(&self.observer);
-        obs.visible(&mut reg, kind, announces)
+        obs.visible(&reg, kind, announces)
     }
 
     pub(crate) fn notice(&self, n: ServerNotice) {

@@ -8,13 +8,14 @@
 //! | event | observed from |
 //! |---|---|
 //! | `Committed` | the ground truth: an administrator's batch ([`Server::apply`](super::Server::apply), the control channel's `mutate`, a conformance trigger tool) applied to the observer's own copy of the catalog, when it changes it; on a node of a multi-instance server, a version read from the shared store (a commit's result or the follower's read) newer than any seen |
-//! | `Notified` | every `list_changed` handed to a session's transport, whatever asked for it (the registry, [`Server::notify`](super::Server::notify), a listen stream's queue or catch-up, a node's install). `announces`: the ground-truth version when the server produced the notification. `visible`: what a list request would be served at the moment it is handed over — the server is probed through its registry's request input (a session of its own, every page, under every authorization context the recent catalogs scope an item to, with the registry locked), and each list is dated by the latest ground-truth version that shows it |
+//! | `Notified` | every `list_changed` handed to a session's transport, whatever asked for it (the registry, [`Server::notify`](super::Server::notify), a listen stream's queue or catch-up, a node's install). `announces`: the ground-truth version when the server produced the notification. `visible`: what a list request would be served at the moment it is handed over — the server is probed through its registry's request input (a sessionless copy taken with the registry locked, a session of its own, every page, under every authorization context the recent catalogs scope an item to), and each list is dated by the latest ground-truth version that shows it |
 //! | `Dispatched` / `CallRejected` | the answer to a `tools/call`: a tool result is a dispatch, `present` when the ground truth holds the tool visible to the caller's authorization context at that moment; an error is a refusal |
 //! | `Connected`, `Served` | the registry's own outputs: the server is the only witness of a session opened or a page served, and neither is judged against it |
 //!
-//! The probe goes through the registry's request input (what every rmcp handler calls) rather
-//! than through rmcp: it takes no gate's occurrence, opens no connection, and leaves the
-//! registry as it was.
+//! The probe goes through the request input (what every rmcp handler calls) of a sessionless
+//! copy of the registry rather than through rmcp: it takes no gate's occurrence, opens no
+//! connection, and leaves the registry as it was (a walk could change the versions it retains
+//! for cursors).
 
 use listsync_core::history::{ClientId, Event};
 use listsync_core::server::Registry;
@@ -112,11 +113,11 @@ impl Observer {
     /// that announces `announces`: the earliest, over the kinds the notification covers and
     /// every authorization context that sees a list of its own, of the latest ground-truth
     /// version showing what a probe of `reg` lists (0 if none does), and at most `announces`.
-    pub(crate) fn visible(&self, reg: &mut Registry, kind: Kind, announces: u64) -> u64 {
+    pub(crate) fn visible(&self, reg: &Registry, kind: Kind, announces: u64) -> u64 {
         let mut visible = announces;
         for auth in self.contexts() {
             for k in kind.notification_group() {
-                let seen = listsync_core::world::probe_in(reg, *k, auth)
+                let seen = listsync_core::world::probe(reg, *k, auth)
                     .and_then(|items| self.version_of(*k, auth, &items))
                     .unwrap_or(0);
                 visible = visible.min(seen);
@@ -203,7 +204,7 @@ mod tests {
             let mut out = Vec::new();
             reg.step(ServerInput::Apply(batch.into()), &mut out);
             let staged = reg.clone();
-            assert_eq!(o.visible(&mut reg, Kind::Tools, 2), want, "{strategy}");
+            assert_eq!(o.visible(&reg, Kind::Tools, 2), want, "{strategy}");
             assert_eq!(
                 reg, staged,
                 "{strategy}: the probe left the registry as it was"
