@@ -4,7 +4,8 @@
 //! its last version, says it is stale in its log, its health and its control channel, and
 //! catches up when the partition heals), cursors carrying the cluster-wide version (a cursor
 //! from one node is served by another at the same version and refused with -32602 at another
-//! version), and the known-bad `cluster-notify-before-visible` node caught by the checkers.
+//! version), and the known-bad `cluster-notify-before-visible` and `lying-registry` nodes caught
+//! by the checkers (the lying one for both of its lies, whatever it claims).
 
 mod cluster_support;
 
@@ -319,5 +320,71 @@ async fn a_node_that_notifies_before_it_loads_is_caught() {
         );
     }
     assert!(rig.notifications_of(good) > 0);
+    rig.shutdown().await;
+}
+
+/// A node running the lying registry announces each version before loading it and runs tools
+/// from the table its session started with, while claiming the announced version is visible
+/// and every tool it runs present. The nodes report what their observers saw (the store's
+/// versions, each notification probed as it leaves, each tool result against the version
+/// the node read from the store), never those claims: both lies are caught, on node b only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lying_node_is_caught_for_both_lies() {
+    let mut rig = Rig::start(Era::V2025_11_25, "lying-node").await;
+    let good = rig.add_node("a", NodeSpec::default()).await;
+    let bad = rig
+        .add_node(
+            "b",
+            NodeSpec {
+                strategy: Some("lying-registry".into()),
+                ..NodeSpec::default()
+            },
+        )
+        .await;
+    rig.add_client(good).await;
+    rig.add_client(bad).await;
+    rig.wait_clients(&[0, 1], 1).await;
+    // Node b's load of the next version is held: its client re-lists and sees v1 again.
+    let gate = rig.nodes[bad].cmd(json!({"cmd": "gate_commit"})).await["gate"].clone();
+    let heard = rig.clients[1].catalog.status().borrow().notifications;
+    let v = rig
+        .mutate(
+            good,
+            &json!([{"op": "remove", "kind": "tools", "name": "t0"}]),
+        )
+        .await;
+    cluster_support::eventually("c1 to re-list after node b's notification", async || {
+        let s = rig.clients[1].catalog.status().borrow().clone();
+        (s.notifications > heard && s.idle).then_some(())
+    })
+    .await;
+    // c1 still lists t0 and calls it; node b runs it although the store removed it.
+    let call = within("c1 calls t0", rig.clients[1].catalog.call("t0")).await;
+    assert!(call.is_ok(), "node b runs t0: {call:?}");
+    rig.nodes[bad]
+        .cmd(json!({"cmd": "release", "gate": gate}))
+        .await;
+    cluster_support::eventually("node b to take the batch", async || {
+        (rig.nodes[bad].version().await == v).then_some(())
+    })
+    .await;
+    let j = listsync_core::monitor::judge(&rig.merged());
+    for p in [Property::NotifyAfterCommit, Property::NoCallToRemoved] {
+        let caught: Vec<_> = j.violations.iter().filter(|x| x.property == p).collect();
+        assert!(!caught.is_empty(), "{p} not caught: {:?}", j.violations);
+        // Node b's sessions are renamed into 2_000_000.. (node index 1); node a's are clean.
+        for x in caught {
+            let sessions: Vec<u32> = x
+                .detail
+                .split_whitespace()
+                .filter_map(|w| w.strip_prefix('c')?.parse().ok())
+                .collect();
+            assert!(
+                !sessions.is_empty() && sessions.iter().all(|s| (2_000_000..3_000_000).contains(s)),
+                "not node b's: {}",
+                x.detail
+            );
+        }
+    }
     rig.shutdown().await;
 }

@@ -355,3 +355,40 @@ fn a_subject_the_harness_does_not_know_is_refused_clearly() {
     assert_eq!(code, 2);
     assert!(err.contains("no client variant 'nope'"), "{err}");
 }
+
+/// The lying registry claims every version it announces is visible and every tool it runs is
+/// present. Replayed against `listsync serve --strategy lying-registry`, the harness judges
+/// what it observed — the proxy's probe of the list a notification announces, and the tool
+/// result against the server's ground truth — and catches both lies: the corpus trace shows
+/// `notify_after_commit`, the model's counterexample of `no_call_to_removed` (committed under
+/// reports/traces/) shows the other, each agreeing with the model.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_lying_registry_is_caught_for_both_lies() {
+    let (paths, _pin) = paths();
+    for (file, shows) in [
+        ("traces/lying-registry.json", Property::NotifyAfterCommit),
+        (
+            "reports/traces/lying-registry.no_call_to_removed.json",
+            Property::NoCallToRemoved,
+        ),
+    ] {
+        let text = std::fs::read_to_string(repo().join(file)).expect("read trace");
+        let t = Trace::from_json(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(t.shows, Some(shows), "{file}");
+        let r = run(&t, file, &subject("reference@trace"), &paths).await;
+        assert!(r.server.contains("lying-registry"), "{file}: {}", r.server);
+        let model = r.model.clone().unwrap_or_default();
+        assert!(
+            r.status == RunStatus::Completed
+                && r.verdict(shows) == Verdict::Violated
+                && agrees(&r.judged, &model),
+            "{file}: {} {:?}; {shows} judged {}; judged {} / model {}\n{}",
+            r.status.as_str(),
+            r.detail,
+            r.verdict(shows),
+            show(&r.judged),
+            show(&model),
+            log(&r)
+        );
+    }
+}

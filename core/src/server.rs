@@ -150,6 +150,22 @@ impl Registry {
         }
     }
 
+    /// A copy of this registry without its sessions: everything a list request is served
+    /// from (catalog, version, staged batches, retained walk versions), cheap to make whatever
+    /// the number of sessions. What an observer's probe walks ([`crate::world::probe`]).
+    pub fn probe_copy(&self) -> Registry {
+        Registry {
+            cfg: self.cfg,
+            version: self.version,
+            catalog: self.catalog.clone(),
+            staged: self.staged.clone(),
+            staged_install: self.staged_install.clone(),
+            sessions: BTreeMap::new(),
+            next_sub: self.next_sub,
+            retained: self.retained.clone(),
+        }
+    }
+
     /// The history event for the initial catalog.
     pub fn initial_event(&self) -> Event {
         Event::Committed {
@@ -202,9 +218,14 @@ impl Registry {
         }
         let changed = changed_kinds(&self.catalog, &catalog);
         let contents = changed_contents(&self.catalog, &catalog);
-        if self.cfg.strategy == ServerStrategy::ClusterNotifyBeforeVisible {
-            // The bug: announce first, load later.
-            let visible = self.version;
+        if self.cfg.strategy.installs_after_notifying() {
+            // The bug: announce first, load later. The lying registry claims the announced
+            // version is already visible.
+            let visible = if self.cfg.strategy == ServerStrategy::LyingRegistry {
+                version
+            } else {
+                self.version
+            };
             self.staged_install = Some((version, catalog));
             self.notify(changed, &contents, version, visible, 1, out);
             return true;

@@ -158,6 +158,16 @@ impl ServerStrategy {
         )
     }
 
+    /// Whether a node of a multi-node deployment announces a version it took from the shared
+    /// store first and makes it visible later (by a separate load step), as
+    /// `cluster-notify-before-visible` does and `lying-registry` does on a node.
+    pub fn installs_after_notifying(self) -> bool {
+        matches!(
+            self,
+            ServerStrategy::ClusterNotifyBeforeVisible | ServerStrategy::LyingRegistry
+        )
+    }
+
     /// The property this strategy's bug class breaks (none for `reference`): a run of it counts
     /// as caught only when this property is violated.
     pub fn breaks(self) -> Option<Property> {

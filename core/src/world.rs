@@ -1075,14 +1075,23 @@ impl World {
 }
 
 /// What a list request of `kind` under `auth` would be served by `node` now: a throwaway copy
-/// of the node is asked through its wire interface (a connection of its own, the era's
-/// handshake, then every page, following cursors). None if the walk fails or does not end.
+/// of the node ([`Registry::probe_copy`]: everything a list depends on, none of the sessions) is
+/// asked through its wire interface (a connection of its own, the era's handshake, then every
+/// page, following cursors). The node itself is left untouched: a walk can change what it
+/// retains for cursors, which would change what its clients' walks get. None if the walk fails
+/// or does not end.
 pub fn probe(node: &Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
-    const PROBE: ClientId = ClientId::MAX;
-    const MAX_PAGES: usize = 64;
-    let mut r = node.clone();
+    let mut copy = node.probe_copy();
     let mut out = Vec::new();
-    r.step(ServerInput::Connect(PROBE), &mut out);
+    copy.step(ServerInput::Connect(PROBE), &mut out);
+    walk(&mut copy, kind, auth)
+}
+
+/// The session id of a probe (no client's).
+const PROBE: ClientId = ClientId::MAX;
+
+fn walk(r: &mut Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
+    const MAX_PAGES: usize = 64;
     let ask = |r: &mut Registry, id: u32, req: Request| -> Option<Response> {
         let mut out = Vec::new();
         r.step(
@@ -1098,12 +1107,12 @@ pub fn probe(node: &Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
         })
     };
     if r.config().era == crate::vocab::Era::V2025_11_25 {
-        ask(&mut r, 0, Request::Initialize)?;
+        ask(r, 0, Request::Initialize)?;
     }
     let mut items = Vec::new();
     let mut cursor = None;
     for page in 1..=MAX_PAGES {
-        match ask(&mut r, page as u32, Request::List { kind, cursor })? {
+        match ask(r, page as u32, Request::List { kind, cursor })? {
             Response::Page(p) => {
                 items.extend(p.items.iter().cloned());
                 match p.next {

@@ -1,7 +1,8 @@
 //! A shared, sequence-numbered recorder of core history events.
 //!
-//! The server records under its registry lock, so its events are in commit order; each client
-//! actor records as it steps its machine. Events that are causally ordered (a page served after
+//! The server records what its observer sees (`server::observe`): commits and dispatches under
+//! its registry lock, so they are in commit order, and each `list_changed` once it was handed to
+//! a transport; each client actor records as it steps its machine. Events that are causally ordered (a page served after
 //! a commit, then published) therefore land in that order. Tests and the harness judge the
 //! recording with core's [`judge`], the same checkers the model and the simulator use.
 

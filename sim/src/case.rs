@@ -355,6 +355,8 @@ pub mod streams {
     pub const STACK: u64 = 12;
     /// (stack level) One connection's network draws.
     pub const LINKS: u64 = 13;
+    /// (stack level) How long a staged commit waits after its notifications went out.
+    pub const COMMITS: u64 = 14;
 }
 
 const POOL: usize = 6;

@@ -81,6 +81,8 @@ fn forward_notices(server: &Server, out: Outbox) {
                     }
                     out.event("history", json!({ "entry": e }));
                 }
+                // What the registry says about itself: reported, never judged.
+                ServerNotice::Claim(e) => out.event("claim", json!({ "entry": e })),
                 ServerNotice::Parked(p) => match p.target {
                     Target::Call { tool } => {
                         out.event("call_parked", json!({"tool": tool, "gate": p.gate}));

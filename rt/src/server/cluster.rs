@@ -9,8 +9,9 @@
 //!   registry takes it if it is newer than what the node serves (duplicates and out-of-order
 //!   events are ignored by version), records it, and makes it visible to list handlers; only
 //!   after unlocking are this node's sessions notified (`list_changed` in 2025-11-25, the listen
-//!   streams in 2026-07-28). The node's history records the store's commit of a version
-//!   (`Committed`) once, when the node takes it, before the notifications that announce it.
+//!   streams in 2026-07-28). The store is the ground truth: the node's observer records the
+//!   store's commit of a version (`Committed`) once, when the node first reads it (a commit's
+//!   result or the follower's read), before the registry is offered it.
 //! * List results and cursors carry the cluster-wide version and the cluster's catalog identity
 //!   (kept in the store), so a client moved to another node keeps comparing versions in one
 //!   space, and a cursor the new node cannot serve gets -32602.
@@ -26,9 +27,7 @@ use crate::history::SharedHistory;
 use crate::items;
 use listsync_cluster::node::{Installer, Installing, Standing, follow};
 use listsync_cluster::store::{CommitError, RedisStore, StoreError};
-use listsync_core::history::Event;
-use listsync_core::server::{Registry, ServerInput, ServerOutput};
-use listsync_core::strategy::ServerStrategy;
+use listsync_core::server::{Registry, ServerInput};
 use listsync_core::vocab::{Catalog, Op};
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -95,10 +94,10 @@ impl Node {
         let server = if version <= 1 {
             // The store's first version: the registry starts there.
             let registry = Registry::new(settings.core, (*catalog).clone());
-            if let Some(h) = &history {
-                h.record(&registry.initial_event());
-            }
-            Server::assemble(settings, registry, history, Some(backend), Some(opts.node))
+            let server =
+                Server::assemble(settings, registry, history, Some(backend), Some(opts.node));
+            server.shared.learn(1, catalog);
+            server
         } else {
             let registry = Registry::new(settings.core, Catalog::default());
             let server =
@@ -139,20 +138,20 @@ impl Shared {
     /// notifies this node's sessions and waits for the notifications to be written. Returns
     /// how many were written (0 if the version was not newer).
     pub(crate) async fn install(self: &Arc<Self>, version: u64, catalog: Arc<Catalog>) -> usize {
-        let out = {
+        let (out, announces) = {
             let mut reg = lock(&self.registry);
+            // The store committed this version (ground truth), whatever the registry makes of
+            // it; the registry's own outputs, the notifications of it, come after.
+            let announces = self.learn(version, catalog.clone());
             let mut out = Vec::new();
-            if !reg.install(version, catalog.clone(), &mut out) {
+            if !reg.install(version, catalog, &mut out) {
                 return 0;
             }
-            // The store committed this version; this node now has it (the registry's own
-            // outputs, the notifications of it, come after).
-            self.record(&[ServerOutput::Event(Event::Committed { version, catalog })]);
             self.record(&out);
-            out
+            (out, announces)
         };
-        let notified = self.deliver(out).await;
-        if self.settings.core.strategy == ServerStrategy::ClusterNotifyBeforeVisible {
+        let notified = self.deliver(out, announces).await;
+        if self.settings.core.strategy.installs_after_notifying() {
             // The known-bad variant: the announced version becomes visible only after the
             // notifications went out (a commit gate can hold it longer).
             self.gates.checkpoint(&crate::gate::Target::Commit).await;

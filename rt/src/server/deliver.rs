@@ -2,9 +2,15 @@
 //! outlet — the rmcp `Peer` of a 2025-11-25 session, or the `SubscriptionSink` of a 2026-07-28
 //! listen stream — and every send is awaited (with a timeout), so a caller knows the bytes were
 //! handed to the transport before it returns.
+//!
+//! This is the one place a notification leaves the server, whichever path asked for it (the
+//! registry, `Server::notify`, a listen stream's queue or catch-up, a node's install), so the
+//! observer judges every `list_changed` here: just before it is handed over, the server is
+//! probed for what a list request would be served, and once it was handed over the observed
+//! `Notified` is recorded (see [`super::observe`]).
 
 use super::{ServerNotice, Shared, lock};
-use listsync_core::history::ClientId;
+use listsync_core::history::{ClientId, Event};
 use listsync_core::server::ServerOutput;
 use listsync_core::vocab::Kind;
 use listsync_core::wire::{Notification, ServerMsg};
@@ -23,14 +29,25 @@ pub enum Outlet {
     Sink(SubscriptionSink),
     /// A listen stream registered in the registry whose sink is not attached yet: its
     /// notifications wait here (see the handler's `listen`).
-    Pending(Vec<Notification>),
+    Pending(Vec<Tagged>),
+}
+
+/// A notification on its way to a session, with the ground-truth version it announces: the
+/// latest one the server's observer knew of when the server produced the notification.
+#[derive(Clone, Debug)]
+pub struct Tagged {
+    /// The notification.
+    pub note: Notification,
+    /// The ground-truth version it announces.
+    pub announces: u64,
 }
 
 impl Shared {
-    /// Delivers the `Send`s among `out` (responses are not expected here and are ignored).
-    /// Returns how many notifications were handed to a transport.
-    pub(crate) async fn deliver(self: &Arc<Self>, out: Vec<ServerOutput>) -> usize {
-        let mut per: BTreeMap<ClientId, Vec<Notification>> = BTreeMap::new();
+    /// Delivers the `Send`s among `out`, produced when the ground truth was at version
+    /// `announces` (responses are not expected here and are ignored). Returns how many
+    /// notifications were handed to a transport.
+    pub(crate) async fn deliver(self: &Arc<Self>, out: Vec<ServerOutput>, announces: u64) -> usize {
+        let mut per: BTreeMap<ClientId, Vec<Tagged>> = BTreeMap::new();
         for o in out {
             if let ServerOutput::Send {
                 to,
@@ -41,9 +58,19 @@ impl Shared {
                 if matches!(n, Notification::Acknowledged { .. }) {
                     continue; // rmcp sends the acknowledgement itself
                 }
-                per.entry(to).or_default().push(n);
+                per.entry(to)
+                    .or_default()
+                    .push(Tagged { note: n, announces });
             }
         }
+        self.deliver_tagged(per).await
+    }
+
+    /// Delivers each session's notifications. Returns how many were handed to a transport.
+    pub(crate) async fn deliver_tagged(
+        self: &Arc<Self>,
+        per: BTreeMap<ClientId, Vec<Tagged>>,
+    ) -> usize {
         if per.is_empty() {
             return 0;
         }
@@ -69,9 +96,9 @@ impl Shared {
         sent
     }
 
-    async fn send_all(&self, to: ClientId, outlet: Outlet, notes: Vec<Notification>) -> usize {
+    async fn send_all(&self, to: ClientId, outlet: Outlet, notes: Vec<Tagged>) -> usize {
         let mut sent = 0;
-        for n in notes {
+        for Tagged { note: n, announces } in notes {
             let (method, uri) = match &n {
                 Notification::ListChanged { kind, .. } => (kind.list_changed_method(), None),
                 Notification::ResourceUpdated { uri, .. } => {
@@ -84,11 +111,24 @@ impl Shared {
                     method: method.to_owned(),
                 })
                 .await;
+            // What a list request would be served as this one is handed over.
+            let observed = match &n {
+                Notification::ListChanged { kind, .. } if self.watched() => Some(Event::Notified {
+                    client: to,
+                    kind: *kind,
+                    announces,
+                    visible: self.visible_now(*kind, announces),
+                }),
+                _ => None,
+            };
             let send = send_one(&outlet, &n);
             match tokio::time::timeout(self.settings.delivery_timeout, send).await {
                 Ok(Ok(())) => {
                     sent += 1;
                     self.count_sent(1);
+                    if let Some(e) = &observed {
+                        self.record_observed(e);
+                    }
                     self.notice(ServerNotice::Sent {
                         session: to,
                         method,

@@ -466,7 +466,10 @@ impl ServerHandler for Handler {
             Some(c) => c,
             None => {
                 // Registered only now: a commit since the acknowledgement could be missed, so
-                // announce every accepted list once (over-notifying is sound).
+                // announce every accepted list once (over-notifying is sound). The catch-up
+                // announces the ground truth as of just before the stream was registered (a
+                // commit after that notifies the stream by itself, announcing its own version).
+                let announces = self.shared.truth_version();
                 let c = self.register_listen(ctx.accepted());
                 let a = ctx.accepted();
                 let mut catch_up = Vec::new();
@@ -476,9 +479,12 @@ impl ServerHandler for Handler {
                     (a.resources_list_changed, Kind::Resources),
                 ] {
                     if flag == Some(true) {
-                        catch_up.push(listsync_core::wire::Notification::ListChanged {
-                            kind,
-                            sub: None,
+                        catch_up.push(super::Tagged {
+                            note: listsync_core::wire::Notification::ListChanged {
+                                kind,
+                                sub: None,
+                            },
+                            announces,
                         });
                     }
                 }

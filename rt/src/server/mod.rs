@@ -7,6 +7,11 @@
 //! unlocking. Notifications of a batch are awaited before [`Server::apply`] returns, so they
 //! leave after the commit (`notify_after_commit`) and the caller knows they were written.
 //!
+//! The history records what the server's observer ([`observe`]) sees — the administrator's
+//! ground truth, every `list_changed` handed to a transport with what a list request would be
+//! served at that moment, every tool result against the ground truth — and never what the
+//! registry claims about itself.
+//!
 //! Sessions are core client ids allocated by the server: one per connection (stdio, a 2025-11-25
 //! HTTP session, one stateless 2026-07-28 HTTP request) and one per `subscriptions/listen`
 //! stream. They live in their own number space, starting at [`FIRST_SESSION`], unrelated to the
@@ -21,11 +26,12 @@ mod health;
 pub mod http;
 #[cfg(feature = "http")]
 mod http_guard;
+mod observe;
 mod reply;
 #[cfg(feature = "http")]
 pub mod tokens;
 
-pub use deliver::Outlet;
+pub use deliver::{Outlet, Tagged};
 pub use handler::Handler;
 pub use health::HealthReport;
 pub use reply::{CATALOG_KEY, VERSION_BOUND_KEY, VERSION_KEY};
@@ -37,6 +43,7 @@ use listsync_core::history::{ClientId, Event};
 use listsync_core::server::{Registry, ServerConfig, ServerInput, ServerOutput};
 use listsync_core::vocab::{AuthCtx, Catalog, Era, Item, Kind, Op};
 use listsync_core::wire::{ClientMsg, Notification, ReqId, Request, Response, ServerMsg};
+use observe::Observer;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -122,8 +129,12 @@ pub fn fresh_catalog_id() -> u64 {
 /// Something the server did that an observer (the control channel) may report.
 #[derive(Clone, Debug)]
 pub enum ServerNotice {
-    /// A history event (commit, dispatch, ...).
+    /// A history event as the server's observer saw it (a ground-truth commit, a notification
+    /// handed to a transport, a tool result...): what the history records.
     Event(Event),
+    /// What the registry says about itself (its commits, notifications, dispatches): reported
+    /// for information, never judged.
+    Claim(Event),
     /// A gate parked a request or a call.
     Parked(Parked),
     /// A tool handler returned.
@@ -186,6 +197,8 @@ pub(crate) struct Shared {
     next_session: AtomicU32,
     next_req: AtomicU32,
     pub(crate) history: Option<SharedHistory>,
+    /// The ground truth and what is observed against it (lock order: `registry`, then this).
+    observer: Mutex<Observer>,
     pub(crate) gates: Gates,
     observers: Mutex<Vec<mpsc::UnboundedSender<ServerNotice>>>,
     /// Notifications handed to transports, in total.
@@ -229,11 +242,11 @@ impl Server {
             let op = items::normalize(op, &catalog);
             catalog.apply(&op);
         }
+        let truth = Arc::new(catalog.clone());
         let registry = Registry::new(settings.core, catalog);
-        if let Some(h) = &history {
-            h.record(&registry.initial_event());
-        }
-        Server::assemble(settings, registry, history, None, None)
+        let server = Server::assemble(settings, registry, history, None, None);
+        server.shared.learn(1, truth);
+        server
     }
 
     /// A server around `registry`, committing through `backend` if given.
@@ -252,6 +265,7 @@ impl Server {
                 next_session: AtomicU32::new(FIRST_SESSION),
                 next_req: AtomicU32::new(1),
                 history,
+                observer: Mutex::new(Observer::new()),
                 gates: Gates::new(),
                 observers: Mutex::new(Vec::new()),
                 sent: AtomicU32::new(0),
@@ -369,9 +383,13 @@ impl Server {
         if let Some(backend) = &self.shared.backend {
             return backend.commit(&self.shared, ops, check).await;
         }
-        let out = {
+        let (out, announces) = {
             let mut reg = lock(&self.shared.registry);
-            let mut view = (**reg.catalog()).clone();
+            let mut obs = lock(&self.shared.observer);
+            // The batch is checked and normalized against the administrator's latest catalog
+            // (the ground truth), which is what the registry applies it to: the catalog it
+            // serves may still lack a batch it announced and has not committed.
+            let mut view = (**obs.catalog()).clone();
             let mut batch = Vec::with_capacity(ops.len());
             for op in ops {
                 if check {
@@ -381,12 +399,18 @@ impl Server {
                 view.apply(&op);
                 batch.push(op);
             }
+            // The administrator's batch is the ground truth, whatever the registry makes of it.
+            if let Some(e) = obs.apply(&batch) {
+                self.shared.record_observed(&e);
+            }
+            let announces = obs.version();
+            drop(obs);
             let mut out = Vec::new();
             reg.step(ServerInput::Apply(batch.into()), &mut out);
             self.shared.record(&out);
-            out
+            (out, announces)
         };
-        let notified = self.shared.deliver(out).await;
+        let notified = self.shared.deliver(out, announces).await;
         if self.shared.settings.core.strategy.commits_after_notifying() {
             // The known-bad variant: the batch becomes visible only after the notifications
             // went out (a gate can hold it longer).
@@ -425,7 +449,8 @@ impl Server {
                 msg: ServerMsg::Notification(note.clone()),
             })
             .collect();
-        self.shared.deliver(out).await
+        let announces = self.shared.truth_version();
+        self.shared.deliver(out, announces).await
     }
 
     /// A handler for one new connection: serve it with rmcp (`ServiceExt::serve`). Requests are
@@ -440,12 +465,12 @@ impl Server {
         Handler::new(self.shared.clone(), Some(auth))
     }
 
-    /// The current commit as a history event (what a late observer needs first).
+    /// The current ground-truth commit as a history event (what a late observer needs first).
     pub fn current_commit(&self) -> Event {
-        let reg = lock(&self.shared.registry);
+        let obs = lock(&self.shared.observer);
         Event::Committed {
-            version: reg.version(),
-            catalog: reg.catalog().clone(),
+            version: obs.version(),
+            catalog: obs.catalog().clone(),
         }
     }
 }
@@ -481,17 +506,59 @@ impl Shared {
         out
     }
 
-    /// Records the events among `out` (call with the registry locked). The registry's claims
-    /// about itself are recorded too: rt's histories are still judged from them.
+    /// Records the registry's outputs among `out` (call with the registry locked): the events
+    /// the server is the only witness of (a session opened, a page served) go to the history;
+    /// its claims about itself go to the debug log and to observers as claims, never to the
+    /// history (the observer records the judged events).
     fn record(&self, out: &[ServerOutput]) {
         for o in out {
-            if let ServerOutput::Event(e) | ServerOutput::Claim(e) = o {
-                if let Some(h) = &self.history {
-                    h.record(e);
+            match o {
+                ServerOutput::Event(e) => self.record_observed(e),
+                ServerOutput::Claim(e) => {
+                    tracing::debug!(claim = %e, "registry claim (not judged)");
+                    self.notice(ServerNotice::Claim(e.clone()));
                 }
-                self.notice(ServerNotice::Event(e.clone()));
+                ServerOutput::Send { .. } => {}
             }
         }
+    }
+
+    /// Records an observed event: into the history, and to observers.
+    pub(crate) fn record_observed(&self, e: &Event) {
+        if let Some(h) = &self.history {
+            h.record(e);
+        }
+        self.notice(ServerNotice::Event(e.clone()));
+    }
+
+    /// Whether anyone records or observes what the server does (otherwise the observer's
+    /// probes are skipped: nobody would see their result).
+    pub(crate) fn watched(&self) -> bool {
+        self.history.is_some() || !lock(&self.observers).is_empty()
+    }
+
+    /// The latest ground-truth version.
+    pub(crate) fn truth_version(&self) -> u64 {
+        lock(&self.observer).version()
+    }
+
+    /// A version read from where the catalog lives (the initial catalog, the shared store):
+    /// recorded as committed if it is newer than any seen (call with the registry locked, or
+    /// before anyone can reach the server). Returns the latest ground-truth version.
+    pub(crate) fn learn(&self, version: u64, catalog: Arc<Catalog>) -> u64 {
+        let mut obs = lock(&self.observer);
+        if let Some(e) = obs.learn(version, catalog) {
+            self.record_observed(&e);
+        }
+        obs.version()
+    }
+
+    /// The version a list request would be served now, for a notification of `kind` that
+    /// announces `announces` (see [`observe`]).
+    pub(crate) fn visible_now(&self, kind: Kind, announces: u64) -> u64 {
+        let reg = lock(&self.registry);
+        let obs = lock(&self.observer);
+        obs.visible(&reg, kind, announces)
     }
 
     pub(crate) fn notice(&self, n: ServerNotice) {
@@ -524,21 +591,39 @@ impl Shared {
         req: Request,
     ) -> Response {
         let id: ReqId = self.next_req.fetch_add(1, Ordering::SeqCst);
-        let out = self.step(ServerInput::Request(c, ClientMsg { id, auth, req }));
+        let tool = match &req {
+            Request::CallTool { name } => Some(name.clone()),
+            _ => None,
+        };
         let mut resp = None;
         let mut rest = Vec::new();
-        for o in out {
-            match o {
-                ServerOutput::Send {
-                    to,
-                    msg: ServerMsg::Response { id: rid, resp: r },
-                    ..
-                } if to == c && rid == id => resp = Some(r),
-                ServerOutput::Send { .. } => rest.push(o),
-                ServerOutput::Event(_) | ServerOutput::Claim(_) => {}
+        let announces = {
+            let mut reg = lock(&self.registry);
+            let mut out = Vec::new();
+            reg.step(
+                ServerInput::Request(c, ClientMsg { id, auth, req }),
+                &mut out,
+            );
+            self.record(&out);
+            for o in out {
+                match o {
+                    ServerOutput::Send {
+                        to,
+                        msg: ServerMsg::Response { id: rid, resp: r },
+                        ..
+                    } if to == c && rid == id => resp = Some(r),
+                    ServerOutput::Send { .. } => rest.push(o),
+                    ServerOutput::Event(_) | ServerOutput::Claim(_) => {}
+                }
             }
-        }
-        self.deliver(rest).await;
+            let obs = lock(&self.observer);
+            // A tool result is a dispatch, judged against the ground truth at this moment.
+            if let (Some(tool), Some(r)) = (&tool, &resp) {
+                self.record_observed(&obs.answer(c, auth, tool, r));
+            }
+            obs.version()
+        };
+        self.deliver(rest, announces).await;
         resp.unwrap_or_else(|| {
             Response::Error(listsync_core::wire::RpcError {
                 code: listsync_core::wire::INTERNAL_ERROR,
@@ -557,15 +642,7 @@ impl Shared {
             }
         };
         if !queued.is_empty() {
-            let out = queued
-                .into_iter()
-                .map(|n| ServerOutput::Send {
-                    to: c,
-                    lane: listsync_core::wire::Lane::Stream,
-                    msg: ServerMsg::Notification(n),
-                })
-                .collect();
-            self.deliver(out).await;
+            self.deliver_tagged([(c, queued)].into()).await;
         }
     }
 

@@ -11,9 +11,15 @@
 //! cut, connections refused until the restart; the catalog survives, as with a durable store).
 //! The clients reconnect, re-initialize or re-listen and re-list by themselves, with their own
 //! timers and jitter (seeded).
+//! A server that announces a batch before committing it (`notify-before-commit`,
+//! `lying-registry`) has each commit held at its commit gate for a time drawn from the plan's
+//! `commit_delay`, as the machine level schedules it: the window in which a client re-lists the
+//! old catalog, or calls a tool the batch removed.
 //!
 //! The history is the runtime's own recording (`rt::history::SharedHistory`: the server records
-//! under its registry lock, each client as its actor steps) and is judged with core's
+//! what its observer sees — the administrator's ground truth, each `list_changed` probed as it
+//! is handed over, each tool result against the truth — never what its registry claims; each
+//! client records as its actor steps) and is judged with core's
 //! property checkers once the run is quiescent — nothing scheduled, nothing in flight or unread,
 //! every client connected, ready and idle.
 //!
@@ -34,10 +40,12 @@ use listsync_core::vocab::{AuthCtx, Op};
 use listsync_rt::client::{
     BoxRead, BoxWrite, ClientHandle, ClientNotice, ClientSettings, Endpoint,
 };
+use listsync_rt::gate::Target;
 use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 use net::{Net, NetBudget, NetCounts, ms_ceil};
 use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 use rmcp::ServiceExt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -186,6 +194,8 @@ struct Rig {
     /// Server batches and tool calls still running.
     busy: Arc<AtomicU32>,
     auth: Vec<AuthCtx>,
+    /// (servers that commit after notifying) Draws how long each staged commit is held.
+    commits: Option<(ChaCha8Rng, (Micros, Micros))>,
 }
 
 impl Rig {
@@ -237,10 +247,30 @@ impl Rig {
         });
     }
 
-    fn apply(&self, ops: Vec<Op>) {
+    fn apply(&mut self, ops: Vec<Op>) {
         let server = self.server.clone();
+        let Some((r, range)) = &mut self.commits else {
+            self.spawn_busy("batch".into(), async move {
+                server.apply(&ops).await;
+            });
+            return;
+        };
+        // Each batch's commit takes the next commit gate (gates pick occurrences in the order
+        // they were armed), held for its drawn time once the batch's notifications are out.
+        let hold = Duration::from_micros(ms_ceil(uniform(r, *range)));
+        let gate = server.gates().arm(Target::Commit, 1);
         self.spawn_busy("batch".into(), async move {
-            server.apply(&ops).await;
+            let applying = tokio::spawn({
+                let server = server.clone();
+                async move {
+                    server.apply(&ops).await;
+                }
+            });
+            if server.gates().parked(gate).await {
+                tokio::time::sleep(hold).await;
+            }
+            server.gates().release(gate);
+            let _ = applying.await;
         });
     }
 }
@@ -377,6 +407,11 @@ async fn drive(
         auth: scn.clients.iter().map(|c| c.auth).collect(),
         clients,
         busy: Arc::new(AtomicU32::new(0)),
+        commits: scn
+            .server
+            .strategy
+            .commits_after_notifying()
+            .then(|| (stream(seed, streams::COMMITS), plan.commit_delay)),
     };
 
     let mut env: std::collections::VecDeque<(Micros, Env)> = if how.burst {
