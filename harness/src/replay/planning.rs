@@ -5,6 +5,7 @@
 
 use crate::adapters::{ClientSetup, Role, ServerSetup, Subject};
 use crate::manifest;
+use listsync_core::client::Pacing;
 use listsync_core::scenario::Scenario;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_core::trace::Trace;
@@ -90,6 +91,13 @@ pub fn plan(
                 }
             },
         }
+    }
+    // The clients the harness runs walk at once on a change signal (ours with `--pacing off`):
+    // so does the shadow. A trace with a pacing timer step is not replayed (below), so until its
+    // end no walk of the trace was held and the prefix is the same; a walk the trace leaves held
+    // at its end is the one the real client has already started when the harness drains.
+    for c in &mut scenario.clients {
+        c.pacing = Pacing::OFF;
     }
     let mut unsupported = unsupported(&trace.scenario, &trace.steps);
     if let Some(e) = era
