@@ -51,7 +51,12 @@ impl Machine {
             None => subs.extend(repos.iter().map(|r| (r.join(".cache/adapters"), "<cache>"))),
         }
         subs.extend(repos.into_iter().map(|r| (r, "<repo>")));
-        for (program, placeholder) in [("node", "<node>"), ("python3", "<python3>")] {
+        for (program, placeholder) in [
+            ("node", "<node>"),
+            ("python3", "<python3>"),
+            ("java", "<java>"),
+            ("go", "<go>"),
+        ] {
             if let Some(p) = on_path(program) {
                 subs.push((p, placeholder));
             }
