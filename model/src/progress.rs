@@ -39,6 +39,39 @@ impl Progress {
     }
 }
 
+/// The explored graph: states by breadth-first id, with fingerprint, parent (itself for an
+/// initial state), predecessors and whether quiescent.
+#[derive(Default)]
+struct Graph {
+    ids: HashMap<u64, u32>,
+    prints: Vec<u64>,
+    parent: Vec<u32>,
+    preds: Vec<Vec<u32>>,
+    quiescent: Vec<bool>,
+}
+
+impl Graph {
+    /// The id of the state with fingerprint `f`, and whether it is new (then added, reached
+    /// from `parent`).
+    fn add(
+        &mut self,
+        f: u64,
+        parent: Option<u32>,
+        quiescent: impl FnOnce() -> bool,
+    ) -> (u32, bool) {
+        if let Some(&id) = self.ids.get(&f) {
+            return (id, false);
+        }
+        let id = self.prints.len() as u32;
+        self.ids.insert(f, id);
+        self.prints.push(f);
+        self.parent.push(parent.unwrap_or(id));
+        self.preds.push(Vec::new());
+        self.quiescent.push(quiescent());
+        (id, true)
+    }
+}
+
 fn hash<S: Hash>(s: &S) -> u64 {
     BuildHasherDefault::<DefaultHasher>::default().hash_one(s)
 }
@@ -67,26 +100,13 @@ where
     M::Action: Display + Clone,
 {
     let start = std::time::Instant::now();
-    let mut ids: HashMap<u64, u32> = HashMap::new();
-    let mut prints: Vec<u64> = Vec::new();
-    let mut parent: Vec<u32> = Vec::new();
-    let mut preds: Vec<Vec<u32>> = Vec::new();
+    let mut g = Graph::default();
     let mut queue: VecDeque<(u32, M::State)> = VecDeque::new();
     let mut actions = Vec::new();
-    let quiescent_at = quiescent;
-    let mut quiescent: Vec<bool> = Vec::new();
     for w in model.init_states() {
-        let f = fingerprint(&w);
-        if ids.contains_key(&f) {
-            continue;
+        if let (id, true) = g.add(fingerprint(&w), None, || quiescent(&w)) {
+            queue.push_back((id, w));
         }
-        let id = prints.len() as u32;
-        ids.insert(f, id);
-        prints.push(f);
-        parent.push(id);
-        preds.push(Vec::new());
-        quiescent.push(quiescent_at(&w));
-        queue.push_back((id, w));
     }
     while let Some((id, w)) = queue.pop_front() {
         actions.clear();
@@ -95,25 +115,22 @@ where
             let Some(next) = model.next_state(&w, a) else {
                 continue;
             };
-            let f = fingerprint(&next);
-            let to = match ids.get(&f) {
-                Some(&to) => to,
-                None => {
-                    let to = prints.len() as u32;
-                    ids.insert(f, to);
-                    prints.push(f);
-                    parent.push(id);
-                    preds.push(Vec::new());
-                    quiescent.push(quiescent_at(&next));
-                    queue.push_back((to, next));
-                    to
-                }
-            };
+            let (to, new) = g.add(fingerprint(&next), Some(id), || quiescent(&next));
+            if new {
+                queue.push_back((to, next));
+            }
             if to != id {
-                preds[to as usize].push(id);
+                g.preds[to as usize].push(id);
             }
         }
     }
+    let Graph {
+        prints,
+        parent,
+        preds,
+        quiescent,
+        ..
+    } = g;
     // Backwards from every quiescent state.
     let n = prints.len();
     let mut live = quiescent.clone();
