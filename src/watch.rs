@@ -301,13 +301,8 @@ async fn watch(args: Args) -> anyhow::Result<ExitCode> {
     let mut code = ExitCode::SUCCESS;
     loop {
         tokio::select! {
-            r = changes.changed() => {
-                if r.is_err() { break; }
-                changes.borrow_and_update();
-                for kind in kinds.iter() {
-                    printer.change(kind, &catalog.list(kind));
-                }
-            }
+            // Notices first: the client's last failure is said before the line that ends.
+            biased;
             Some(n) = nrx.recv() => {
                 let give_up = report(&n, args.retry, &mut failures);
                 if let Some(tx) = &ctl_tx {
@@ -319,7 +314,18 @@ async fn watch(args: Args) -> anyhow::Result<ExitCode> {
                     break;
                 }
             }
+            r = changes.changed() => {
+                if r.is_err() { break; }
+                changes.borrow_and_update();
+                for kind in kinds.iter() {
+                    printer.change(kind, &catalog.list(kind));
+                }
+            }
             r = status.wait_for(|s| s.ended) => {
+                // Notices the client sent as it ended are said before the last line.
+                while let Ok(n) = nrx.try_recv() {
+                    let _ = report(&n, args.retry, &mut failures);
+                }
                 if let Ok(s) = r && let Some(e) = &s.last_error {
                     if stdio {
                         diag(&format!("stopped: {e}"));
