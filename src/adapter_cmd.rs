@@ -45,6 +45,9 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 &paths,
                 Arc::new(m),
                 Bounds::default(),
+                &mut |role, era| {
+                    eprintln!("listsync adapter check: starting the {role} in {era}...")
+                },
             ));
             for line in checked.lines() {
                 println!("{line}");

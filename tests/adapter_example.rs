@@ -132,7 +132,7 @@ async fn adapter_check_passes_the_example() {
     let (paths, _pin) = paths();
     let c = tokio::time::timeout(
         REPLAY_LIMIT,
-        adapter_check::check(&paths, example(), Bounds::default()),
+        adapter_check::check(&paths, example(), Bounds::default(), &mut |_, _| {}),
     )
     .await
     .expect("adapter check hung");
@@ -178,7 +178,7 @@ for line in s.makefile("rb"):
         break
 "#,
     );
-    let c = adapter_check::check(&paths, yes_man, bounds).await;
+    let c = adapter_check::check(&paths, yes_man, bounds, &mut |_, _| {}).await;
     let lines = c.lines().join("\n");
     assert!(!c.ok(), "{lines}");
     let broken_rules: Vec<&str> = c.sessions[0].failures.iter().map(|f| f.rule).collect();
@@ -204,7 +204,7 @@ for line in s.makefile("rb"):
     );
     // Exits at once without connecting.
     let gone = broken(dir.path(), "raise SystemExit(3)\n");
-    let c = adapter_check::check(&paths, gone, bounds).await;
+    let c = adapter_check::check(&paths, gone, bounds, &mut |_, _| {}).await;
     let lines = c.lines().join("\n");
     let first = &c.sessions[0].failures[0];
     assert!(matches!(first.rule, "connect" | "ready"), "{lines}");

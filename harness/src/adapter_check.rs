@@ -154,8 +154,14 @@ impl Checked {
     }
 }
 
-/// Checks an adapter in every role and era its manifest claims.
-pub async fn check(paths: &Paths, m: Arc<Manifest>, bounds: Bounds) -> Checked {
+/// Checks an adapter in every role and era its manifest claims; `starting` hears each session
+/// (role, era) before it starts, so a caller can say what it waits on.
+pub async fn check(
+    paths: &Paths,
+    m: Arc<Manifest>,
+    bounds: Bounds,
+    starting: &mut dyn FnMut(Role, Era),
+) -> Checked {
     let version = version_of(paths, &m);
     let mut sessions = Vec::new();
     if version.is_ok() {
@@ -164,6 +170,7 @@ pub async fn check(paths: &Paths, m: Arc<Manifest>, bounds: Bounds) -> Checked {
                 continue;
             }
             for era in m.eras.clone() {
+                starting(role, era);
                 sessions.push(session(paths, &m, role, era, bounds).await);
             }
         }

@@ -123,6 +123,14 @@ fn fold(c: Claim, runs: &[RunReport]) -> Finding {
     }
 }
 
+/// A claim that `r` violates `p`, with `p`'s and `also`'s verdicts as its evidence.
+fn shows(r: &RunReport, p: Property, also: Property) -> (bool, String) {
+    (
+        violated(r, p),
+        format!("{p} {}, {also} {}", r.verdict(p), r.verdict(also)),
+    )
+}
+
 fn violated(r: &RunReport, p: Property) -> bool {
     r.verdict(p) == Verdict::Violated
 }
@@ -521,16 +529,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 (GO_SDK, Client, "handler", E25, "naive.json"),
                 (GO_SDK, Client, "channel", E25, "naive.json"),
             ],
-            check: |r| {
-                (
-                    violated(r, Property::NoStaleOverwrite),
-                    format!(
-                        "no_stale_overwrite {}, converges {}",
-                        r.verdict(Property::NoStaleOverwrite),
-                        r.verdict(Property::Converges)
-                    ),
-                )
-            },
+            check: |r| shows(r, Property::NoStaleOverwrite, Property::Converges),
         },
         Claim {
             section: "Go SDK",
@@ -539,16 +538,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 (GO_SDK, Client, "handler", E26, "listen-race"),
                 (GO_SDK, Client, "channel", E26, "listen-race"),
             ],
-            check: |r| {
-                (
-                    violated(r, Property::ListenThenList),
-                    format!(
-                        "listen_then_list {}, converges {}",
-                        r.verdict(Property::ListenThenList),
-                        r.verdict(Property::Converges)
-                    ),
-                )
-            },
+            check: |r| shows(r, Property::ListenThenList, Property::Converges),
         },
         Claim {
             section: "Go SDK",
@@ -665,16 +655,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             section: "mcp-go",
             claim: "on 2026-07-28 ListenAsync returns before the acknowledgement: a list taken before it misses a change committed in between, for good",
             rows: vec![(MCP_GO, Client, "onnotification", E26, "listen-race")],
-            check: |r| {
-                (
-                    violated(r, Property::ListenThenList),
-                    format!(
-                        "listen_then_list {}, converges {}",
-                        r.verdict(Property::ListenThenList),
-                        r.verdict(Property::Converges)
-                    ),
-                )
-            },
+            check: |r| shows(r, Property::ListenThenList, Property::Converges),
         },
         Claim {
             section: "Java",
