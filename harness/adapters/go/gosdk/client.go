@@ -241,7 +241,7 @@ func (c *goClient) registerCommands() {
 		}
 		args := map[string]any{}
 		if raw, ok := cmd.Fields["arguments"]; ok {
-			if err := jsonUnmarshal(raw, &args); err != nil {
+			if err := control.Unmarshal(raw, &args); err != nil {
 				return nil, fmt.Errorf("arguments must be an object: %v", err)
 			}
 		}
@@ -280,7 +280,7 @@ func (c *goClient) registerCommands() {
 	})
 	ctl.On("listen", func(cmd *control.Cmd) (map[string]any, error) {
 		var kinds []string
-		_ = jsonUnmarshal(cmd.Fields["kinds"], &kinds)
+		_ = control.Unmarshal(cmd.Fields["kinds"], &kinds)
 		for _, k := range kinds {
 			if k != "tools" && k != "prompts" && k != "resources" {
 				return nil, fmt.Errorf("unknown kind '%s' for listen", k)

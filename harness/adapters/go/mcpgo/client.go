@@ -235,7 +235,7 @@ func (mc *mcpGoClient) registerCommands() {
 		}
 		args := map[string]any{}
 		if raw, ok := cmd.Fields["arguments"]; ok {
-			if err := jsonUnmarshal(raw, &args); err != nil {
+			if err := control.Unmarshal(raw, &args); err != nil {
 				return nil, fmt.Errorf("arguments must be an object: %v", err)
 			}
 		}
@@ -273,7 +273,7 @@ func (mc *mcpGoClient) registerCommands() {
 	})
 	ctl.On("listen", func(cmd *control.Cmd) (map[string]any, error) {
 		var kinds []string
-		_ = jsonUnmarshal(cmd.Fields["kinds"], &kinds)
+		_ = control.Unmarshal(cmd.Fields["kinds"], &kinds)
 		filter := mcp.SubscriptionFilter{}
 		for _, k := range kinds {
 			switch k {
@@ -288,7 +288,7 @@ func (mc *mcpGoClient) registerCommands() {
 			}
 		}
 		var uris []string
-		_ = jsonUnmarshal(cmd.Fields["uris"], &uris)
+		_ = control.Unmarshal(cmd.Fields["uris"], &uris)
 		filter.ResourceSubscriptions = uris
 		if !mc.ready.Load() {
 			return nil, notReady
