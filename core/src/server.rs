@@ -478,7 +478,13 @@ impl Registry {
                 }),
             },
             Request::Subscribe { uri } => {
-                if self.catalog.get(Kind::Resources, &uri).is_none() {
+                // A resource of another authorization context is not found: a subscription
+                // would confirm that it exists and send its URI in `resources/updated`.
+                if !self
+                    .catalog
+                    .get(Kind::Resources, &uri)
+                    .is_some_and(|e| e.scope.visible_to(auth))
+                {
                     Response::Error(self.not_found())
                 } else {
                     if let Some(s) = self.sessions.get_mut(&c) {
@@ -709,7 +715,7 @@ pub fn changed_contents(a: &Catalog, b: &Catalog) -> Vec<Name> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vocab::Op;
+    use crate::vocab::{Op, Scope};
     use crate::wire::Cursor;
 
     fn reg(strategy: ServerStrategy, page_size: u16) -> Registry {
@@ -958,5 +964,138 @@ mod tests {
             })
         ));
         assert_eq!(r.version(), 1, "nothing was committed");
+    }
+
+    /// Sends `req` under `auth` from client 0; the response and every output.
+    fn ask(r: &mut Registry, auth: AuthCtx, req: Request) -> (Response, Vec<ServerOutput>) {
+        let mut out = Vec::new();
+        r.step(
+            ServerInput::Request(0, ClientMsg { id: 7, auth, req }),
+            &mut out,
+        );
+        let resp = out
+            .iter()
+            .find_map(|o| match o {
+                ServerOutput::Send {
+                    msg: ServerMsg::Response { resp, .. },
+                    ..
+                } => Some(resp.clone()),
+                _ => None,
+            })
+            .expect("a response");
+        (resp, out)
+    }
+
+    fn sent(out: &[ServerOutput]) -> Vec<&ServerMsg> {
+        out.iter()
+            .filter_map(|o| match o {
+                ServerOutput::Send { msg, .. } => Some(msg),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn calls_gets_reads_and_subscriptions_answer_only_what_the_caller_may_see() {
+        let mut r = reg(ServerStrategy::Reference, 0);
+        let only1 = Scope::Only(AuthCtx(1));
+        apply(
+            &mut r,
+            vec![
+                Op::Add {
+                    kind: Kind::Tools,
+                    name: "s".into(),
+                    def: "s1".into(),
+                    scope: only1,
+                },
+                Op::Add {
+                    kind: Kind::Prompts,
+                    name: "p".into(),
+                    def: "p1".into(),
+                    scope: only1,
+                },
+                Op::Add {
+                    kind: Kind::Resources,
+                    name: "file:///s".into(),
+                    def: "s".into(),
+                    scope: only1,
+                },
+            ],
+        );
+        let call = || Request::CallTool { name: "s".into() };
+        let get = || Request::GetPrompt { name: "p".into() };
+        let read = || Request::ReadResource {
+            uri: "file:///s".into(),
+        };
+        let subscribe = || Request::Subscribe {
+            uri: "file:///s".into(),
+        };
+        for req in [call(), get(), read(), subscribe()] {
+            let (resp, out) = ask(&mut r, AuthCtx(0), req.clone());
+            assert!(
+                matches!(resp, Response::Error(_)),
+                "{req:?} under auth0 answered {resp:?}"
+            );
+            assert!(
+                !out.iter()
+                    .any(|o| matches!(o, ServerOutput::Claim(Event::Dispatched { .. }))),
+                "{req:?} under auth0 ran something"
+            );
+        }
+        assert!(matches!(
+            ask(&mut r, AuthCtx(1), call()).0,
+            Response::ToolResult { .. }
+        ));
+        assert!(matches!(
+            ask(&mut r, AuthCtx(1), get()).0,
+            Response::Prompt { .. }
+        ));
+        assert!(matches!(
+            ask(&mut r, AuthCtx(1), read()).0,
+            Response::Content { .. }
+        ));
+        assert_eq!(ask(&mut r, AuthCtx(1), subscribe()).0, Response::Subscribed);
+    }
+
+    #[test]
+    fn a_content_change_tells_the_subscriber_and_changes_no_list() {
+        let mut r = reg(ServerStrategy::Reference, 0);
+        apply(&mut r, vec![Op::add(Kind::Resources, "file:///r", "r1")]);
+        let uri = || Name::from("file:///r");
+        assert_eq!(
+            ask(&mut r, AuthCtx(0), Request::Subscribe { uri: uri() }).0,
+            Response::Subscribed
+        );
+        let v = r.version();
+        let out = apply(
+            &mut r,
+            vec![Op::SetContent {
+                uri: uri(),
+                text: "hello".into(),
+            }],
+        );
+        assert_eq!(r.version(), v + 1, "a content change is a commit");
+        assert_eq!(
+            sent(&out),
+            [&ServerMsg::Notification(Notification::ResourceUpdated {
+                uri: uri(),
+                sub: None,
+            })],
+            "one resources/updated to the subscriber, no list_changed"
+        );
+        match ask(&mut r, AuthCtx(0), Request::ReadResource { uri: uri() }).0 {
+            Response::Content { text, .. } => assert_eq!(&*text, "hello"),
+            other => panic!("read after the change answered {other:?}"),
+        }
+        // Setting the same content again is no change: no version, no notification.
+        let out = apply(
+            &mut r,
+            vec![Op::SetContent {
+                uri: uri(),
+                text: "hello".into(),
+            }],
+        );
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(r.version(), v + 1);
     }
 }
