@@ -175,6 +175,11 @@ pub struct ClientConfig {
     /// Pacing of the walks change signals cause (absent: [`Pacing::OFF`]).
     #[serde(default = "Pacing::off")]
     pub pacing: Pacing,
+    /// The application calls tools by a name it knows from elsewhere (a model naming a tool, a
+    /// saved workflow) without looking it up in the snapshot, so the server's own checks decide.
+    /// Off: a call of a tool absent from the current snapshot fails in the client.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub calls_by_name: bool,
 }
 
 impl ClientConfig {
@@ -188,6 +193,7 @@ impl ClientConfig {
             watch: Vec::new(),
             limits: Limits::default(),
             pacing: Pacing::default(),
+            calls_by_name: false,
         }
     }
 }
@@ -670,7 +676,7 @@ impl CatalogClient {
                 let present = self
                     .snapshot(Kind::Tools)
                     .is_some_and(|s| s.items.iter().any(|i| i.name == name));
-                if present && self.phase == Phase::Ready {
+                if (present || self.cfg.calls_by_name) && self.phase == Phase::Ready {
                     let auth = self.auth;
                     self.send(
                         Request::CallTool { name: name.clone() },

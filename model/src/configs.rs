@@ -285,9 +285,13 @@ pub fn all() -> Vec<Config> {
         scope: Scope::Only(AuthCtx(1)),
     });
     s.auth_changes = vec![(0, AuthCtx(1)), (0, AuthCtx(0))];
+    // The application calls the auth1-only tool by name at any moment, listed or not: under
+    // auth0 the server must refuse it (judged by the world, from its own catalog).
+    s.calls = vec![(0, "t".into())];
+    s.clients[0].calls_by_name = true;
     out.push(cfg(
         s,
-        "two authorization contexts: the client switches to auth1 and back while items scoped to auth1 are added; caches are per context",
+        "two authorization contexts: the client switches to auth1 and back while items scoped to auth1 are added, and calls an auth1-only tool at any moment; caches are per context, calls answered per context",
         &[],
     ));
 

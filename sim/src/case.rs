@@ -464,6 +464,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
                 watch,
                 limits: Limits::default(),
                 pacing: Pacing::default(),
+                calls_by_name: false,
             }
         })
         .collect();
