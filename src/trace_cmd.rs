@@ -46,8 +46,13 @@ pub fn show(file: &Path, quiet: bool) -> Result<ExitCode> {
             trace_text::violated_list(&replay.verdicts)
         );
     } else {
-        print!("{}", trace_text::show(&file.display().to_string(), &t, &replay));
-        println!("\nvalid: every step replays and the verdicts match the trace's expected verdicts");
+        print!(
+            "{}",
+            trace_text::show(&file.display().to_string(), &t, &replay)
+        );
+        println!(
+            "\nvalid: every step replays and the verdicts match the trace's expected verdicts"
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -60,7 +60,9 @@ pub struct Conformance {
 #[derive(Debug, thiserror::Error)]
 pub enum ParseError {
     /// Written by another version of the harness.
-    #[error("format {found:?}, this build reads {FORMAT:?}: run `listsync matrix` to write it again")]
+    #[error(
+        "format {found:?}, this build reads {FORMAT:?}: run `listsync matrix` to write it again"
+    )]
     Format {
         /// The document's format tag.
         found: String,

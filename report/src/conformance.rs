@@ -6,12 +6,12 @@
 //! left a message log link it.
 
 use crate::md::cell_escape;
+use listsync_core::property::{Property, Verdict};
 use listsync_harness::adapters::Role;
 use listsync_harness::findings::{Finding, Status};
 use listsync_harness::matrix::CellState;
 use listsync_harness::outcome::{RunReport, RunStatus, Target};
 pub use listsync_harness::report::{Conformance, FORMAT};
-use listsync_core::property::{Property, Verdict};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -156,7 +156,12 @@ fn matrix(
     }
 }
 
-fn validation(s: &mut String, v: &Conformance, runs: &Runs, diagram: &dyn Fn(&str) -> Option<String>) {
+fn validation(
+    s: &mut String,
+    v: &Conformance,
+    runs: &Runs,
+    diagram: &dyn Fn(&str) -> Option<String>,
+) {
     let rows = &v.validation;
     let _ = writeln!(
         s,
@@ -349,9 +354,7 @@ fn divergences(s: &mut String, runs: &Runs, diagram: &dyn Fn(&str) -> Option<Str
     for (trace, rs) in by_trace {
         let rows: Vec<String> = rs
             .iter()
-            .map(|r| {
-                format!("{} {} ({}) {}", r.imp, r.role, r.variant, r.era)
-            })
+            .map(|r| format!("{} {} ({}) {}", r.imp, r.role, r.variant, r.era))
             .collect();
         let _ = writeln!(
             s,
@@ -475,22 +478,30 @@ mod tests {
         let row = &mut renamed["rows"][0];
         row["notes"] = row["note"].take();
         row.as_object_mut().unwrap().remove("note");
-        let e = Conformance::parse(&renamed.to_string()).unwrap_err().to_string();
+        let e = Conformance::parse(&renamed.to_string())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown field `notes`"), "{e}");
 
         let mut missing = json();
         missing["runs"][0].as_object_mut().unwrap().remove("status");
-        let e = Conformance::parse(&missing.to_string()).unwrap_err().to_string();
+        let e = Conformance::parse(&missing.to_string())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("missing field `status`"), "{e}");
 
         let mut renamed_run = json();
         renamed_run["runs"][0]["message_log"] = renamed_run["runs"][0]["log"].take();
-        let e = Conformance::parse(&renamed_run.to_string()).unwrap_err().to_string();
+        let e = Conformance::parse(&renamed_run.to_string())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown field `message_log`"), "{e}");
 
         let mut other = json();
         other["format"] = "listsync-conformance/2".into();
-        let e = Conformance::parse(&other.to_string()).unwrap_err().to_string();
+        let e = Conformance::parse(&other.to_string())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("listsync-conformance/2"), "{e}");
     }
 
@@ -498,7 +509,12 @@ mod tests {
     fn the_writer_s_document_reads_back_as_written() {
         let d = doc();
         let again = serde_json::to_value(&d).unwrap();
-        assert_eq!(Conformance::parse(&again.to_string()).unwrap().rows[0].key.imp, "ts-v2");
+        assert_eq!(
+            Conformance::parse(&again.to_string()).unwrap().rows[0]
+                .key
+                .imp,
+            "ts-v2"
+        );
         assert_eq!(again["rows"][1]["note"], "does not speak 2026-07-28");
         assert_eq!(again["rows"][0]["imp"], "ts-v2");
     }

@@ -19,8 +19,8 @@
 //! [`conformance_page`], so that each page has one renderer.
 
 use crate::bench::BenchFile;
-use crate::model_check::{self as mc, SuiteReport};
 use crate::conformance::{self, Conformance};
+use crate::model_check::{self as mc, SuiteReport};
 use crate::{bench_page, diagram, plot, sim};
 use anyhow::{Context, Result};
 use listsync_harness::matrix::{CellState, Row};

@@ -328,7 +328,10 @@ mod tests {
         counted.word(&failed);
         assert_eq!(
             counted.word(&ended),
-            (None, Some("tools: giving up after 2 failed attempts".into()))
+            (
+                None,
+                Some("tools: giving up after 2 failed attempts".into())
+            )
         );
         let mut forever = Notices {
             retry: Retry::Forever,

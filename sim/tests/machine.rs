@@ -227,5 +227,9 @@ fn one_seed_says_what_it_ran_and_what_it_found() {
     assert!(text.starts_with("seed 7: "), "{text}");
     assert!(text.contains(" clients, "), "{text}");
     let (_, out) = ran.single.as_ref().expect("a single run");
-    assert_eq!(text.matches("  VIOLATED ").count(), out.found.len(), "{text}");
+    assert_eq!(
+        text.matches("  VIOLATED ").count(),
+        out.found.len(),
+        "{text}"
+    );
 }
