@@ -177,7 +177,6 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
     let stop = CancellationToken::new();
 
     let mut extra = json!({ "page_size": page_size });
-    node::ready_fields(&server, &mut extra);
     let transport_done = CancellationToken::new();
     let mut http = None;
     if let Some(addr) = args.http {
@@ -219,7 +218,6 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
             let out = control::run_server(server.clone(), path, info, stop.clone())
                 .await
                 .with_context(|| format!("control socket {}", path.display()))?;
-            node::report_health(&server, out.clone());
             Some(out)
         }
         None => None,

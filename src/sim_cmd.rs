@@ -131,30 +131,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.json {
         println!("{json}");
     } else {
-        if let Some((case, out)) = &ran.single {
-            println!("seed {}: {:?}", case.shape.seed, case.shape);
-            println!(
-                "  {} clients, {} batches, {} initial items, {} steps, {} events, {:.1} simulated ms",
-                case.scenario.clients.len(),
-                case.scenario.script.len(),
-                case.scenario.initial.len(),
-                out.steps,
-                out.events,
-                out.end_us as f64 / 1000.0
-            );
-            for f in &out.found {
-                println!(
-                    "  VIOLATED {} after step {} ({:.1} ms): {}",
-                    f.property,
-                    f.after_steps,
-                    f.at_us as f64 / 1000.0,
-                    f.detail
-                );
-            }
-            if let Some(stuck) = &out.stuck {
-                println!("  STUCK: {stuck}");
-            }
-        }
+        print!("{}", ran.single_text());
         print!("{s}");
     }
     Ok(if s.as_expected {

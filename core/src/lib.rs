@@ -15,6 +15,7 @@ pub mod server;
 pub mod situation;
 pub mod strategy;
 pub mod trace;
+pub mod trace_text;
 pub mod vocab;
 pub mod wire;
 pub mod world;

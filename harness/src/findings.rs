@@ -38,6 +38,7 @@ impl Status {
 
 /// One claim and what the runs say.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Finding {
     /// Where in docs/sdk-facts.md.
     pub section: String,
@@ -812,6 +813,7 @@ pub fn extra(runs: &[RunReport]) -> Vec<String> {
 
 /// A question about a pinned version that no run answers, answered from its released source.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SourceCheck {
     /// SDK and exact version.
     pub sdk: String,

@@ -88,6 +88,7 @@ pub enum CellState {
 
 /// One cell.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Cell {
     /// State.
     pub state: CellState,
@@ -95,11 +96,11 @@ pub struct Cell {
     pub run: Option<String>,
 }
 
-/// One row.
+/// One row (written flat: the key's fields beside the others, through [`RowFields`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(from = "RowFields", into = "RowFields")]
 pub struct Row {
     /// Identity.
-    #[serde(flatten)]
     pub key: RowKey,
     /// Exact package versions (and runtime).
     pub version: String,
@@ -111,8 +112,56 @@ pub struct Row {
     pub note: Option<String>,
 }
 
+/// A [`Row`] as `conformance.json` holds it. Spelled out rather than `#[serde(flatten)]`ed, which
+/// cannot deny unknown fields.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowFields {
+    imp: String,
+    role: Role,
+    era: Era,
+    variant: String,
+    version: String,
+    cells: BTreeMap<Property, Cell>,
+    runs: Vec<String>,
+    note: Option<String>,
+}
+
+impl From<RowFields> for Row {
+    fn from(r: RowFields) -> Row {
+        Row {
+            key: RowKey {
+                imp: r.imp,
+                role: r.role,
+                era: r.era,
+                variant: r.variant,
+            },
+            version: r.version,
+            cells: r.cells,
+            runs: r.runs,
+            note: r.note,
+        }
+    }
+}
+
+impl From<Row> for RowFields {
+    fn from(r: Row) -> RowFields {
+        RowFields {
+            imp: r.key.imp,
+            role: r.key.role,
+            era: r.key.era,
+            variant: r.key.variant,
+            version: r.version,
+            cells: r.cells,
+            runs: r.runs,
+            note: r.note,
+        }
+    }
+}
+
 /// A known-bad strategy replayed as an rt variant.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Validation {
     /// Trace file.
     pub trace: String,

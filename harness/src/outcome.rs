@@ -45,6 +45,7 @@ impl RunStatus {
 /// What was run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[serde(deny_unknown_fields)]
 pub enum Target {
     /// A trace of the corpus.
     Trace {
@@ -71,6 +72,7 @@ impl Target {
 
 /// A violation found in a run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Found {
     /// Property.
     pub property: Property,
@@ -82,6 +84,7 @@ pub struct Found {
 
 /// One tool call's outcome as the client adapter reported it.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct CallOutcome {
     /// Tool.
     pub tool: String,
@@ -97,6 +100,7 @@ pub struct CallOutcome {
 
 /// Facts about a run used by the findings.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Observations {
     /// Server SDK and exact version (from its `ready`).
     pub server_sdk: Option<String>,
@@ -129,6 +133,7 @@ pub struct Observations {
 
 /// One run's report.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunReport {
     /// Unique id (file names under reports/).
     pub id: String,

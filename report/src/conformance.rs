@@ -1,39 +1,33 @@
 //! `reports/conformance.md` from `reports/conformance.json`, the conformance matrix `listsync
-//! matrix` writes (format `listsync-conformance/1`): one row per implementation × version ×
-//! role × era × variant with a cell per property, the harness's own validation against core's
-//! known-bad strategies, what the matrix says about the SDK facts, and every run. A cell or row
-//! that rests on a corpus trace links that trace's sequence diagram and its JSON; runs that
+//! matrix` writes ([`Conformance`], the harness's schema of it): one row per implementation ×
+//! version × role × era × variant with a cell per property, the harness's own validation against
+//! core's known-bad strategies, what the matrix says about the SDK facts, and every run. A cell or
+//! row that rests on a corpus trace links that trace's sequence diagram and its JSON; runs that
 //! left a message log link it.
-//!
-//! A document in another format is rendered generically (its facts and record arrays as
-//! tables), so the page never fails on a newer harness.
 
-use crate::md::{cell_escape, records_table, value_cell};
-use serde_json::Value;
+use crate::md::cell_escape;
+use listsync_core::property::{Property, Verdict};
+use listsync_harness::adapters::Role;
+use listsync_harness::findings::{Finding, Status};
+use listsync_harness::matrix::CellState;
+use listsync_harness::outcome::{RunReport, RunStatus, Target};
+pub use listsync_harness::report::{Conformance, FORMAT};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// The format this page reads field by field.
-pub const FORMAT: &str = "listsync-conformance/1";
-
 /// Column name of a property.
-fn short(p: &str) -> &str {
+fn short(p: Property) -> &'static str {
     match p {
-        "no_torn_snapshot" => "torn",
-        "no_stale_overwrite" => "stale",
-        "converges" => "converges",
-        "no_lost_wakeup" => "wakeup",
-        "notify_after_commit" => "notify",
-        "no_call_to_removed" => "call",
-        "bounded_refresh" => "bounded",
-        "auth_isolation" => "auth",
-        "listen_then_list" => "listen",
-        other => other,
+        Property::NoTornSnapshot => "torn",
+        Property::NoStaleOverwrite => "stale",
+        Property::Converges => "converges",
+        Property::NoLostWakeup => "wakeup",
+        Property::NotifyAfterCommit => "notify",
+        Property::NoCallToRemoved => "call",
+        Property::BoundedRefresh => "bounded",
+        Property::AuthIsolation => "auth",
+        Property::ListenThenList => "listen",
     }
-}
-
-fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Links for a corpus trace file name: its diagram (if rendered) and its JSON.
@@ -46,23 +40,23 @@ fn trace_links(name: &str, diagram: &dyn Fn(&str) -> Option<String>) -> String {
 }
 
 /// What a run ran, linked.
-fn run_target(run: &Value, diagram: &dyn Fn(&str) -> Option<String>) -> String {
-    let t = run.get("target").unwrap_or(&Value::Null);
-    let name = str_of(t, "name");
-    let target = if str_of(t, "type") == "trace" {
-        trace_links(name, diagram)
-    } else {
-        format!("`{name}`")
+fn run_target(run: &RunReport, diagram: &dyn Fn(&str) -> Option<String>) -> String {
+    let target = match &run.target {
+        Target::Trace { name, .. } => trace_links(name, diagram),
+        Target::Exercise { name } => format!("`{name}`"),
     };
-    match run.get("log").and_then(Value::as_str) {
+    match &run.log {
         Some(l) => format!("{target} [log]({l})"),
         None => target,
     }
 }
 
+/// Runs by id.
+type Runs<'a> = BTreeMap<&'a str, &'a RunReport>;
+
 /// Renders `conformance.md` from the JSON, or a page saying how to produce it. `diagram` maps
 /// a corpus trace's file name (`naive.json`) to its diagram's path relative to `reports/`.
-pub fn render(json: Option<&Value>, diagram: &dyn Fn(&str) -> Option<String>) -> String {
+pub fn render(json: Option<&Conformance>, diagram: &dyn Fn(&str) -> Option<String>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Conformance matrix\n");
     let Some(v) = json else {
@@ -74,21 +68,9 @@ pub fn render(json: Option<&Value>, diagram: &dyn Fn(&str) -> Option<String>) ->
         );
         return s;
     };
-    if v.get("format").and_then(Value::as_str) != Some(FORMAT) {
-        generic(&mut s, v);
-        return s;
-    }
-    let runs: BTreeMap<&str, &Value> = v
-        .get("runs")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().map(|r| (str_of(r, "id"), r)).collect())
-        .unwrap_or_default();
-    let props: Vec<&str> = v
-        .get("properties")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let seconds = v.get("seconds").and_then(Value::as_f64).unwrap_or(0.0);
+    let runs: Runs = v.runs.iter().map(|r| (r.id.as_str(), r)).collect();
+    let props = &v.properties;
+    let seconds = v.seconds;
     let _ = writeln!(
         s,
         "Generated by `listsync report` from `conformance.json`, written by `listsync matrix` \
@@ -104,52 +86,43 @@ pub fn render(json: Option<&Value>, diagram: &dyn Fn(&str) -> Option<String>) ->
         runs.len(),
         props
             .iter()
-            .map(|p| format!("{} = `{p}`", short(p)))
+            .map(|p| format!("{} = `{p}`", short(*p)))
             .collect::<Vec<_>>()
             .join(", ")
     );
-    matrix(&mut s, v, &props, &runs, diagram);
+    matrix(&mut s, v, props, &runs, diagram);
     validation(&mut s, v, &runs, diagram);
     findings(&mut s, v, &runs);
     divergences(&mut s, &runs, diagram);
-    run_table(&mut s, &runs, &props, diagram);
+    run_table(&mut s, &runs, props, diagram);
     s
 }
 
 fn matrix(
     s: &mut String,
-    v: &Value,
-    props: &[&str],
-    runs: &BTreeMap<&str, &Value>,
+    v: &Conformance,
+    props: &[Property],
+    runs: &Runs,
     diagram: &dyn Fn(&str) -> Option<String>,
 ) {
     let _ = write!(s, "| implementation | version | role | era | variant |");
     for p in props {
-        let _ = write!(s, " {} |", short(p));
+        let _ = write!(s, " {} |", short(*p));
     }
     let _ = writeln!(s);
     let _ = writeln!(s, "|---|---|---|---|---|{}", "---|".repeat(props.len()));
-    for row in v
-        .get("rows")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for row in &v.rows {
         let _ = write!(
             s,
             "| {} | {} | {} | {} | {} |",
-            str_of(row, "imp"),
-            cell_escape(str_of(row, "version")),
-            str_of(row, "role"),
-            str_of(row, "era"),
-            str_of(row, "variant")
+            row.key.imp,
+            cell_escape(&row.version),
+            row.key.role,
+            row.key.era,
+            row.key.variant
         );
-        let ran = row
-            .get("runs")
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty());
-        if let Some(note) = row.get("note").and_then(Value::as_str)
-            && !ran
+        if let Some(note) = &row.note
+            && row.runs.is_empty()
         {
             let _ = writeln!(
                 s,
@@ -160,22 +133,22 @@ fn matrix(
             continue;
         }
         for p in props {
-            let cell = row.get("cells").and_then(|c| c.get(*p));
-            let state = cell.map(|c| str_of(c, "state")).unwrap_or("");
-            let text = match state {
-                "violated" => {
+            let cell = row.cells.get(p);
+            let text = match cell.map(|c| c.state) {
+                Some(CellState::Violated) => {
                     let run = cell
-                        .and_then(|c| c.get("run"))
-                        .and_then(Value::as_str)
+                        .and_then(|c| c.run.as_deref())
                         .and_then(|id| runs.get(id));
                     match run {
                         Some(r) => format!("**violated** {}", run_target(r, diagram)),
                         None => "**violated**".into(),
                     }
                 }
-                "not_run" => "not run".into(),
-                "" => "–".into(),
-                other => other.to_owned(),
+                Some(CellState::NotRun) => "not run".into(),
+                Some(CellState::Holds) => "holds".into(),
+                Some(CellState::NotApplicable) => "n/a".into(),
+                Some(CellState::Diverged) => "diverged".into(),
+                None => "–".into(),
             };
             let _ = write!(s, " {text} |");
         }
@@ -185,13 +158,11 @@ fn matrix(
 
 fn validation(
     s: &mut String,
-    v: &Value,
-    runs: &BTreeMap<&str, &Value>,
+    v: &Conformance,
+    runs: &Runs,
     diagram: &dyn Fn(&str) -> Option<String>,
 ) {
-    let Some(rows) = v.get("validation").and_then(Value::as_array) else {
-        return;
-    };
+    let rows = &v.validation;
     let _ = writeln!(
         s,
         "\n## Harness validation: each known-bad strategy of core, run as a variant of our runtime\n"
@@ -209,55 +180,48 @@ fn validation(
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     for val in rows {
-        let run = runs.get(str_of(val, "run")).copied();
-        let status = run.map_or("failed", |r| str_of(r, "status"));
-        let role = str_of(val, "role");
+        let run = runs.get(val.run.as_str()).copied();
+        let status = run.map(|r| r.status);
         let strategy = run
-            .map(|r| {
-                if role == "server" {
-                    str_of(r, "server")
-                } else {
-                    str_of(r, "client")
-                }
+            .map(|r| match val.role {
+                Some(Role::Server) => r.server.as_str(),
+                _ => r.client.as_str(),
             })
             .unwrap_or("");
         let caught = match status {
-            "unsupported" => "unsupported".to_owned(),
-            "failed" => "failed".to_owned(),
-            _ if val.get("caught").and_then(Value::as_bool) == Some(true) => "**yes**".into(),
+            Some(RunStatus::Unsupported) => "unsupported".to_owned(),
+            None | Some(RunStatus::Failed) => "failed".to_owned(),
+            _ if val.caught => "**yes**".into(),
             _ => "NO".into(),
         };
-        let agrees = if status == "unsupported" {
+        let agrees = if status == Some(RunStatus::Unsupported) {
             "-"
-        } else if val.get("agrees").and_then(Value::as_bool) == Some(true) {
+        } else if val.agrees {
             "yes"
         } else {
             "no"
         };
         let mut detail = run
-            .and_then(|r| r.get("detail"))
-            .and_then(Value::as_str)
+            .and_then(|r| r.detail.as_deref())
             .map(cell_escape)
             .unwrap_or_default();
-        if let Some(l) = run.and_then(|r| r.get("log")).and_then(Value::as_str) {
+        if let Some(l) = run.and_then(|r| r.log.as_deref()) {
             detail = format!("[log]({l}) {detail}");
         }
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {caught} | {agrees} | {} |",
-            trace_links(str_of(val, "trace"), diagram),
-            if role.is_empty() { "-" } else { role },
+            trace_links(&val.trace, diagram),
+            val.role.map_or("-", Role::as_str),
             cell_escape(strategy),
-            val.get("shows").and_then(Value::as_str).unwrap_or("-"),
+            val.shows.map_or("-", Property::as_str),
             detail.trim()
         );
     }
 }
 
-fn findings(s: &mut String, v: &Value, runs: &BTreeMap<&str, &Value>) {
-    let Some(found) = v.get("findings").and_then(Value::as_array) else {
-        return;
-    };
+fn findings(s: &mut String, v: &Conformance, runs: &Runs) {
+    let found = &v.findings;
     let _ = writeln!(
         s,
         "\n## docs/sdk-facts.md, \"Observed\": what the matrix says\n"
@@ -272,26 +236,18 @@ fn findings(s: &mut String, v: &Value, runs: &BTreeMap<&str, &Value>) {
     );
     let _ = writeln!(s, "| section | claim | verdict | evidence |");
     let _ = writeln!(s, "|---|---|---|---|");
-    let status_text = |f: &Value| str_of(f, "status").replace('_', " ");
     for f in found {
-        let ids: Vec<&str> = f
-            .get("runs")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
         let evidence: Vec<String> = f
-            .get("evidence")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+            .evidence
+            .iter()
             .enumerate()
             .map(|(i, e)| {
-                let e = cell_escape(e.as_str().unwrap_or(""));
-                let log = ids
+                let e = cell_escape(e);
+                let log = f
+                    .runs
                     .get(i)
-                    .and_then(|id| runs.get(id))
-                    .and_then(|r| r.get("log"))
-                    .and_then(Value::as_str);
+                    .and_then(|id| runs.get(id.as_str()))
+                    .and_then(|r| r.log.as_deref());
                 match log {
                     Some(l) => format!("{e} ([log]({l}))"),
                     None => e,
@@ -301,9 +257,9 @@ fn findings(s: &mut String, v: &Value, runs: &BTreeMap<&str, &Value>) {
         let _ = writeln!(
             s,
             "| {} | {} | **{}** | {} |",
-            cell_escape(str_of(f, "section")),
-            cell_escape(str_of(f, "claim")),
-            status_text(f),
+            cell_escape(&f.section),
+            cell_escape(&f.claim),
+            f.status.as_str(),
             evidence.join("<br>")
         );
     }
@@ -311,41 +267,28 @@ fn findings(s: &mut String, v: &Value, runs: &BTreeMap<&str, &Value>) {
         s,
         "\n### Where the matrix disagrees with docs/sdk-facts.md\n"
     );
-    let disagree: Vec<&Value> = found
+    let disagree: Vec<&Finding> = found
         .iter()
-        .filter(|f| matches!(str_of(f, "status"), "refuted" | "partly"))
+        .filter(|f| matches!(f.status, Status::Refuted | Status::Partly))
         .collect();
-    let extra: Vec<&str> = v
-        .get("not_in_sdk_facts")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let extra = &v.not_in_sdk_facts;
     if disagree.is_empty() && extra.is_empty() {
         let _ = writeln!(s, "Nowhere: every claim tested was confirmed.");
     }
     for f in disagree {
-        let ev: Vec<&str> = f
-            .get("evidence")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
         let _ = writeln!(
             s,
             "- {} ({}): **{}** — {}",
-            str_of(f, "claim"),
-            str_of(f, "section"),
-            status_text(f),
-            ev.join("; ")
+            f.claim,
+            f.section,
+            f.status.as_str(),
+            f.evidence.join("; ")
         );
     }
     for e in extra {
         let _ = writeln!(s, "- {e}");
     }
-    let checks: Vec<&Value> = v
-        .get("source_checks")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
+    let checks = &v.source_checks;
     if !checks.is_empty() {
         let _ = writeln!(
             s,
@@ -359,38 +302,30 @@ fn findings(s: &mut String, v: &Value, runs: &BTreeMap<&str, &Value>) {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} |",
-                cell_escape(str_of(c, "sdk")),
-                cell_escape(str_of(c, "question")),
-                cell_escape(str_of(c, "answer")),
-                cell_escape(str_of(c, "place"))
+                cell_escape(&c.sdk),
+                cell_escape(&c.question),
+                cell_escape(&c.answer),
+                cell_escape(&c.place)
             );
         }
     }
 }
 
 /// Which corpus replays against the rows left their trace, per trace, with the first reason.
-fn divergences(
-    s: &mut String,
-    runs: &BTreeMap<&str, &Value>,
-    diagram: &dyn Fn(&str) -> Option<String>,
-) {
-    let replays: Vec<&Value> = runs
+fn divergences(s: &mut String, runs: &Runs, diagram: &dyn Fn(&str) -> Option<String>) {
+    let replays: Vec<&RunReport> = runs
         .iter()
         .filter(|(id, r)| {
             !id.starts_with("validation.")
-                && r.pointer("/target/type").and_then(Value::as_str) == Some("trace")
-                && matches!(str_of(r, "status"), "completed" | "diverged")
+                && matches!(r.target, Target::Trace { .. })
+                && matches!(r.status, RunStatus::Completed | RunStatus::Diverged)
         })
         .map(|(_, r)| *r)
         .collect();
-    let mut by_trace: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
+    let mut by_trace: BTreeMap<&str, Vec<&RunReport>> = BTreeMap::new();
     for r in &replays {
-        if str_of(r, "status") == "diverged" {
-            let name = r
-                .pointer("/target/name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            by_trace.entry(name).or_default().push(r);
+        if r.status == RunStatus::Diverged {
+            by_trace.entry(r.target.name()).or_default().push(r);
         }
     }
     let n: usize = by_trace.values().map(Vec::len).sum();
@@ -419,30 +354,22 @@ fn divergences(
     for (trace, rs) in by_trace {
         let rows: Vec<String> = rs
             .iter()
-            .map(|r| {
-                format!(
-                    "{} {} ({}) {}",
-                    str_of(r, "imp"),
-                    str_of(r, "role"),
-                    str_of(r, "variant"),
-                    str_of(r, "era")
-                )
-            })
+            .map(|r| format!("{} {} ({}) {}", r.imp, r.role, r.variant, r.era))
             .collect();
         let _ = writeln!(
             s,
             "| {} | {} | {} |",
             trace_links(trace, diagram),
             cell_escape(&rows.join("<br>")),
-            cell_escape(str_of(rs[0], "detail"))
+            cell_escape(rs[0].detail.as_deref().unwrap_or(""))
         );
     }
 }
 
 fn run_table(
     s: &mut String,
-    runs: &BTreeMap<&str, &Value>,
-    props: &[&str],
+    runs: &Runs,
+    props: &[Property],
     diagram: &dyn Fn(&str) -> Option<String>,
 ) {
     if runs.is_empty() {
@@ -454,30 +381,25 @@ fn run_table(
         "| run | target | server | client | status | violated | notes |"
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+    let verdict = |v: Option<&Verdict>| v.map_or_else(|| "-".to_owned(), Verdict::to_string);
     for (id, r) in runs {
-        let judged = r.get("judged");
         let violated: Vec<&str> = props
             .iter()
-            .filter(|p| judged.and_then(|j| j.get(**p)).and_then(Value::as_str) == Some("violated"))
-            .map(|p| short(p))
+            .filter(|p| r.judged.get(*p) == Some(&Verdict::Violated))
+            .map(|p| short(*p))
             .collect();
-        let mut notes = r
-            .get("detail")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        if let (Some(j), Some(m)) = (judged, r.get("model"))
-            && str_of(r, "status") == "completed"
-        {
+        let mut notes = r.detail.clone().unwrap_or_default();
+        if r.status == RunStatus::Completed {
+            let model = |p: &Property| r.model.as_ref().and_then(|m| m.get(p));
             let diff: Vec<String> = props
                 .iter()
-                .filter(|p| j.get(**p) != m.get(**p))
+                .filter(|p| r.judged.get(*p) != model(p))
                 .map(|p| {
                     format!(
                         "{} judged {} / model {}",
-                        short(p),
-                        j.get(*p).and_then(Value::as_str).unwrap_or("-"),
-                        m.get(*p).and_then(Value::as_str).unwrap_or("-")
+                        short(*p),
+                        verdict(r.judged.get(p)),
+                        verdict(model(p))
                     )
                 })
                 .collect();
@@ -489,41 +411,12 @@ fn run_table(
             s,
             "| {id} | {} | {} | {} | {} | {} | {} |",
             run_target(r, diagram),
-            cell_escape(str_of(r, "server")),
-            cell_escape(str_of(r, "client")),
-            str_of(r, "status"),
+            cell_escape(&r.server),
+            cell_escape(&r.client),
+            r.status.as_str(),
             violated.join(" "),
             cell_escape(notes.trim())
         );
-    }
-}
-
-/// Any other JSON: its facts, and every array of records as a table.
-fn generic(s: &mut String, v: &Value) {
-    let _ = writeln!(
-        s,
-        "Generated by `listsync report` from `conformance.json` (format `{}`, which this page \
-         does not read field by field: shown as written).\n",
-        v.get("format").and_then(Value::as_str).unwrap_or("unknown")
-    );
-    match v {
-        Value::Object(m) => {
-            for (k, val) in m {
-                match val {
-                    Value::Array(rows) if !rows.is_empty() && rows.iter().all(Value::is_object) => {
-                        let _ = writeln!(s, "\n## {k}\n");
-                        s.push_str(&records_table(rows));
-                    }
-                    _ => {
-                        let _ = writeln!(s, "- **{k}**: {}", value_cell(val));
-                    }
-                }
-            }
-        }
-        Value::Array(rows) => s.push_str(&records_table(rows)),
-        other => {
-            let _ = writeln!(s, "{}", value_cell(other));
-        }
     }
 }
 
@@ -531,7 +424,23 @@ fn generic(s: &mut String, v: &Value) {
 mod tests {
     use super::*;
 
-    fn doc() -> Value {
+    /// A run as the harness writes it.
+    fn run() -> serde_json::Value {
+        serde_json::json!({"id": "r1", "target": {"type": "trace", "name": "naive.json", "shows": null},
+                  "imp": "ts-v2", "role": "client", "variant": "listchanged", "era": "2025-11-25",
+                  "status": "completed", "server": "reference", "client": "ts-v2", "detail": null,
+                  "log": "conformance/r1.log",
+                  "judged": {"no_stale_overwrite": "violated"},
+                  "model": {"no_stale_overwrite": "violated"},
+                  "expected": null, "violations": [], "notes": [], "duration_ms": 5,
+                  "observations": {"server_sdk": null, "client_sdk": null, "negotiated": null,
+                                   "tools_list_changed_advertised": null,
+                                   "notifications_per_batch": [], "relists": 0,
+                                   "max_concurrent_lists": 0, "calls": [], "published": 0,
+                                   "paginated": false, "cursor_relists": 0, "bad": []}})
+    }
+
+    fn json() -> serde_json::Value {
         serde_json::json!({
             "format": FORMAT,
             "seconds": 12.0,
@@ -555,12 +464,59 @@ mod tests {
             "source_checks": [{"sdk": "io.modelcontextprotocol.sdk:mcp 2.1.0",
                                "question": "a generation counter?", "answer": "no",
                                "place": "McpAsyncClient"}],
-            "runs": [{"id": "r1", "target": {"type": "trace", "name": "naive.json"},
-                      "status": "completed", "server": "reference", "client": "ts-v2",
-                      "log": "conformance/r1.log",
-                      "judged": {"no_stale_overwrite": "violated"},
-                      "model": {"no_stale_overwrite": "violated"}}]
+            "runs": [run()]
         })
+    }
+
+    fn doc() -> Conformance {
+        Conformance::parse(&json().to_string()).expect("the writer's shape parses")
+    }
+
+    #[test]
+    fn a_renamed_or_missing_field_or_another_format_is_an_error_naming_it() {
+        let mut renamed = json();
+        let row = &mut renamed["rows"][0];
+        row["notes"] = row["note"].take();
+        row.as_object_mut().unwrap().remove("note");
+        let e = Conformance::parse(&renamed.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `notes`"), "{e}");
+
+        let mut missing = json();
+        missing["runs"][0].as_object_mut().unwrap().remove("status");
+        let e = Conformance::parse(&missing.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing field `status`"), "{e}");
+
+        let mut renamed_run = json();
+        renamed_run["runs"][0]["message_log"] = renamed_run["runs"][0]["log"].take();
+        let e = Conformance::parse(&renamed_run.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `message_log`"), "{e}");
+
+        let mut other = json();
+        other["format"] = "listsync-conformance/2".into();
+        let e = Conformance::parse(&other.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("listsync-conformance/2"), "{e}");
+    }
+
+    #[test]
+    fn the_writer_s_document_reads_back_as_written() {
+        let d = doc();
+        let again = serde_json::to_value(&d).unwrap();
+        assert_eq!(
+            Conformance::parse(&again.to_string()).unwrap().rows[0]
+                .key
+                .imp,
+            "ts-v2"
+        );
+        assert_eq!(again["rows"][1]["note"], "does not speak 2026-07-28");
+        assert_eq!(again["rows"][0]["imp"], "ts-v2");
     }
 
     #[test]

@@ -19,10 +19,11 @@
 //! [`conformance_page`], so that each page has one renderer.
 
 use crate::bench::BenchFile;
+use crate::conformance::{self, Conformance};
 use crate::model_check::{self as mc, SuiteReport};
-use crate::{bench_page, conformance, diagram, plot, sim};
+use crate::{bench_page, diagram, plot, sim};
 use anyhow::{Context, Result};
-use serde_json::Value;
+use listsync_harness::matrix::{CellState, Row};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -252,12 +253,12 @@ pub fn write_conformance_page(out: &Path) -> Result<PathBuf> {
     Ok(out.join("conformance.md"))
 }
 
-fn conformance_page(out: &Path, w: &mut Written) -> Result<Option<Value>> {
+fn conformance_page(out: &Path, w: &mut Written) -> Result<Option<Conformance>> {
     let path = out.join("conformance.json");
     let mut unreadable = None;
     let v = match std::fs::read_to_string(&path) {
         Err(_) => None,
-        Ok(t) => match serde_json::from_str(&t) {
+        Ok(t) => match Conformance::parse(&t) {
             Ok(v) => Some(v),
             Err(e) => {
                 unreadable = Some(e.to_string());
@@ -329,45 +330,20 @@ fn bench_pages(out: &Path, figures: &Path, w: &mut Written) -> Result<BenchFile>
 
 /// The conformance matrix's headline: rows, runs, reference rows clean, third-party rows with a
 /// violation, known-bad strategies caught.
-fn conformance_headline(v: &Value) -> String {
-    let rows: Vec<&Value> = v
-        .get("rows")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
-    let violated = |r: &Value| {
-        r.get("cells").and_then(Value::as_object).is_some_and(|c| {
-            c.values()
-                .any(|c| c.get("state") == Some(&"violated".into()))
-        })
-    };
-    let is_ref = |r: &Value| r.get("imp").and_then(Value::as_str) == Some("reference");
+fn conformance_headline(v: &Conformance) -> String {
+    let rows = &v.rows;
+    let violated = |r: &Row| r.cells.values().any(|c| c.state == CellState::Violated);
+    let is_ref = |r: &Row| r.key.imp == "reference";
     let refs = rows.iter().filter(|r| is_ref(r)).count();
     let refs_bad = rows.iter().filter(|r| is_ref(r) && violated(r)).count();
-    let others: Vec<&&Value> = rows
+    let others: Vec<&Row> = rows
         .iter()
-        .filter(|r| {
-            !is_ref(r)
-                && r.get("runs")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| !a.is_empty())
-        })
+        .filter(|r| !is_ref(r) && !r.runs.is_empty())
         .collect();
     let others_bad = others.iter().filter(|r| violated(r)).count();
-    let validation: Vec<&Value> = v
-        .get("validation")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter(|x| x.get("shows").is_some_and(|s| !s.is_null()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let caught = validation
-        .iter()
-        .filter(|x| x.get("caught").and_then(Value::as_bool) == Some(true))
-        .count();
-    let runs = v.get("runs").and_then(Value::as_array).map_or(0, Vec::len);
+    let validation: Vec<_> = v.validation.iter().filter(|x| x.shows.is_some()).collect();
+    let caught = validation.iter().filter(|x| x.caught).count();
+    let runs = v.runs.len();
     format!(
         "{} rows, {runs} runs; reference rows violating a property: {refs_bad} of {refs}; \
          third-party rows that ran and violate at least one property: {others_bad} of {}; \
@@ -383,7 +359,7 @@ fn index(
     check: Option<&SuiteReport>,
     corpus: &[String],
     sims: &[sim::Summary],
-    conf: Option<&Value>,
+    conf: Option<&Conformance>,
     bench: &BenchFile,
     w: &Written,
 ) -> Result<()> {

@@ -66,6 +66,42 @@ pub struct Ran {
     pub single: Option<(Case, RunResult)>,
 }
 
+impl Ran {
+    /// (single seed) What the seed ran and what it found, as printed before the summary.
+    pub fn single_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut o = String::new();
+        let Some((case, out)) = &self.single else {
+            return o;
+        };
+        let _ = writeln!(o, "seed {}: {:?}", case.shape.seed, case.shape);
+        let _ = writeln!(
+            o,
+            "  {} clients, {} batches, {} initial items, {} steps, {} events, {:.1} simulated ms",
+            case.scenario.clients.len(),
+            case.scenario.script.len(),
+            case.scenario.initial.len(),
+            out.steps,
+            out.events,
+            out.end_us as f64 / 1000.0
+        );
+        for f in &out.found {
+            let _ = writeln!(
+                o,
+                "  VIOLATED {} after step {} ({:.1} ms): {}",
+                f.property,
+                f.after_steps,
+                f.at_us as f64 / 1000.0,
+                f.detail
+            );
+        }
+        if let Some(stuck) = &out.stuck {
+            let _ = writeln!(o, "  STUCK: {stuck}");
+        }
+        o
+    }
+}
+
 impl Request {
     /// The request's problems, as the one-line error a user sees.
     pub fn validate(&self) -> Result<(Strategies, FaultPlan), String> {

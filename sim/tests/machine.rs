@@ -202,3 +202,34 @@ fn every_known_bad_strategy_is_caught_and_shrinks_to_a_replayable_trace() {
         back.check().unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
+
+#[test]
+fn one_seed_says_what_it_ran_and_what_it_found() {
+    let req = listsync_sim::driver::Request {
+        level: listsync_sim::summary::Level::Machine,
+        seeds: None,
+        seed: Some(7),
+        first_seed: 0,
+        shard: None,
+        clients: None,
+        burst: None,
+        nodes: None,
+        faults: Some("none".into()),
+        strategy: "naive".into(),
+        out: std::env::temp_dir(),
+        threads: Some(1),
+        no_shrink: true,
+        http: false,
+        history: None,
+    };
+    let ran = listsync_sim::driver::run(&req, &|_| {}, &|_| None).expect("runs");
+    let text = ran.single_text();
+    assert!(text.starts_with("seed 7: "), "{text}");
+    assert!(text.contains(" clients, "), "{text}");
+    let (_, out) = ran.single.as_ref().expect("a single run");
+    assert_eq!(
+        text.matches("  VIOLATED ").count(),
+        out.found.len(),
+        "{text}"
+    );
+}

@@ -2,14 +2,12 @@
 //! and its version live in Redis; control-channel batches on any node commit there, and every
 //! node installs each new version before it notifies its own clients. The node's health (current,
 //! or stale while cut off from Redis) is logged, answered on `GET /health`, and reported on the
-//! control channel as `health` events.
+//! control channel as `health` events ([`listsync_rt::control::run_server`]).
 
 use anyhow::Context;
 use listsync_core::vocab::Op;
-use listsync_rt::control::Outbox;
 use listsync_rt::server::cluster::{Node, NodeOptions};
 use listsync_rt::server::{Server, ServerSettings};
-use serde_json::Value;
 
 /// The multi-instance flags of `listsync serve`.
 #[derive(clap::Args)]
@@ -51,31 +49,4 @@ pub async fn server(
         args.redis_prefix, health.catalog_id, health.version
     );
     Ok((node.server().clone(), Some(node)))
-}
-
-/// Adds the node's identity to the `ready` event's fields.
-pub fn ready_fields(server: &Server, extra: &mut Value) {
-    let health = server.health();
-    if let Some(n) = &health.node {
-        extra["node"] = Value::from(n.as_str());
-        extra["catalog_id"] = Value::from(health.catalog_id);
-        extra["version"] = Value::from(health.version);
-    }
-}
-
-/// Reports the node's health on the control channel now and on every change.
-pub fn report_health(server: &Server, out: Outbox) {
-    if server.health().node.is_none() {
-        return;
-    }
-    let server = server.clone();
-    let mut changes = server.staleness();
-    tokio::spawn(async move {
-        loop {
-            out.event("health", server.health().to_json());
-            if changes.changed().await.is_err() {
-                break;
-            }
-        }
-    });
 }

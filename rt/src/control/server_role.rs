@@ -190,11 +190,12 @@ fn command(server: Server, cmd: String, v: Value) -> Reply {
 
 /// Connects to the control socket at `path` and reports `ready`; the returned task serves the
 /// server role until the socket closes or `shutdown` (both cancel `stop`). Its outbox can be
-/// flushed before the process exits.
+/// flushed before the process exits. A node of a multi-instance server adds its name, catalog id
+/// and version to `ready`, and reports its health as a `health` event now and on every change.
 pub async fn run_server(
     server: Server,
     path: &Path,
-    info: ReadyInfo,
+    mut info: ReadyInfo,
     stop: CancellationToken,
 ) -> std::io::Result<Outbox> {
     let channel = Channel::connect(path).await?;
@@ -202,8 +203,31 @@ pub async fn run_server(
     // The history so far (the current commit) first, then every event as it happens.
     out.event("history", json!({ "entry": server.current_commit() }));
     forward_notices(&server, out.clone());
+    let health = server.health();
+    if let Some(n) = &health.node {
+        info.extra["node"] = Value::from(n.as_str());
+        info.extra["catalog_id"] = Value::from(health.catalog_id);
+        info.extra["version"] = Value::from(health.version);
+    }
     out.event("ready", info.fields());
+    if health.node.is_some() {
+        report_health(&server, out.clone());
+    }
     let handler: Handler = Arc::new(move |cmd, v| command(server.clone(), cmd, v));
     tokio::spawn(channel.serve(handler, stop));
     Ok(out)
+}
+
+/// Sends the node's health now and on every change.
+fn report_health(server: &Server, out: Outbox) {
+    let server = server.clone();
+    let mut changes = server.staleness();
+    tokio::spawn(async move {
+        loop {
+            out.event("health", server.health().to_json());
+            if changes.changed().await.is_err() {
+                break;
+            }
+        }
+    });
 }

@@ -1,0 +1,345 @@
+//! Watching a server with the reference client (what `listsync watch` runs): a
+//! [`ClientHandle`] on an [`Endpoint`], each change of its snapshots said as one line with the
+//! catalog version behind it (a line identical to the last one said for that list is not said
+//! again), every failure (connecting, listing) and every retry it schedules said as it happens,
+//! and the end of the run decided: giving up after [`Retry::Times`] failed attempts in a row,
+//! or stopping on Ctrl-C, on `shutdown` from the harness control channel, or when a stdio
+//! connection ends. With a control socket the harness control channel (client role) is served
+//! too, and every notice is forwarded to it.
+
+use crate::client::{ClientHandle, ClientNotice, ClientSettings, Endpoint, View};
+use crate::control::{self, ReadyInfo};
+use listsync_core::client::Pacing;
+use listsync_core::history::{Event, RefreshOutcome};
+use listsync_core::strategy::ClientStrategy;
+use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// How many failed attempts in a row the client makes before it gives up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// Retries after a failure, then give up.
+    Times(u8),
+    /// Never give up.
+    Forever,
+}
+
+impl std::str::FromStr for Retry {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Retry, String> {
+        match s {
+            "forever" => Ok(Retry::Forever),
+            n => n.parse::<u8>().map(Retry::Times).map_err(|_| {
+                format!("'{n}' is neither a number of retries (0..=255) nor 'forever'")
+            }),
+        }
+    }
+}
+
+/// What to watch and how.
+#[derive(Clone, Debug)]
+pub struct WatchOptions {
+    /// Protocol era.
+    pub era: Era,
+    /// Client strategy.
+    pub strategy: ClientStrategy,
+    /// Where the server is.
+    pub endpoint: Endpoint,
+    /// Lists kept.
+    pub kinds: KindSet,
+    /// Authorization context to start in.
+    pub auth: AuthCtx,
+    /// Bearer token presented for `auth` over HTTP.
+    pub bearer: Option<String>,
+    /// Failed attempts in a row before giving up.
+    pub retry: Retry,
+    /// Longest wait for a connection (with its handshake) and for each request.
+    pub timeout: Duration,
+    /// Pacing of the walks notifications cause.
+    pub pacing: Pacing,
+    /// Unix socket of the harness control channel.
+    pub control: Option<PathBuf>,
+}
+
+/// One line `watch` says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Said {
+    /// A list changed: `KIND AUTH vVERSION (N items)[ stale]: NAMES`.
+    Change(String),
+    /// A failure, a retry, a warning, or why the run ended.
+    Diagnostic(String),
+}
+
+/// How the run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Stopped on request (Ctrl-C, `shutdown`) or because the stdio connection ended.
+    Stopped,
+    /// Gave up after its failed attempts.
+    GaveUp,
+}
+
+/// The change line of a list, `None` before its first listing.
+fn change_line(kind: Kind, view: &View) -> Option<String> {
+    if !view.fetched {
+        return None;
+    }
+    let names: Vec<&str> = view.items.iter().map(|i| &*i.name).collect();
+    Some(format!(
+        "{} {} v{} ({} items){}: {}",
+        kind,
+        view.auth,
+        view.version.map_or("-".to_owned(), |v| v.to_string()),
+        view.items.len(),
+        if view.is_stale() { " stale" } else { "" },
+        names.join(", ")
+    ))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{} ms", d.as_millis())
+}
+
+/// Counts failed listings per list and words each notice.
+struct Notices {
+    retry: Retry,
+    failures: BTreeMap<Kind, u32>,
+}
+
+impl Notices {
+    /// The diagnostic of a notice, if it has one, and the reason to give up, if it is one.
+    fn word(&mut self, n: &ClientNotice) -> (Option<String>, Option<String>) {
+        let said = match n {
+            ClientNotice::ConnectFailed { why } => format!("cannot connect: {why}"),
+            ClientNotice::ReconnectScheduled { attempt, of, delay } => match of {
+                Some(of) => format!("reconnecting in {} (attempt {attempt} of {of})", ms(*delay)),
+                None => format!("reconnecting in {} (attempt {attempt})", ms(*delay)),
+            },
+            ClientNotice::Disconnected { why } => format!("disconnected: {why}"),
+            ClientNotice::RefreshFailed { kind, error } => {
+                *self.failures.entry(*kind).or_default() += 1;
+                format!("{kind}: listing failed: {error}")
+            }
+            ClientNotice::RetryScheduled {
+                kind,
+                attempt,
+                of,
+                delay,
+            } => format!("{kind}: retry {attempt} of {of} in {}", ms(*delay)),
+            ClientNotice::Warning(w) => format!("warning: {w}"),
+            ClientNotice::NotificationsDropped { count } => {
+                format!("{count} notifications dropped (too many distinct ones pending)")
+            }
+            ClientNotice::Event(Event::RefreshEnded { kind, outcome, .. }) => {
+                if *outcome != RefreshOutcome::Failed {
+                    self.failures.remove(kind);
+                    return (None, None);
+                }
+                let n = self.failures.get(kind).copied().unwrap_or(0);
+                if self.retry != Retry::Forever {
+                    return (
+                        None,
+                        Some(format!("{kind}: giving up after {n} failed attempts")),
+                    );
+                }
+                format!(
+                    "{kind}: still failing after {n} attempts; trying again on the next change notification"
+                )
+            }
+            _ => return (None, None),
+        };
+        (Some(said), None)
+    }
+}
+
+/// Runs the client until it stops or gives up, saying each line through `say` as it happens.
+/// Fails only when the control socket cannot be reached.
+pub async fn watch(opts: WatchOptions, say: &mut dyn FnMut(Said)) -> std::io::Result<Ended> {
+    let WatchOptions {
+        era,
+        strategy,
+        endpoint,
+        kinds,
+        auth,
+        bearer,
+        retry,
+        timeout,
+        pacing,
+        control: control_path,
+    } = opts;
+    // The control channel first: no event may be lost.
+    let channel = match &control_path {
+        Some(path) => Some(control::connect_client(path).await.map_err(|e| {
+            std::io::Error::new(e.kind(), format!("control socket {}: {e}", path.display()))
+        })?),
+        None => None,
+    };
+    let (ntx, mut nrx) = mpsc::unbounded_channel();
+    let mut settings = ClientSettings::new(era, kinds);
+    settings.client.strategy = strategy;
+    settings.client.auth = auth;
+    settings.client.pacing = pacing;
+    settings.observer = Some(ntx);
+    settings.connect_timeout = timeout;
+    settings.request_timeout = timeout;
+    match retry {
+        Retry::Times(n) => {
+            settings.max_reconnects = Some(u32::from(n));
+            settings.client.limits.max_retries = n;
+        }
+        Retry::Forever => {
+            settings.max_reconnects = None;
+            settings.client.limits.max_retries = u8::MAX;
+        }
+    }
+    if let Some(token) = bearer {
+        settings.bearer.insert(auth, token);
+    }
+    let stdio = matches!(endpoint, Endpoint::Stdio);
+    let catalog = ClientHandle::spawn(settings, endpoint);
+    let stop = CancellationToken::new();
+    // Notices are said below and, with a control channel, sent to the harness too.
+    let (ctl_tx, outbox) = match channel {
+        Some(channel) => {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let info = ReadyInfo {
+                role: "client",
+                era,
+                variant: strategy.to_string(),
+                extra: json!({ "kinds": kinds }),
+            };
+            let task = tokio::spawn(control::run_client(
+                channel,
+                catalog.clone(),
+                rx,
+                info,
+                stop.clone(),
+            ));
+            (Some(tx), Some(task))
+        }
+        None => (None, None),
+    };
+
+    let mut last: BTreeMap<Kind, String> = BTreeMap::new();
+    let mut notices = Notices {
+        retry,
+        failures: BTreeMap::new(),
+    };
+    let mut changes = catalog.changes();
+    let mut status = catalog.status();
+    let mut ended = Ended::Stopped;
+    loop {
+        tokio::select! {
+            // Notices first: the client's last failure is said before the line that ends.
+            biased;
+            Some(n) = nrx.recv() => {
+                let (said, give_up) = notices.word(&n);
+                if let Some(line) = said {
+                    say(Said::Diagnostic(line));
+                }
+                if let Some(tx) = &ctl_tx {
+                    let _ = tx.send(n);
+                }
+                if let Some(why) = give_up {
+                    say(Said::Diagnostic(why));
+                    ended = Ended::GaveUp;
+                    break;
+                }
+            }
+            r = changes.changed() => {
+                if r.is_err() { break; }
+                changes.borrow_and_update();
+                for kind in kinds.iter() {
+                    if let Some(line) = change_line(kind, &catalog.list(kind))
+                        && last.get(&kind) != Some(&line)
+                    {
+                        say(Said::Change(line.clone()));
+                        last.insert(kind, line);
+                    }
+                }
+            }
+            r = status.wait_for(|s| s.ended) => {
+                // Notices the client sent as it ended are said before the last line.
+                while let Ok(n) = nrx.try_recv() {
+                    if let (Some(line), _) = notices.word(&n) {
+                        say(Said::Diagnostic(line));
+                    }
+                }
+                if let Ok(s) = r && let Some(e) = &s.last_error {
+                    if stdio {
+                        say(Said::Diagnostic(format!("stopped: {e}")));
+                    } else {
+                        say(Said::Diagnostic(format!("giving up: {e}")));
+                        ended = Ended::GaveUp;
+                    }
+                }
+                break;
+            }
+            _ = stop.cancelled() => break,
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    catalog.shutdown();
+    if let Some(task) = outbox
+        && let Ok(Ok(out)) = tokio::time::timeout(Duration::from_secs(2), task).await
+    {
+        let _ = tokio::time::timeout(Duration::from_secs(2), out.flush()).await;
+    }
+    Ok(ended)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_is_a_count_or_forever() {
+        assert_eq!("3".parse(), Ok(Retry::Times(3)));
+        assert_eq!("forever".parse(), Ok(Retry::Forever));
+        assert!("300".parse::<Retry>().unwrap_err().contains("'300'"));
+    }
+
+    #[test]
+    fn failed_listings_give_up_only_when_retries_are_counted() {
+        let failed = ClientNotice::RefreshFailed {
+            kind: Kind::Tools,
+            error: listsync_core::client::ClientError::TooManyPages(9),
+        };
+        let ended = ClientNotice::Event(Event::RefreshEnded {
+            client: 0,
+            kind: Kind::Tools,
+            auth: AuthCtx(0),
+            refresh: 1,
+            outcome: RefreshOutcome::Failed,
+        });
+        let mut counted = Notices {
+            retry: Retry::Times(1),
+            failures: BTreeMap::new(),
+        };
+        assert_eq!(
+            counted.word(&failed).0.as_deref(),
+            Some("tools: listing failed: list has more than 9 pages")
+        );
+        counted.word(&failed);
+        assert_eq!(
+            counted.word(&ended),
+            (
+                None,
+                Some("tools: giving up after 2 failed attempts".into())
+            )
+        );
+        let mut forever = Notices {
+            retry: Retry::Forever,
+            failures: BTreeMap::new(),
+        };
+        forever.word(&failed);
+        let (said, give_up) = forever.word(&ended);
+        assert!(said.unwrap().contains("still failing after 1 attempts"));
+        assert_eq!(give_up, None);
+    }
+}
