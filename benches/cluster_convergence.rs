@@ -169,6 +169,12 @@ fn bench(c: &mut Criterion) {
     let (mut on_c, mut on_single) = (Vec::new(), Vec::new());
     let mut group = c.benchmark_group(GROUP);
     group.sampling_mode(SamplingMode::Flat);
+    // Enough changes per setup for a p99 that is more than the largest of a few dozen.
+    group.measurement_time(if quick {
+        Duration::from_secs(5)
+    } else {
+        Duration::from_secs(15)
+    });
     for &n in sizes {
         rt.block_on(async {
             let (v, _) = rig.truth().await;

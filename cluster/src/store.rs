@@ -423,7 +423,10 @@ fn parse_catalog(json: &str) -> Result<Catalog, StoreError> {
 pub fn parse_event(payload: &str) -> Option<(u64, Option<Catalog>)> {
     let (version, json) = payload.split_once(' ').unwrap_or((payload, ""));
     let version = version.parse().ok()?;
-    Some((version, parse_catalog(json).ok().filter(|_| !json.is_empty())))
+    Some((
+        version,
+        parse_catalog(json).ok().filter(|_| !json.is_empty()),
+    ))
 }
 
 /// `cmdstat_<name>:calls=<n>,...` lines of `INFO commandstats` → name → calls.

@@ -168,7 +168,9 @@ mod tests {
             "{s}"
         );
         assert!(
-            s.contains("| single node | 1 | 10 | 40 | 40 | 0.500 / 0.900 | 11.0 / 15.0 / 16.0 |  | 0 | 0 |"),
+            s.contains(
+                "| single node | 1 | 10 | 40 | 40 | 0.500 / 0.900 | 11.0 / 15.0 / 16.0 |  | 0 | 0 |"
+            ),
             "{s}"
         );
         let h = headline(&group()).expect("headline");

@@ -17,7 +17,6 @@
 //!   refresh that started after a notification was recorded therefore always observes the change
 //!   that notification announced.
 
-
 /// Where a single-flight refresher stands.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FlightState {

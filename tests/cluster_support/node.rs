@@ -174,11 +174,11 @@ impl Rig {
             cmd.args(["--redis", &redis_url, "--node", name]);
         }
         cmd.args(["--era", self.era.as_str()])
-        .args(["--page-size", &self.page_size.to_string()])
-        .arg("--initial")
-        .arg(self.initial.to_string())
-        .arg("--control")
-        .arg(&sock);
+            .args(["--page-size", &self.page_size.to_string()])
+            .arg("--initial")
+            .arg(self.initial.to_string())
+            .arg("--control")
+            .arg(&sock);
         if let Some(s) = &spec.strategy {
             cmd.args(["--strategy", s]);
         }
