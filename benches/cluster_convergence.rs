@@ -191,7 +191,7 @@ fn bench(c: &mut Criterion) {
                     turn += 1;
                     rt.block_on(async {
                         // Alternate which goes first, so neither always follows the other.
-                        for first in [turn % 2 == 0, turn % 2 == 1] {
+                        for first in [turn.is_multiple_of(2), !turn.is_multiple_of(2)] {
                             if first {
                                 let m = change(&mut rig, A, &on_c, &mut rev).await;
                                 total += cluster.take(m);

@@ -28,7 +28,7 @@ fn baseline<'a>(rows: &'a [ClusterRow], r: &ClusterRow) -> Option<&'a ClusterRow
 /// Cluster p99 minus the single node's, milliseconds, when both converged.
 fn overhead(rows: &[ClusterRow], r: &ClusterRow) -> Option<f64> {
     let b = baseline(rows, r)?;
-    (r.converged > 0 && b.converged > 0).then(|| r.converge_ms.p99 - b.converge_ms.p99)
+    (r.converged > 0 && b.converged > 0).then_some(r.converge_ms.p99 - b.converge_ms.p99)
 }
 
 /// The headline: the cluster row with the most clients, beside its single-node row.
