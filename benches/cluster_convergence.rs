@@ -1,13 +1,16 @@
-//! Bench (6), cluster convergence: one logical server on three `listsync serve --redis --node`
-//! processes (nodes A, B, C) and a Redis of the bench's own; N reference clients on node C over
-//! Streamable HTTP. Each change is one batch committed through node A's control channel; the
-//! time measured runs from sending it to node A until every client on node C holds the new
-//! version (the commit in Redis, node C's follower hearing of it and loading it, C's
-//! notifications, each client's list). A separate pass counts the Redis work of a change:
-//! `INFO commandstats` before and after K back-to-back changes.
+//! Bench (6), cluster fan-out: one logical server on three `listsync serve --redis --node`
+//! processes (nodes A, B, C) and a Redis of the bench's own, N reference clients on node C over
+//! Streamable HTTP; beside it, in the same run, one `listsync serve` process without Redis with N
+//! clients of its own, so the cluster's own cost is the difference. Each change is one batch sent
+//! to a control channel (node A's; the single node's); two times are taken: until the reply
+//! (the commit made, the committing node's own sessions notified) and until every client holds
+//! the new version (for the cluster: the commit in Redis, node C hearing of it and installing
+//! it, C's notifications, each client's list). Each iteration makes one change of each setup,
+//! in alternating order, so both see the same machine load. A separate pass counts the Redis
+//! work of a change: `INFO commandstats` before and after K back-to-back changes.
 //!
-//! Writes `target/listsync-bench/cluster_convergence.json` (`listsync report`'s extra groups:
-//! `{"cluster_convergence": {"run", "driver", "notes", "rows"}}`, one row per N).
+//! Writes `target/listsync-bench/cluster_convergence.json` (the bench file's
+//! `cluster_convergence` group: `listsync_report::bench::ClusterRow`s, two per N).
 
 mod support;
 
@@ -18,28 +21,35 @@ use cluster_support::{NodeSpec, Rig};
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use listsync_core::history::ClientId;
 use listsync_core::vocab::Era;
-use listsync_report::bench::Dist;
-use serde_json::{Value, json};
+use listsync_report::bench::{BenchFile, ClusterRow, Dist, Group, Setup};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const GROUP: &str = "cluster_convergence";
 const DEADLINE: Duration = Duration::from_secs(30);
 /// Commands the store's Lua scripts run inside Redis (not round trips of their own).
-const IN_SCRIPT: [&str; 4] = ["get", "set", "xadd", "publish"];
+const IN_SCRIPT: [&str; 3] = ["get", "mset", "publish"];
 
-/// Node indices in the rig.
+/// Node indices in the rig: the cluster's A and C, and the single node.
 const A: usize = 0;
 const C: usize = 2;
+const SINGLE: usize = 3;
 
-/// One change through node A; returns the time until every client in `on_c` holds it (None if
-/// one did not within the deadline).
-async fn change(rig: &mut Rig, on_c: &[ClientId], rev: &mut u32) -> Option<Duration> {
+/// One change through node `via`; returns the time to its reply and the time until every client
+/// in `clients` holds it (None if one did not within the deadline).
+async fn change(
+    rig: &mut Rig,
+    via: usize,
+    clients: &[ClientId],
+    rev: &mut u32,
+) -> Option<(Duration, Duration)> {
     *rev += 1;
     let ops = json!([{"op": "update", "kind": "tools", "name": "t0", "description": format!("t0 v{rev}")}]);
     let t0 = Instant::now();
-    let v = rig.mutate(A, &ops).await;
-    for &c in on_c {
+    let v = rig.mutate(via, &ops).await;
+    let committed = t0.elapsed();
+    for &c in clients {
         let client = &rig.clients[c as usize].catalog;
         let mut changes = client.changes();
         let held = tokio::time::timeout(DEADLINE, async {
@@ -55,10 +65,11 @@ async fn change(rig: &mut Rig, on_c: &[ClientId], rev: &mut u32) -> Option<Durat
             return None;
         }
     }
-    Some(t0.elapsed())
+    Some((committed, t0.elapsed()))
 }
 
-/// Redis commands (by name) and round trips per change over `k` back-to-back changes.
+/// Redis commands per change by name, and their total and round trips, over `k` back-to-back
+/// changes through node A.
 async fn redis_work(
     rig: &mut Rig,
     on_c: &[ClientId],
@@ -67,7 +78,7 @@ async fn redis_work(
 ) -> (BTreeMap<String, f64>, f64, f64) {
     let before = rig.store.command_stats().await.expect("INFO commandstats");
     for _ in 0..k {
-        change(rig, on_c, rev).await.expect("converged");
+        change(rig, A, on_c, rev).await.expect("converged");
     }
     let after = rig.store.command_stats().await.expect("INFO commandstats");
     let mut per: BTreeMap<String, f64> = BTreeMap::new();
@@ -86,6 +97,51 @@ async fn redis_work(
     (per, total, round_trips)
 }
 
+/// Samples of one setup at one client count.
+#[derive(Default)]
+struct Samples {
+    iterations: u64,
+    commit_ms: Vec<f64>,
+    converge_ms: Vec<f64>,
+}
+
+impl Samples {
+    fn take(&mut self, measured: Option<(Duration, Duration)>) -> Duration {
+        self.iterations += 1;
+        match measured {
+            Some((commit, converge)) => {
+                self.commit_ms.push(commit.as_secs_f64() * 1e3);
+                self.converge_ms.push(converge.as_secs_f64() * 1e3);
+                converge
+            }
+            None => DEADLINE,
+        }
+    }
+
+    fn row(mut self, setup: Setup, nodes: u32, clients: usize) -> ClusterRow {
+        ClusterRow {
+            setup,
+            nodes,
+            clients: clients as u32,
+            iterations: self.iterations,
+            converged: self.converge_ms.len() as u64,
+            commit_ms: Dist::of(&mut self.commit_ms),
+            converge_ms: Dist::of(&mut self.converge_ms),
+            redis_commands_per_change: 0.0,
+            redis_round_trips_per_change: 0.0,
+            redis_commands: BTreeMap::new(),
+        }
+    }
+}
+
+/// Adds clients on `node` until `ids` has `n`, then waits until they hold `version`.
+async fn clients_on(rig: &mut Rig, node: usize, ids: &mut Vec<ClientId>, n: usize, version: u64) {
+    while ids.len() < n {
+        ids.push(rig.add_client(node).await);
+    }
+    rig.wait_clients(ids, version).await;
+}
+
 fn bench(c: &mut Criterion) {
     let clock = support::RunClock::start();
     let quick = support::quick();
@@ -99,100 +155,112 @@ fn bench(c: &mut Criterion) {
         for name in ["a", "b", "c"] {
             rig.add_node(name, NodeSpec::default()).await;
         }
+        let single = NodeSpec {
+            standalone: true,
+            ..NodeSpec::default()
+        };
+        assert_eq!(rig.add_node("single", single).await, SINGLE);
         rig
     });
     let sizes: &[usize] = if quick { &[1, 10] } else { &[1, 10, 50] };
     let k: u32 = if quick { 20 } else { 100 };
     let mut rev = 0u32;
     let mut rows = Vec::new();
-    let mut breakdown = Vec::new();
+    let (mut on_c, mut on_single) = (Vec::new(), Vec::new());
     let mut group = c.benchmark_group(GROUP);
     group.sampling_mode(SamplingMode::Flat);
+    // Enough changes per setup for a p99 that is more than the largest of a few dozen.
+    group.measurement_time(if quick {
+        Duration::from_secs(5)
+    } else {
+        Duration::from_secs(15)
+    });
     for &n in sizes {
-        let on_c: Vec<ClientId> = rt.block_on(async {
-            while rig.clients.len() < n {
-                rig.add_client(C).await;
-            }
-            let all: Vec<ClientId> = rig.clients.iter().map(|c| c.id).collect();
+        rt.block_on(async {
             let (v, _) = rig.truth().await;
-            rig.wait_clients(&all, v).await;
-            all
+            clients_on(&mut rig, C, &mut on_c, n, v).await;
+            let v = rig.nodes[SINGLE].version().await;
+            clients_on(&mut rig, SINGLE, &mut on_single, n, v).await;
         });
-        let mut ms = Vec::new();
-        let mut iterations = 0u64;
-        group.bench_function(BenchmarkId::new("commit_on_a_converged_on_c", n), |b| {
+        let (mut cluster, mut single) = (Samples::default(), Samples::default());
+        let mut turn = 0u64;
+        group.bench_function(BenchmarkId::new("cluster_then_single_node", n), |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    iterations += 1;
-                    match rt.block_on(change(&mut rig, &on_c, &mut rev)) {
-                        Some(d) => {
-                            ms.push(d.as_secs_f64() * 1e3);
-                            total += d;
+                    turn += 1;
+                    rt.block_on(async {
+                        // Alternate which goes first, so neither always follows the other.
+                        for first in [turn.is_multiple_of(2), !turn.is_multiple_of(2)] {
+                            if first {
+                                let m = change(&mut rig, A, &on_c, &mut rev).await;
+                                total += cluster.take(m);
+                            } else {
+                                let m = change(&mut rig, SINGLE, &on_single, &mut rev).await;
+                                total += single.take(m);
+                            }
                         }
-                        None => total += DEADLINE,
-                    }
+                    });
                 }
                 total
             })
         });
-        let converged = ms.len() as u64;
-        let dist = Dist::of(&mut ms);
         let (per, total, round_trips) = rt.block_on(redis_work(&mut rig, &on_c, &mut rev, k));
-        rows.push(json!({
-            "nodes": 3,
-            "clients_on_c": n,
-            "iterations": iterations,
-            "converged": converged,
-            "p50_ms": dist.p50,
-            "p99_ms": dist.p99,
-            "max_ms": dist.max,
-            "mean_ms": dist.mean,
-            "redis_commands_per_change": total,
-            "redis_round_trips_per_change": round_trips,
-        }));
-        let cmds: Vec<String> = per.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
-        breakdown.push(format!(
-            "{n} client(s) on C: Redis commands per change by name: {}",
-            cmds.join(", ")
-        ));
+        let cluster = ClusterRow {
+            redis_commands_per_change: total,
+            redis_round_trips_per_change: round_trips,
+            redis_commands: per,
+            ..cluster.row(Setup::Cluster, 3, n)
+        };
+        let single = single.row(Setup::SingleNode, 1, n);
         eprintln!(
-            "cluster_convergence: {n} client(s) on C: p50 {:.2} ms, p99 {:.2} ms; {total:.2} Redis commands ({round_trips:.2} round trips) per change",
-            dist.p50, dist.p99
+            "cluster_convergence: {n} client(s): cluster p50 {:.2} ms, p99 {:.2} ms; single node \
+             p50 {:.2} ms, p99 {:.2} ms; {total:.2} Redis commands ({round_trips:.2} round \
+             trips) per change",
+            cluster.converge_ms.p50,
+            cluster.converge_ms.p99,
+            single.converge_ms.p50,
+            single.converge_ms.p99,
         );
+        rows.push(cluster);
+        rows.push(single);
     }
     group.finish();
     rt.block_on(rig.shutdown());
-    let mut notes = vec![
-        "One change = one batch (one tool updated) sent to node A's control channel; timed \
-         until every client on node C holds the new version. The clients stay connected \
-         across iterations; nodes A and B have no clients. Every change timed is in the \
-         percentiles (criterion's warm-up included); with a few dozen changes, p99 is close \
-         to the largest."
+    let notes = vec![
+        "One change = one batch (one tool updated) sent to a control channel: node A's for the \
+         cluster (clients on node C; nodes A and B have none), the single node's for the single \
+         node (its own clients). Each iteration makes one change of each, in alternating order. \
+         The clients stay connected across iterations. Every change timed is in the percentiles \
+         (criterion's warm-up included); with a few dozen changes, p99 is close to the largest."
+            .to_owned(),
+        "Where the cluster's time goes: the commit reply includes node A's one Redis round trip \
+         (a compare-and-set script from the version A serves; it publishes the new version with \
+         its catalog); node C installs the version from the event itself, without a read, then \
+         notifies its clients, which list as on a single node. So the cluster adds about one \
+         Redis round trip and one pub/sub hop to the single node's path."
             .to_owned(),
         format!(
-            "Redis work counted with INFO commandstats over {k} back-to-back changes (INFO \
-             itself excluded). Commands include those the store's Lua scripts run (get, set, \
-             xadd, publish); round trips are the rest (evalsha: node A's load and \
-             compare-and-set, and nodes B's and C's catch-up reads after the change event; node \
-             A already holds the version it committed), plus the nodes' once-a-second safety \
-             polls that fell in the window. Pub/sub deliveries to \
-             the three nodes are not commands and are not counted."
+            "Redis work counted with INFO commandstats over {k} back-to-back changes through \
+             node A (INFO itself excluded). Commands include those the store's commit script \
+             runs (get, mset, publish); round trips are the rest (evalsha: node A's \
+             compare-and-set), plus the nodes' once-a-second safety polls that fell in the \
+             window (one get each, counted among the commands, not the round trips). Pub/sub \
+             deliveries to the three nodes are not commands and are not counted."
         ),
     ];
-    notes.extend(breakdown);
-    support::write_extra(
-        GROUP,
-        json!({
-            "run": clock.info(),
-            "driver": "three `listsync serve --http --redis --node` processes (release build) and \
-                       redis-server on 127.0.0.1, listsync-rt reference clients (2025-11-25, \
-                       Streamable HTTP, page size 2, 6 tools) in the bench process, tokio with 2 \
-                       workers",
-            "notes": notes,
-            "rows": Value::Array(rows),
-        }),
-    );
+    let mut file = BenchFile::new();
+    file.cluster = Some(Group {
+        run: clock.info(),
+        driver: "three `listsync serve --http --redis --node` processes and one `listsync serve \
+                 --http` process (release build), redis-server on 127.0.0.1, listsync-rt \
+                 reference clients (2025-11-25, Streamable HTTP, page size 2, 6 tools) in the \
+                 bench process, tokio with 2 workers"
+            .into(),
+        notes,
+        rows,
+    });
+    support::write_figures(GROUP, &file);
 }
 
 criterion_group! {

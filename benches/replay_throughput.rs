@@ -15,8 +15,8 @@
 //!
 //! The ts-v2 adapter is installed on first use (`harness/adapters/provision.sh`); without
 //! `node` the row is left out and a note says why. Quick mode (`LISTSYNC_BENCH_QUICK=1`): 10
-//! samples per row. Writes `target/listsync-bench/replay_throughput.json` (`listsync report`'s
-//! extra groups: `{"replay_throughput": {"run", "driver", "notes", "rows"}}`).
+//! samples per row. Writes `target/listsync-bench/replay_throughput.json` (the bench file's
+//! `replay_throughput` group: `listsync_report::bench::ReplayRow`s).
 
 mod support;
 
@@ -27,8 +27,7 @@ use listsync_harness::outcome::RunStatus;
 use listsync_harness::pin::PinnedExe;
 use listsync_harness::replay::{ReplayPlan, plan, replay};
 use listsync_harness::run::Bounds;
-use listsync_report::bench::Dist;
-use serde_json::{Value, json};
+use listsync_report::bench::{BenchFile, Dist, Group, ReplayRow};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -61,7 +60,7 @@ fn row(
     adapter: &str,
     label: &str,
     plans: &[ReplayPlan],
-) -> Option<Value> {
+) -> Option<ReplayRow> {
     let mut per_trace = Vec::new();
     let mut diverged = 0usize;
     let mut replays = 0usize;
@@ -88,17 +87,17 @@ fn row(
         return None; // filtered out
     }
     let d = Dist::of(&mut per_trace);
-    Some(json!({
-        "adapter": adapter,
-        "traces": label,
-        "replays": replays,
-        "not_completed": diverged,
-        "traces_per_sec": 1.0 / d.mean.max(1e-9),
-        "seconds_mean": d.mean,
-        "seconds_p50": d.p50,
-        "seconds_p90": d.p90,
-        "seconds_max": d.max,
-    }))
+    Some(ReplayRow {
+        adapter: adapter.to_owned(),
+        traces: label.to_owned(),
+        replays: replays as u64,
+        not_completed: diverged as u64,
+        traces_per_sec: 1.0 / d.mean.max(1e-9),
+        seconds_mean: d.mean,
+        seconds_p50: d.p50,
+        seconds_p90: d.p90,
+        seconds_max: d.max,
+    })
 }
 
 fn bench(c: &mut Criterion) {
@@ -165,16 +164,16 @@ fn bench(c: &mut Criterion) {
         }
     }
     group.finish();
-    support::write_extra(
-        GROUP,
-        json!({
-            "run": clock.info(),
-            "driver": "listsync harness replay (proxy + control channels) of traces/ against \
-                       real adapter processes",
-            "notes": notes,
-            "rows": rows,
-        }),
-    );
+    let mut file = BenchFile::new();
+    file.replay = Some(Group {
+        run: clock.info(),
+        driver: "listsync harness replay (proxy + control channels) of traces/ against real \
+                 adapter processes"
+            .into(),
+        notes,
+        rows,
+    });
+    support::write_figures(GROUP, &file);
 }
 
 criterion_group! {

@@ -14,6 +14,7 @@ mod support;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use listsync_report::bench::{BenchFile, ChurnRow, Dist, Group};
 use listsync_store::{SnapshotCell, Versioned};
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -156,7 +157,7 @@ fn sample_reads(name: &str, readers: u32, dur: Duration) -> (Vec<f64>, f64) {
         .map(|_| {
             let store = churn.store.clone();
             std::thread::spawn(move || {
-                let mut v = Vec::with_capacity(1 << 20);
+                let mut v = Vec::with_capacity(1 << 16);
                 let end = Instant::now() + dur;
                 while Instant::now() < end && v.len() < 4_000_000 {
                     let a = Instant::now();
@@ -177,6 +178,27 @@ fn sample_reads(name: &str, readers: u32, dur: Duration) -> (Vec<f64>, f64) {
     (all, published as f64 / secs)
 }
 
+/// Samples every store at `readers` readers in `rounds` short slices of `slice` each, the stores
+/// taking turns (in a rotating order), so that a change in the machine's load falls on all of
+/// them alike; returns per store its samples and mean publish rate.
+fn sample_interleaved(
+    readers: u32,
+    rounds: u32,
+    slice: Duration,
+) -> BTreeMap<&'static str, (Vec<f64>, f64)> {
+    let mut out: BTreeMap<&'static str, (Vec<f64>, f64)> = BTreeMap::new();
+    for round in 0..rounds {
+        for i in 0..Store::NAMES.len() {
+            let name = Store::NAMES[(i + round as usize) % Store::NAMES.len()];
+            let (samples, rate) = sample_reads(name, readers, slice);
+            let entry = out.entry(name).or_default();
+            entry.0.extend(samples);
+            entry.1 += rate / f64::from(rounds);
+        }
+    }
+    out
+}
+
 /// The cost of timing an empty operation.
 fn timer_only(dur: Duration) -> Vec<f64> {
     let mut v = Vec::with_capacity(1 << 20);
@@ -192,14 +214,17 @@ fn timer_only(dur: Duration) -> Vec<f64> {
 fn bench(c: &mut Criterion) {
     let clock = support::RunClock::start();
     let quick = support::quick();
-    let sample_for = if quick {
-        Duration::from_millis(500)
+    // Percentile pass: rounds of short slices, the stores taking turns.
+    let (rounds, slice) = if quick {
+        (20, Duration::from_millis(50))
     } else {
-        Duration::from_secs(3)
+        (60, Duration::from_millis(100))
     };
+    let sample_for = slice * rounds;
     let mut rows = Vec::new();
     let mut group = c.benchmark_group("snapshot_churn");
     for readers in [1u32, 2, 4] {
+        let mut means = BTreeMap::new();
         for name in Store::NAMES {
             // Criterion: the measuring thread reads; readers - 1 more read in the background.
             let churn = Churn::start(name, readers - 1);
@@ -217,15 +242,22 @@ fn bench(c: &mut Criterion) {
                 })
             });
             churn.stop();
-            if mean_ns == 0.0 {
-                continue; // filtered out
+            if mean_ns > 0.0 {
+                means.insert(name, mean_ns);
             }
-            let (mut samples, publishes_per_sec) = sample_reads(name, readers, sample_for);
+        }
+        if means.is_empty() {
+            continue; // filtered out
+        }
+        for (name, (mut samples, publishes_per_sec)) in sample_interleaved(readers, rounds, slice) {
+            let Some(mean_ns) = means.get(name) else {
+                continue;
+            };
             rows.push(ChurnRow {
                 store: name.to_owned(),
                 readers,
                 read_ns: Dist::of(&mut samples),
-                reads_per_sec: if mean_ns > 0.0 { 1e9 / mean_ns } else { 0.0 },
+                reads_per_sec: 1e9 / mean_ns,
                 publishes_per_sec,
             });
         }
@@ -244,9 +276,16 @@ fn bench(c: &mut Criterion) {
         run: clock.info(),
         driver: "std threads: one writer publishing back to back, 1, 2 or 4 reader threads".into(),
         notes: vec![
-            "Each read returns an Arc of the whole snapshot (100 items). Percentiles time every \
-             read individually, so they include the timer's own cost (the `timer only` row)."
+            "Each read returns an Arc of the whole snapshot (100 items). Percentiles (and the \
+             means the ratios use) time every read individually, so they include the timer's \
+             own cost (the `timer only` row); reads/s is criterion's, from one store at a time."
                 .into(),
+            format!(
+                "Percentiles: {rounds} rounds of {} ms per store and reader count, the stores \
+                 taking turns in a rotating order, so that the machine's changing load falls on \
+                 all of them alike.",
+                slice.as_millis()
+            ),
             "With 2 or 4 readers there are 3 or 5 busy threads on a 2-core machine: a lock holder \
              can be preempted, which is what the tail of the lock-based stores shows."
                 .into(),

@@ -140,14 +140,3 @@ pub fn write_figures(group: &str, file: &BenchFile) {
         Err(e) => eprintln!("listsync bench: cannot write {}: {e}", path.display()),
     }
 }
-
-/// Writes the figures of a group `listsync report` does not model field by field (replay
-/// throughput, cluster convergence...). `figures` should look like a [`listsync_report::bench::Group`]:
-/// `{"run": RunInfo, "driver": "...", "notes": ["..."], "rows": [{...}, ...]}`; the report
-/// renders `rows` as a table, one column per key, in its section for groups named `replay*` or
-/// `cluster*` (others under "Other figures").
-pub fn write_extra(group: &str, figures: serde_json::Value) {
-    let mut file = BenchFile::new();
-    file.extra.insert(group.to_owned(), figures);
-    write_figures(group, &file);
-}

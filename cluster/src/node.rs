@@ -1,13 +1,16 @@
 //! A node's side of the cluster: follow the shared store. The node subscribes to the change
-//! channel first and then reads the store, so no commit falls between the two; on every event
-//! (and on a slow periodic poll, in case pub/sub dropped one) it loads the latest version and
-//! hands it to its [`Installer`], which makes it visible to the node's list handlers and only
-//! then notifies the node's clients. Duplicate and out-of-order events are ignored by version.
+//! channel first and then reads the store, so no commit falls between the two; every event
+//! carries a committed version and its catalog (published by the commit script, atomically with
+//! the commit), which the node hands to its [`Installer`] if it is newer than what it serves: the
+//! installer makes it visible to the node's list handlers and only then notifies the node's
+//! clients. An event without a readable catalog makes the node read the store instead. A slow
+//! periodic poll of the version (in case pub/sub dropped an event) reads the whole catalog only
+//! when the version moved. Duplicate and out-of-order events are ignored by version.
 //! When Redis is unreachable the node keeps serving its last version and reports itself stale;
 //! it never invents a version, and it never goes back to an older one (a store that lost its
 //! data leaves the node stale at the version it has).
 
-use crate::store::{RedisStore, StoreError};
+use crate::store::{RedisStore, StoreError, parse_event};
 use futures_util::StreamExt;
 use listsync_core::vocab::Catalog;
 use std::future::Future;
@@ -134,12 +137,19 @@ async fn session(
         tokio::select! {
             msg = events.next() => match msg {
                 Some(m) => {
+                    let payload: String = m.get_payload().unwrap_or_default();
                     // A payload that is not a version still means "something changed".
-                    let v: u64 = m.get_payload().unwrap_or(u64::MAX);
-                    if v > installer.version()
-                        && let Err(e) = catch_up(store, installer).await
-                    {
-                        return (e, true);
+                    let (v, catalog) = parse_event(&payload).unwrap_or((u64::MAX, None));
+                    if v <= installer.version() {
+                        continue;
+                    }
+                    match catalog {
+                        Some(catalog) => installer.install(v, Arc::new(catalog)).await,
+                        None => {
+                            if let Err(e) = catch_up(store, installer).await {
+                                return (e, true);
+                            }
+                        }
                     }
                 }
                 None => {
@@ -150,12 +160,23 @@ async fn session(
                 }
             },
             _ = tick.tick() => {
-                if let Err(e) = catch_up(store, installer).await {
+                if let Err(e) = poll(store, installer).await {
                     return (e, true);
                 }
             }
         }
     }
+}
+
+/// Reads the store's version and catches up if it moved past the node's (or fails if it went
+/// behind it).
+async fn poll(store: &RedisStore, installer: &dyn Installer) -> Result<(), StoreError> {
+    let v = store.version().await?;
+    let local = installer.version();
+    if v == local {
+        return Ok(());
+    }
+    catch_up(store, installer).await
 }
 
 /// Loads the store and installs its version if it is newer than what the node serves.

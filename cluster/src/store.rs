@@ -1,9 +1,16 @@
 //! The shared catalog store on Redis: the cluster-wide catalog and its version live in two keys;
 //! a batch commits atomically and bumps the version exactly once (a Lua script that checks the
-//! version it was computed from, so two admins on two nodes never lose a batch); every commit
-//! appends to a change stream (catch-up after a missed event) and publishes the version on a
-//! channel (fast broadcast). The store also holds the cluster's catalog identity (the version
-//! space every node's list results name), set once by the node that seeds it.
+//! version it was computed from, so two admins on two nodes never lose a batch) and publishes the
+//! new version *with its catalog* on a channel, so a node that hears it installs it without a
+//! read of its own. The store also holds the cluster's catalog identity (the version space every
+//! node's list results name), set once by the node that seeds it.
+//!
+//! What one change costs Redis (`INFO commandstats`, which counts the commands scripts run):
+//! one `EVALSHA` from the committing node (when its guess of the current version is right, which
+//! it is unless another node committed since it last heard), running `GET`, `MSET` and `PUBLISH`
+//! inside: 4 commands, 1 round trip. Followers read nothing: the event carries the catalog. The
+//! followers' once-a-second safety poll is one `GET` of the version, and a full read only when
+//! that shows a version the node missed.
 
 use listsync_core::vocab::{Catalog, Op};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -68,8 +75,6 @@ pub struct Keys {
     pub version: String,
     /// Catalog at that version (JSON: the ops that build it).
     pub catalog: String,
-    /// Change stream (one entry per commit).
-    pub changes: String,
     /// Pub/sub channel carrying each new version.
     pub channel: String,
     /// Catalog identity (version space) of this logical server.
@@ -82,25 +87,36 @@ impl Keys {
         Keys {
             version: format!("{prefix}:version"),
             catalog: format!("{prefix}:catalog"),
-            changes: format!("{prefix}:changes"),
             channel: format!("{prefix}:events"),
             id: format!("{prefix}:id"),
         }
     }
 }
 
+/// Compare-and-set: writes version + 1 and the catalog if the store is still at the expected
+/// version, and publishes `"<version> <catalog JSON>"` (just `"<version>"` for a catalog longer
+/// than ARGV[4] bytes); otherwise answers with the current version and catalog (read
+/// atomically), so the caller retries without a read of its own.
 const COMMIT: &str = r#"
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 if current ~= tonumber(ARGV[1]) then
-  return {0, current}
+  return {0, current, redis.call('GET', KEYS[2]) or ''}
 end
 local v = current + 1
-redis.call('SET', KEYS[1], v)
-redis.call('SET', KEYS[2], ARGV[2])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', 1000, '*', 'version', v)
-redis.call('PUBLISH', ARGV[3], v)
-return {1, v}
+redis.call('MSET', KEYS[1], v, KEYS[2], ARGV[2])
+if string.len(ARGV[2]) <= tonumber(ARGV[4]) then
+  redis.call('PUBLISH', ARGV[3], v .. ' ' .. ARGV[2])
+else
+  redis.call('PUBLISH', ARGV[3], v)
+end
+return {1, v, ''}
 "#;
+
+/// The largest catalog (JSON bytes) a change event carries. A larger one is announced by version
+/// alone and each node reads it (the same bytes over the node's own connection), which keeps
+/// every pub/sub message far below Redis's output buffer limit for subscribers (32 MB by
+/// default), past which Redis would disconnect them.
+pub const EVENT_CATALOG_LIMIT: usize = 1 << 20;
 
 const LOAD: &str = r#"
 return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('GET', KEYS[2]) or ''}
@@ -193,12 +209,19 @@ impl RedisStore {
             .key(&self.keys.catalog)
             .invoke_async(&mut conn)
             .await?;
-        if json.is_empty() {
-            return Ok((version, Catalog::default()));
-        }
-        let catalog: Catalog =
-            serde_json::from_str(&json).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        Ok((version, catalog))
+        Ok((version, parse_catalog(&json)?))
+    }
+
+    /// The store's version alone (one `GET`): what a follower's safety poll asks before it
+    /// reads a whole catalog.
+    pub async fn version(&self) -> Result<u64, StoreError> {
+        self.counts.load_round_trips.fetch_add(1, Ordering::Relaxed);
+        let mut conn = self.conn.clone();
+        let v: Option<u64> = redis::cmd("GET")
+            .arg(&self.keys.version)
+            .query_async(&mut conn)
+            .await?;
+        Ok(v.unwrap_or(0))
     }
 
     /// Sets the catalog if the store is empty (first node up seeds it). Returns the version.
@@ -208,8 +231,8 @@ impl RedisStore {
             return Ok(v);
         }
         match self.compare_and_set(0, initial).await? {
-            Some(v) => Ok(v),
-            None => Ok(self.load_inner().await?.0),
+            Ok(v) => Ok(v),
+            Err((v, _)) => Ok(v),
         }
     }
 
@@ -269,55 +292,141 @@ impl RedisStore {
         &self,
         next: impl Fn(&Catalog) -> Result<Catalog, E>,
     ) -> Result<Committed, CommitError<E>> {
+        self.commit_on(None, next).await
+    }
+
+    /// [`commit_with`](Self::commit_with), starting from `guess`, the version and catalog the
+    /// caller believes current (a node's: the ones it serves), instead of a read. A right guess
+    /// commits in one round trip. Only a landed compare-and-set proves a guess right (the store
+    /// was at that version, and a version's catalog never changes), so a batch that `next`
+    /// refuses, or finds changes nothing, on a guess is judged again on a fresh read before
+    /// that is the answer; a wrong guess costs nothing extra, as the refused compare-and-set
+    /// answers with the current version and catalog.
+    pub async fn commit_on<E>(
+        &self,
+        guess: Option<(u64, Arc<Catalog>)>,
+        next: impl Fn(&Catalog) -> Result<Catalog, E>,
+    ) -> Result<Committed, CommitError<E>> {
         const ATTEMPTS: u32 = 64;
-        for _ in 0..ATTEMPTS {
-            self.counts
-                .commit_round_trips
-                .fetch_add(1, Ordering::Relaxed);
-            let (version, catalog) = self.load_inner().await?;
-            let after = next(&catalog).map_err(CommitError::Refused)?;
-            if after == catalog {
+        let mut base = match guess {
+            Some((version, catalog)) => Base {
+                version,
+                catalog,
+                guessed: true,
+            },
+            None => self.read_base().await?,
+        };
+        let mut attempts = 0;
+        while attempts < ATTEMPTS {
+            let after = match next(&base.catalog) {
+                Ok(after) => after,
+                Err(_) if base.guessed => {
+                    base = self.read_base().await?;
+                    continue;
+                }
+                Err(e) => return Err(CommitError::Refused(e)),
+            };
+            if after == *base.catalog {
+                if base.guessed {
+                    base = self.read_base().await?;
+                    continue;
+                }
                 return Ok(Committed {
-                    version,
-                    catalog: Arc::new(catalog),
+                    version: base.version,
+                    catalog: base.catalog,
                     landed: false,
                 });
             }
+            attempts += 1;
             self.counts
                 .commit_round_trips
                 .fetch_add(1, Ordering::Relaxed);
-            if let Some(v) = self.compare_and_set(version, &after).await? {
-                self.counts.commits.fetch_add(1, Ordering::Relaxed);
-                return Ok(Committed {
-                    version: v,
-                    catalog: Arc::new(after),
-                    landed: true,
-                });
+            match self.compare_and_set(base.version, &after).await? {
+                Ok(v) => {
+                    self.counts.commits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Committed {
+                        version: v,
+                        catalog: Arc::new(after),
+                        landed: true,
+                    });
+                }
+                Err((version, catalog)) => {
+                    base = Base {
+                        version,
+                        catalog: Arc::new(catalog),
+                        guessed: false,
+                    };
+                }
             }
         }
         Err(StoreError::Contended(ATTEMPTS).into())
     }
 
-    /// Writes `next` as version `expected + 1` if the store is still at `expected`.
+    /// The current version and catalog, read (not guessed).
+    async fn read_base(&self) -> Result<Base, StoreError> {
+        self.counts
+            .commit_round_trips
+            .fetch_add(1, Ordering::Relaxed);
+        let (version, catalog) = self.load_inner().await?;
+        Ok(Base {
+            version,
+            catalog: Arc::new(catalog),
+            guessed: false,
+        })
+    }
+
+    /// Writes `next` as version `expected + 1` if the store is still at `expected`; otherwise
+    /// returns the store's current version and catalog.
     async fn compare_and_set(
         &self,
         expected: u64,
         next: &Catalog,
-    ) -> Result<Option<u64>, StoreError> {
+    ) -> Result<Result<u64, (u64, Catalog)>, StoreError> {
         let json = serde_json::to_string(next).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let mut conn = self.conn.clone();
-        let (ok, v): (u8, u64) = self
+        let (ok, v, current): (u8, u64, String) = self
             .commit
             .key(&self.keys.version)
             .key(&self.keys.catalog)
-            .key(&self.keys.changes)
             .arg(expected)
             .arg(json)
             .arg(&self.keys.channel)
+            .arg(EVENT_CATALOG_LIMIT)
             .invoke_async(&mut conn)
             .await?;
-        Ok((ok == 1).then_some(v))
+        if ok == 1 {
+            Ok(Ok(v))
+        } else {
+            Ok(Err((v, parse_catalog(&current)?)))
+        }
     }
+}
+
+/// The version and catalog a commit attempt computes from.
+struct Base {
+    version: u64,
+    catalog: Arc<Catalog>,
+    /// The caller's belief, not (yet) confirmed by the store.
+    guessed: bool,
+}
+
+/// A stored catalog (empty text: the empty catalog of an empty store).
+fn parse_catalog(json: &str) -> Result<Catalog, StoreError> {
+    if json.is_empty() {
+        return Ok(Catalog::default());
+    }
+    serde_json::from_str(json).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// A change event's payload, `"<version> <catalog JSON>"` as the commit script publishes it:
+/// the version, and the catalog at that version if the payload carries a readable one.
+pub fn parse_event(payload: &str) -> Option<(u64, Option<Catalog>)> {
+    let (version, json) = payload.split_once(' ').unwrap_or((payload, ""));
+    let version = version.parse().ok()?;
+    Some((
+        version,
+        parse_catalog(json).ok().filter(|_| !json.is_empty()),
+    ))
 }
 
 /// `cmdstat_<name>:calls=<n>,...` lines of `INFO commandstats` → name → calls.
@@ -337,7 +446,22 @@ fn parse_command_stats(info: &str) -> std::collections::BTreeMap<String, u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_command_stats;
+    use super::{parse_command_stats, parse_event};
+    use listsync_core::vocab::{Catalog, Kind, Op};
+
+    #[test]
+    fn events_carry_a_version_and_maybe_its_catalog() {
+        let mut catalog = Catalog::default();
+        catalog.apply(&Op::add(Kind::Tools, "t0", "first"));
+        let json = serde_json::to_string(&catalog).unwrap();
+        assert_eq!(
+            parse_event(&format!("7 {json}")),
+            Some((7, Some(catalog.clone())))
+        );
+        assert_eq!(parse_event("8"), Some((8, None)), "a large catalog's event");
+        assert_eq!(parse_event("9 {not json"), Some((9, None)), "read instead");
+        assert_eq!(parse_event("x 1"), None);
+    }
 
     #[test]
     fn command_stats_are_parsed() {

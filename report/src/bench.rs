@@ -6,13 +6,11 @@
 //! is newer) and renders `reports/bench.md` and its plots from that. Times are in the unit their
 //! field names say; counts are per iteration unless the name says otherwise.
 //!
-//! Groups this crate does not model field by field (replay throughput, the cluster's commit to
-//! convergence, anything added later) are kept as JSON in [`BenchFile::extra`], under their key
-//! in a bench file, or under the file's stem when the file is some other JSON document; the
-//! page renders them as tables.
+//! Every group has one typed schema here, written by its bench (`benches/`) and read by the
+//! renderers: an unknown group or field, or a missing one, makes reading the file fail with the
+//! serde error that names it, so a field renamed on one side only fails loudly.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -23,6 +21,7 @@ pub const BENCH_VERSION: u32 = 1;
 
 /// Every group's figures.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BenchFile {
     /// Always [`BENCH_FORMAT`].
     pub format: String,
@@ -40,14 +39,25 @@ pub struct BenchFile {
     /// (4) Model-checking throughput.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<Group<ModelRow>>,
-    /// Every other group, as its JSON (ideally `{"run": RunInfo, "driver": .., "notes": [..],
-    /// "rows": [{..}, ..]}`, like [`Group`]).
-    #[serde(flatten)]
-    pub extra: BTreeMap<String, Value>,
+    /// (5) Replay throughput.
+    #[serde(
+        default,
+        rename = "replay_throughput",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub replay: Option<Group<ReplayRow>>,
+    /// (6) Cluster fan-out: commit to convergence, beside a single node.
+    #[serde(
+        default,
+        rename = "cluster_convergence",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cluster: Option<Group<ClusterRow>>,
 }
 
 /// One group's run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Group<R> {
     /// How it was run.
     pub run: RunInfo,
@@ -63,6 +73,7 @@ pub struct Group<R> {
 
 /// When and how a group ran.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunInfo {
     /// Seconds since the Unix epoch at the start of the run.
     pub started_unix: u64,
@@ -76,6 +87,7 @@ pub struct RunInfo {
 
 /// Summary of a sample of durations or counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Dist {
     /// Samples.
     pub n: u64,
@@ -119,6 +131,7 @@ impl Dist {
 
 /// (1) One cell of the refresh-contention matrix.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RefreshRow {
     /// Strategy name (`reference`, `reference-gap-off`, `reference-gap-5ms`, `naive`,
     /// `debounce-300ms`, ...).
@@ -155,6 +168,7 @@ pub struct RefreshRow {
 
 /// (2) Read latency of one store under continuous publishing.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ChurnRow {
     /// `SnapshotCell`, `RwLock<Arc<_>>`, `Mutex<Arc<_>>`, or `timer only` (the cost of timing
     /// an empty read, for reference).
@@ -171,6 +185,7 @@ pub struct ChurnRow {
 
 /// (3) One fan-out run size.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FanoutRow {
     /// Client strategy.
     pub strategy: String,
@@ -189,6 +204,7 @@ pub struct FanoutRow {
 
 /// (4) One model-checking configuration, search and thread count.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ModelRow {
     /// Configuration name.
     pub config: String,
@@ -202,6 +218,68 @@ pub struct ModelRow {
     pub seconds: Dist,
     /// Unique states per second (from the mean time).
     pub states_per_sec: f64,
+}
+
+/// (5) Replays of one trace set against one adapter.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayRow {
+    /// Adapter (subject) replayed against.
+    pub adapter: String,
+    /// Trace set (`corpus`, or one trace's file name).
+    pub traces: String,
+    /// Replays run (one per trace per iteration).
+    pub replays: u64,
+    /// Replays that did not complete (diverged or failed).
+    pub not_completed: u64,
+    /// Traces replayed per second (from the mean).
+    pub traces_per_sec: f64,
+    /// Seconds per replay: mean.
+    pub seconds_mean: f64,
+    /// Median.
+    pub seconds_p50: f64,
+    /// 90th percentile.
+    pub seconds_p90: f64,
+    /// Largest.
+    pub seconds_max: f64,
+}
+
+/// (6) What serves the clients of a fan-out row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Setup {
+    /// Three `serve --redis` nodes: the batch goes to node A, the clients are on node C.
+    Cluster,
+    /// One `serve` process without Redis: batch and clients on it.
+    SingleNode,
+}
+
+/// (6) One fan-out setup and client count.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterRow {
+    /// What serves the clients.
+    pub setup: Setup,
+    /// Server processes.
+    pub nodes: u32,
+    /// Reference clients on the node that does not commit (the single node's own clients).
+    pub clients: u32,
+    /// Changes timed.
+    pub iterations: u64,
+    /// Changes every client held within the bench's deadline.
+    pub converged: u64,
+    /// Batch sent to the committing node's control channel → its reply (committed; that node's
+    /// own sessions notified), milliseconds.
+    pub commit_ms: Dist,
+    /// Batch sent → every client holds the new version, milliseconds (converged changes only).
+    pub converge_ms: Dist,
+    /// Redis commands per change, those the store's scripts run included (0 without Redis).
+    pub redis_commands_per_change: f64,
+    /// Commands sent to Redis per change (network round trips).
+    pub redis_round_trips_per_change: f64,
+    /// Redis commands per change by name (`INFO commandstats`).
+    #[serde(default)]
+    pub redis_commands: BTreeMap<String, f64>,
 }
 
 impl BenchFile {
@@ -220,22 +298,9 @@ impl BenchFile {
         Self::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
 
-    /// Reads any figures file `cargo bench` left: a bench file, or some other JSON document,
-    /// which becomes the extra group named after the file's stem.
+    /// Reads a figures file `cargo bench` left (a bench file holding one group).
     pub fn read_figures(path: &Path) -> anyhow::Result<BenchFile> {
-        let text = std::fs::read_to_string(path)?;
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", path.display()))?;
-        if v.get("format").and_then(Value::as_str) == Some(BENCH_FORMAT) {
-            return Self::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
-        }
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "figures".into());
-        let mut f = BenchFile::new();
-        f.extra.insert(stem, v);
-        Ok(f)
+        Self::read(path)
     }
 
     /// Parses a bench file's text.
@@ -267,15 +332,8 @@ impl BenchFile {
         take(&mut self.churn, other.churn);
         take(&mut self.fanout, other.fanout);
         take(&mut self.model, other.model);
-        for (k, v) in other.extra {
-            let newer = match self.extra.get(&k) {
-                None => true,
-                Some(mine) => started(mine) <= started(&v),
-            };
-            if newer {
-                self.extra.insert(k, v);
-            }
-        }
+        take(&mut self.replay, other.replay);
+        take(&mut self.cluster, other.cluster);
     }
 
     /// Whether any group is present.
@@ -284,16 +342,9 @@ impl BenchFile {
             && self.churn.is_none()
             && self.fanout.is_none()
             && self.model.is_none()
-            && self.extra.is_empty()
+            && self.replay.is_none()
+            && self.cluster.is_none()
     }
-}
-
-/// When an extra group's run started (0 if it does not say).
-fn started(v: &Value) -> u64 {
-    v.get("run")
-        .and_then(|r| r.get("started_unix"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -310,23 +361,64 @@ mod tests {
         assert_eq!(Dist::of(&mut []), Dist::default());
     }
 
+    fn run(started_unix: u64) -> RunInfo {
+        RunInfo {
+            started_unix,
+            quick: true,
+            cpus: 2,
+            seconds: 1.0,
+        }
+    }
+
+    fn replay(started_unix: u64, traces_per_sec: f64) -> BenchFile {
+        let mut f = BenchFile::new();
+        f.replay = Some(Group {
+            run: run(started_unix),
+            driver: "harness".into(),
+            notes: vec![],
+            rows: vec![ReplayRow {
+                adapter: "reference".into(),
+                traces: "corpus".into(),
+                replays: 10,
+                not_completed: 0,
+                traces_per_sec,
+                seconds_mean: 0.1,
+                seconds_p50: 0.1,
+                seconds_p90: 0.1,
+                seconds_max: 0.1,
+            }],
+        });
+        f
+    }
+
     #[test]
-    fn other_groups_are_kept_and_newer_runs_win() {
-        let old = r#"{"format":"listsync-bench","version":1,
-            "replay":{"run":{"started_unix":5},"rows":[{"adapter":"reference","traces_per_sec":10}]}}"#;
-        let new = r#"{"format":"listsync-bench","version":1,
-            "replay":{"run":{"started_unix":9},"rows":[{"adapter":"reference","traces_per_sec":12}]}}"#;
-        let mut a = BenchFile::parse(new).unwrap();
-        a.merge_newer(BenchFile::parse(old).unwrap());
-        assert_eq!(a.extra["replay"]["rows"][0]["traces_per_sec"], 12);
+    fn groups_round_trip_and_newer_runs_win() {
+        let mut a = replay(9, 12.0);
+        a.merge_newer(replay(5, 10.0));
         let text = serde_json::to_string(&a).unwrap();
-        assert!(
-            BenchFile::parse(&text)
-                .unwrap()
-                .extra
-                .contains_key("replay")
-        );
+        let back = BenchFile::parse(&text).unwrap();
+        assert_eq!(back.replay.unwrap().rows[0].traces_per_sec, 12.0);
+        a.merge_newer(replay(10, 13.0));
+        assert_eq!(a.replay.as_ref().unwrap().rows[0].traces_per_sec, 13.0);
         assert!(!a.is_empty());
         assert!(BenchFile::new().is_empty());
+    }
+
+    #[test]
+    fn a_renamed_field_or_an_unknown_group_fails_loudly() {
+        let text = serde_json::to_string(&replay(1, 1.0)).unwrap();
+        let renamed = text.replace("traces_per_sec", "traces_per_second");
+        let e = BenchFile::parse(&renamed).unwrap_err().to_string();
+        assert!(e.contains("traces_per_second"), "{e}");
+        let unknown = text.replace("replay_throughput", "replay_speed");
+        let e = BenchFile::parse(&unknown).unwrap_err().to_string();
+        assert!(e.contains("replay_speed"), "{e}");
+    }
+
+    /// The committed figures read under this schema (what `listsync report` starts from).
+    #[test]
+    fn the_committed_figures_parse() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/bench.json");
+        BenchFile::read(&path).unwrap();
     }
 }

@@ -2,9 +2,8 @@
 //! snapshot-store ratios, the full matrices, and links to the plots.
 
 use crate::bench::{BenchFile, ChurnRow, Dist, Group, RefreshRow, RunInfo};
-use crate::md::{cell_escape, num, records_table, value_cell};
+use crate::md::num;
 use crate::{bench_cluster, bench_refresh};
-use serde_json::Value;
 use std::fmt::Write as _;
 
 /// Plot files the page links to (relative to `reports/`), with what each shows.
@@ -17,23 +16,6 @@ pub const PLOTS: [(&str, &str); 2] = [
     (
         "plots/read-latency.svg",
         "snapshot read latency percentiles per store",
-    ),
-];
-
-/// Sections for groups other benches write (key prefix, heading, how to produce them).
-const OTHER_SECTIONS: [(&str, &str, &str); 2] = [
-    (
-        "replay",
-        "5. Replay throughput",
-        "`cargo bench --bench replay_throughput` (traces/s against the reference adapter and a \
-         third-party one) writes `target/listsync-bench/replay*.json`",
-    ),
-    (
-        "cluster",
-        "6. Cluster: commit to convergence",
-        "`cargo bench --bench cluster_convergence` (three `listsync serve --redis` nodes and a \
-         Redis of its own: time from a commit on node A to every client on node C holding it, \
-         and the Redis commands per change) writes `target/listsync-bench/cluster*.json`",
     ),
 ];
 
@@ -85,13 +67,8 @@ pub fn headline_churn(rows: &[ChurnRow]) -> Vec<String> {
             continue;
         };
         let arc = get("ArcSwap");
-        let mean = |r: &ChurnRow| {
-            if r.reads_per_sec > 0.0 {
-                1e9 / r.reads_per_sec
-            } else {
-                r.read_ns.mean
-            }
-        };
+        // The sampled mean: every store sampled in the same interleaved rounds.
+        let mean = |r: &ChurnRow| r.read_ns.mean;
         let arc_part = arc
             .map(|a| {
                 format!(
@@ -144,7 +121,7 @@ pub fn render(b: &BenchFile) -> String {
     if let Some(g) = &b.churn {
         head.extend(headline_churn(&g.rows));
     }
-    if let Some(g) = b.extra.get(bench_cluster::GROUP) {
+    if let Some(g) = &b.cluster {
         head.extend(bench_cluster::headline(g));
     }
     if !head.is_empty() {
@@ -165,41 +142,8 @@ pub fn render(b: &BenchFile) -> String {
     fanout_section(&mut s, b);
     model_section(&mut s, b);
 
-    // Groups other benches write.
-    let mut shown: Vec<&str> = Vec::new();
-    for (prefix, heading, how) in OTHER_SECTIONS {
-        let _ = writeln!(s, "## {heading}\n");
-        let groups: Vec<(&String, &Value)> = b
-            .extra
-            .iter()
-            .filter(|(k, _)| k.starts_with(prefix))
-            .collect();
-        if groups.is_empty() {
-            let _ = writeln!(
-                s,
-                "_Not measured yet: {how}; then run `listsync report`._\n"
-            );
-        }
-        for (k, v) in groups {
-            shown.push(k);
-            if k == bench_cluster::GROUP {
-                cluster_group(&mut s, k, v);
-            } else {
-                other_group(&mut s, k, v);
-            }
-        }
-    }
-    let rest: Vec<(&String, &Value)> = b
-        .extra
-        .iter()
-        .filter(|(k, _)| !shown.contains(&k.as_str()))
-        .collect();
-    if !rest.is_empty() {
-        let _ = writeln!(s, "## Other figures\n");
-        for (k, v) in rest {
-            other_group(&mut s, k, v);
-        }
-    }
+    replay_section(&mut s, b);
+    cluster_section(&mut s, b);
     s
 }
 
@@ -317,77 +261,58 @@ fn model_section(s: &mut String, b: &BenchFile) {
     let _ = writeln!(s);
 }
 
-/// The cluster bench's group: its own table when the rows have the shape it writes, else the
-/// generic one.
-fn cluster_group(s: &mut String, name: &str, v: &Value) {
-    let mut table = String::new();
-    if !bench_cluster::table(&mut table, v) {
-        other_group(s, name, v);
+fn replay_section(s: &mut String, b: &BenchFile) {
+    let _ = writeln!(s, "## 5. Replay throughput\n");
+    let Some(g) = &b.replay else {
+        let _ = writeln!(
+            s,
+            "_Not measured yet: `cargo bench --bench replay_throughput` (traces/s against the \
+             reference adapter and a third-party one) writes \
+             `target/listsync-bench/replay_throughput.json`; then run `listsync report`._\n"
+        );
         return;
+    };
+    let _ = writeln!(s, "{}\n", run_line("replay_throughput", &g.run, &g.driver));
+    notes(s, g);
+    let _ = writeln!(
+        s,
+        "| adapter | traces | replays | not completed | traces/s | s per replay (mean / p50 / p90 / max) |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---|");
+    for r in &g.rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} / {} / {} / {} |",
+            r.adapter,
+            r.traces,
+            r.replays,
+            r.not_completed,
+            num(r.traces_per_sec),
+            num(r.seconds_mean),
+            num(r.seconds_p50),
+            num(r.seconds_p90),
+            num(r.seconds_max),
+        );
     }
-    group_header(s, name, v);
-    s.push_str(&table);
+    let _ = writeln!(s);
 }
 
-/// A group's heading, run line and notes.
-fn group_header(s: &mut String, name: &str, v: &Value) {
-    let _ = writeln!(s, "### `{name}`\n");
-    let run = v
-        .get("run")
-        .and_then(|r| serde_json::from_value::<RunInfo>(r.clone()).ok());
-    let driver = v.get("driver").and_then(Value::as_str).unwrap_or("");
-    if let Some(r) = &run {
-        let _ = writeln!(s, "{}\n", run_line(name, r, driver));
-    } else if !driver.is_empty() {
-        let _ = writeln!(s, "*{}*\n", cell_escape(driver));
-    }
-    if let Some(Value::Array(ns)) = v.get("notes") {
-        for n in ns {
-            let _ = writeln!(s, "- {}", value_cell(n));
-        }
-        let _ = writeln!(s);
-    }
-}
-
-/// A group this crate does not model: its run, driver and notes if it states them, then its
-/// rows (or whatever arrays of records it holds) as tables.
-fn other_group(s: &mut String, name: &str, v: &Value) {
-    group_header(s, name, v);
-    let mut any = false;
-    match v {
-        Value::Object(m) => {
-            for (k, val) in m {
-                if matches!(k.as_str(), "run" | "driver" | "notes") {
-                    continue;
-                }
-                match val {
-                    Value::Array(rows) if !rows.is_empty() && rows.iter().all(Value::is_object) => {
-                        if k != "rows" {
-                            let _ = writeln!(s, "**{k}**\n");
-                        }
-                        s.push_str(&records_table(rows));
-                        let _ = writeln!(s);
-                        any = true;
-                    }
-                    other => {
-                        let _ = writeln!(s, "- **{k}**: {}", value_cell(other));
-                        any = true;
-                    }
-                }
-            }
-        }
-        Value::Array(rows) if rows.iter().all(Value::is_object) => {
-            s.push_str(&records_table(rows));
-            any = true;
-        }
-        other => {
-            let _ = writeln!(s, "{}", value_cell(other));
-            any = true;
-        }
-    }
-    if any {
-        let _ = writeln!(s);
-    }
+fn cluster_section(s: &mut String, b: &BenchFile) {
+    let _ = writeln!(s, "## 6. Cluster: commit to convergence\n");
+    let Some(g) = &b.cluster else {
+        let _ = writeln!(
+            s,
+            "_Not measured yet: `cargo bench --bench cluster_convergence` (three `listsync serve \
+             --redis` nodes and a Redis of its own beside a single node: time from a commit to \
+             every client holding it, and the Redis commands per change) writes \
+             `target/listsync-bench/{}.json`; then run `listsync report`._\n",
+            bench_cluster::GROUP
+        );
+        return;
+    };
+    let _ = writeln!(s, "{}\n", run_line(bench_cluster::GROUP, &g.run, &g.driver));
+    notes(s, g);
+    bench_cluster::table(s, g);
 }
 
 #[cfg(test)]
@@ -403,14 +328,22 @@ mod tests {
     }
 
     #[test]
-    fn the_cluster_group_gets_its_table_and_a_headline() {
+    fn the_cluster_and_replay_groups_get_their_tables_and_a_headline() {
         let f = BenchFile::parse(
             r#"{"format":"listsync-bench","version":1,"cluster_convergence":{
                 "run":{"started_unix":1,"quick":true,"cpus":2,"seconds":3.0},
                 "driver":"three nodes","notes":["one batch per change"],
-                "rows":[{"nodes":3,"clients_on_c":10,"iterations":40,"converged":40,
-                         "p50_ms":36.0,"p99_ms":61.0,"max_ms":62.0,"mean_ms":37.0,
-                         "redis_commands_per_change":16.0,"redis_round_trips_per_change":4.5}]}}"#,
+                "rows":[{"setup":"cluster","nodes":3,"clients":10,"iterations":40,"converged":40,
+                         "commit_ms":{"n":40,"mean":1.0,"min":1.0,"p50":1.0,"p90":1.0,"p99":1.0,"p999":1.0,"max":1.0},
+                         "converge_ms":{"n":40,"mean":37.0,"min":30.0,"p50":36.0,"p90":50.0,"p99":61.0,"p999":62.0,"max":62.0},
+                         "redis_commands_per_change":4.0,"redis_round_trips_per_change":1.0,
+                         "redis_commands":{"evalsha":1.0,"get":1.0,"mset":1.0,"publish":1.0}}]},
+              "replay_throughput":{
+                "run":{"started_unix":1,"quick":true,"cpus":2,"seconds":3.0},
+                "driver":"harness replay","notes":[],
+                "rows":[{"adapter":"reference","traces":"corpus","replays":10,"not_completed":0,
+                         "traces_per_sec":41.5,"seconds_mean":0.024,"seconds_p50":0.02,
+                         "seconds_p90":0.03,"seconds_max":0.05}]}}"#,
         )
         .unwrap();
         let page = render(&f);
@@ -419,24 +352,16 @@ mod tests {
         let sec = &page[page.find("## 6. Cluster").unwrap()..];
         assert!(sec.contains("- one batch per change"), "{sec}");
         assert!(
-            sec.contains("| 3 | 10 | 40 | 40 | 36.0 / 61.0 / 62.0 | 16.0 | 4.50 |"),
+            sec.contains("| cluster | 3 | 10 | 40 | 40 | 1.00 / 1.00 | 36.0 / 61.0 / 62.0 | — | 4.00 | 1.00 | evalsha 1.00, get 1.00, mset 1.00, publish 1.00 |"),
             "{sec}"
         );
+        let replay = &page[page.find("## 5. Replay").unwrap()..page.find("## 6.").unwrap()];
+        assert!(
+            replay
+                .contains("| reference | corpus | 10 | 0 | 41.5 | 0.024 / 0.020 / 0.030 / 0.050 |"),
+            "{replay}"
+        );
+        assert!(!replay.contains("Not measured yet"), "{replay}");
         assert!(!sec.contains("Not measured yet"), "{sec}");
-    }
-
-    #[test]
-    fn another_bench_group_is_rendered_as_a_table() {
-        let f = BenchFile::parse(
-            r#"{"format":"listsync-bench","version":1,"replay_throughput":{
-                "run":{"started_unix":1,"quick":true,"cpus":2,"seconds":3.0},
-                "driver":"harness replay","rows":[{"adapter":"reference","traces_per_sec":41.5}]}}"#,
-        )
-        .unwrap();
-        let page = render(&f);
-        let sec = &page[page.find("## 5. Replay throughput").unwrap()..];
-        assert!(sec.contains("| adapter | traces_per_sec |"), "{sec}");
-        assert!(sec.contains("| reference | 41.5 |"), "{sec}");
-        assert!(!sec[..sec.find("## 6.").unwrap()].contains("Not measured yet"));
     }
 }

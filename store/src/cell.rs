@@ -27,7 +27,7 @@ use std::{fmt, ops::Deref};
 /// * server with catalog versions (the reference server's `_meta` version): that number;
 /// * server without versions (plain 2025-11-25 list results): the client's *refresh generation*,
 ///   a local counter taken when the refresh **started**, not when it finished. With single-flight
-///   refresh ([`crate::RefreshGate`]) refreshes start in a total order, so the generation orders
+///   refresh ([`crate::FlightState`]) refreshes start in a total order, so the generation orders
 ///   them as the server served them; a publish-time counter would let any late completion win.
 ///
 /// Do not mix the two kinds of version in one cell: they are not comparable. (The design shows a

@@ -7,9 +7,13 @@
 //!   (`no_torn_snapshot`), never replaces a newer snapshot with an older one
 //!   (`no_stale_overwrite`), and can mark the current one stale after a failed refresh. Reads are
 //!   wait-free in a normal build.
-//! * [`FlightState`] / [`RefreshGate`]: single-flight refresh with a dirty flag
-//!   (`bounded_refresh`, `no_lost_wakeup`). `FlightState` is the pure transition function the
-//!   sans-IO core and the model checker use; `RefreshGate` applies it atomically across threads.
+//! * [`FlightState`]: single-flight refresh with a dirty flag (`bounded_refresh`,
+//!   `no_lost_wakeup`), the pure transition function the sans-IO core embeds, so the model
+//!   checker explores it and rt's client actor runs it.
+//!
+//! rt's client (`rt/src/client/views.rs`) reads and writes its snapshots through
+//! [`SnapshotCell`], the cell loom verifies here: one writer (the client's actor) publishes and
+//! marks stale while application threads read.
 //!
 //! All shared-memory types come from [`sync`], which switches to loom under `--cfg loom`;
 //! `tests/loom_store.rs` model-checks the crate that way:
@@ -27,4 +31,4 @@ mod flight;
 pub mod racy;
 
 pub use cell::{Published, Snapshot, SnapshotCell, Versioned};
-pub use flight::{FlightState, RefreshGate};
+pub use flight::FlightState;

@@ -21,16 +21,15 @@
 //! contract arc-swap documents for its own operations.
 //!
 //! Loom therefore verifies the *arbitration logic above the cell*: the publish CAS loop (never
-//! replace a newer snapshot with an older one), the stale marking, and the [`crate::RefreshGate`]
-//! transitions and their memory orderings (the gate uses the facade's atomics directly, with no
-//! stand-in). The correctness of arc-swap's own lock-free implementation is *not* checked here; it
+//! replace a newer snapshot with an older one), the stale marking, and that a reader sees a
+//! whole snapshot built before its publication. The correctness of arc-swap's own lock-free implementation is *not* checked here; it
 //! is taken from arc-swap (which has its own test suite and, separately, its own model checks).
 
 #[cfg(not(loom))]
 pub use std::{
     sync::{
         Arc, Mutex, MutexGuard,
-        atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering},
+        atomic::{AtomicU64, Ordering},
     },
     thread,
 };
@@ -39,7 +38,7 @@ pub use std::{
 pub use loom::{
     sync::{
         Arc, Mutex, MutexGuard,
-        atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering},
+        atomic::{AtomicU64, Ordering},
     },
     thread,
 };

@@ -1,6 +1,7 @@
-//! Loom model checks for listsync-store: the publish CAS loop (`no_stale_overwrite`), whole
-//! snapshots for readers (`no_torn_snapshot`), the single-flight gate (`bounded_refresh`,
-//! `no_lost_wakeup`), and proof that loom catches the known-bad variants in `racy`.
+//! Loom model checks for listsync-store's `SnapshotCell`: the publish CAS loop
+//! (`no_stale_overwrite`), whole snapshots for readers (`no_torn_snapshot`), the cell as rt's
+//! client uses it (one writer — the client's actor — publishing and marking stale while
+//! application threads read), and proof that loom catches the known-bad cell in `racy`.
 //!
 //! Compiled only with `--cfg loom`; a normal `cargo test` builds this file empty and skips it:
 //!
@@ -10,23 +11,20 @@
 //! ```
 //!
 //! Each test prints its execution count and time with `--nocapture`. The small models (two
-//! threads, or a fixed schedule around the race) are explored exhaustively. Three models are too
-//! large for that within a CI budget (loom did not finish any of them in 100 s on 2 cores), so
-//! they run with a *preemption bound*: loom then explores every interleaving that needs at most
-//! that many preemptions (switches away from a thread that could have continued). The bound is
-//! stated on each test and can be raised with `LOOM_MAX_PREEMPTIONS` (bound 4 takes 25-50 s for
-//! each of the two 3-bound models). The bounded models were checked to catch seeded bugs:
-//! dropping `AcqRel` to `Relaxed` in the gate, or skipping the write for a coalesced
-//! notification, makes `single_flight_three_notifiers` fail with a lost wakeup.
+//! threads, or a fixed schedule around the race) are explored exhaustively. The larger models are
+//! too large for that within a CI budget, so they run with a *preemption bound*: loom then
+//! explores every interleaving that needs at most that many preemptions (switches away from a
+//! thread that could have continued). The bound is stated on each test and can be raised with
+//! `LOOM_MAX_PREEMPTIONS`.
 //!
 //! Under loom the cell is the mutex stand-in from `listsync_store::sync`, not arc-swap: these
 //! tests verify the arbitration above the cell; arc-swap's own correctness is taken from arc-swap.
 #![cfg(loom)]
 
 use listsync_store::{
-    FlightState, Published, RefreshGate, SnapshotCell, Versioned,
-    racy::{LossyRefreshGate, RacySnapshotCell},
-    sync::{Arc, AtomicU64, AtomicUsize, Ordering, thread},
+    Published, SnapshotCell, Versioned,
+    racy::RacySnapshotCell,
+    sync::{Arc, AtomicU64, Ordering, thread},
 };
 use std::{
     panic::{AssertUnwindSafe, catch_unwind},
@@ -258,6 +256,47 @@ fn no_torn_snapshot_reader_sees_whole_snapshots() {
     );
 }
 
+/// (e) The cell as rt's client uses it (`rt/src/client/views.rs`): one writer, the client's
+/// actor, publishes 1, marks it stale (a refresh failed), then publishes 2, each publish applied
+/// at once (nobody else writes); an application thread reads meanwhile and sees only whole
+/// snapshots, versions that never go back, and a stale flag only on version 1.
+/// Threads: writer + reader (main). Exhaustive.
+#[test]
+fn single_writer_with_readers_as_rt_uses_it() {
+    check("single_writer_with_readers_as_rt_uses_it", None, || {
+        let cell = Shared::new(SnapshotCell::new(Items::build(0)));
+        let writer = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                assert_eq!(
+                    cell.publish(Items::build(1)),
+                    Published::Applied { previous: 0 }
+                );
+                assert!(cell.mark_stale(), "the only writer marks once");
+                assert_eq!(
+                    cell.publish(Items::build(2)),
+                    Published::Applied { previous: 1 }
+                );
+            })
+        };
+        let mut last = 0;
+        for _ in 0..3 {
+            let snapshot = cell.load();
+            snapshot.assert_whole();
+            assert!(snapshot.version() >= last, "no_stale_overwrite");
+            assert!(
+                !snapshot.is_stale() || snapshot.version() == 1,
+                "only version 1 was marked stale, read {} stale",
+                snapshot.version()
+            );
+            last = snapshot.version();
+        }
+        writer.join().unwrap();
+        let end = cell.load();
+        assert_eq!((end.version(), end.is_stale()), (2, false));
+    });
+}
+
 /// The cell operations the stale-overwrite model needs, so the same model runs on the correct
 /// cell and on the racy one.
 trait PublishCell: Send + Sync + 'static {
@@ -325,217 +364,6 @@ fn racy_cell_is_caught_by_loom() {
     );
     assert!(
         message.contains("no_stale_overwrite violated"),
-        "loom failed for another reason: {message}"
-    );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Single-flight gate
-// ---------------------------------------------------------------------------------------------
-
-/// The gate operations the lost-wakeup model needs (correct and lossy gates).
-trait Gate: Send + Sync + 'static {
-    fn new() -> Self;
-    fn notify(&self) -> bool;
-    fn finish(&self) -> bool;
-    fn state(&self) -> FlightState;
-}
-
-impl Gate for RefreshGate {
-    fn new() -> Self {
-        RefreshGate::new()
-    }
-    fn notify(&self) -> bool {
-        RefreshGate::notify(self)
-    }
-    fn finish(&self) -> bool {
-        RefreshGate::finish(self)
-    }
-    fn state(&self) -> FlightState {
-        RefreshGate::state(self)
-    }
-}
-
-impl Gate for LossyRefreshGate {
-    fn new() -> Self {
-        LossyRefreshGate::new()
-    }
-    fn notify(&self) -> bool {
-        LossyRefreshGate::notify(self)
-    }
-    fn finish(&self) -> bool {
-        LossyRefreshGate::finish(self)
-    }
-    fn state(&self) -> FlightState {
-        LossyRefreshGate::state(self)
-    }
-}
-
-/// Shared state of a single-flight scenario: the "server" (`committed` changes) and what the
-/// refreshes did.
-struct World<G> {
-    gate: G,
-    /// Changes committed by the server; a notifier commits, then notifies.
-    committed: AtomicU64,
-    /// Refreshes running right now (must never exceed 1).
-    running: AtomicUsize,
-    /// Refreshes completed.
-    refreshes: AtomicUsize,
-    /// `committed` as read by the most recent refresh.
-    last_seen: AtomicU64,
-}
-
-impl<G: Gate> World<G> {
-    fn new() -> Shared<Self> {
-        Shared::new(World {
-            gate: G::new(),
-            committed: AtomicU64::new(0),
-            running: AtomicUsize::new(0),
-            refreshes: AtomicUsize::new(0),
-            last_seen: AtomicU64::new(0),
-        })
-    }
-
-    /// One refresh: reads the server's state. Relaxed on purpose: only the gate orders it.
-    fn refresh(&self) {
-        assert_eq!(
-            self.running.fetch_add(1, Ordering::Relaxed),
-            0,
-            "single flight violated: two refreshes at once"
-        );
-        let seen = self.committed.load(Ordering::Relaxed);
-        self.last_seen.store(seen, Ordering::Relaxed);
-        self.refreshes.fetch_add(1, Ordering::Relaxed);
-        self.running.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    /// The refresh loop run by whoever the gate tells to start.
-    fn refresh_loop(&self) {
-        loop {
-            self.refresh();
-            if !self.gate.finish() {
-                break;
-            }
-        }
-    }
-
-    /// Commit a change, then notify; run refreshes if told to.
-    fn commit_and_notify(&self) {
-        self.committed.fetch_add(1, Ordering::Relaxed);
-        if self.gate.notify() {
-            self.refresh_loop();
-        }
-    }
-
-    /// At quiescence: idle, the last refresh saw all `changes`, and there were no more refreshes
-    /// than `notifications`.
-    fn assert_quiescent(&self, changes: u64, notifications: u64) {
-        let seen = self.last_seen.load(Ordering::Relaxed);
-        assert_eq!(
-            seen, changes,
-            "no_lost_wakeup violated: last refresh saw {seen} of {changes} changes"
-        );
-        assert_eq!(
-            self.gate.state(),
-            FlightState::Idle,
-            "gate not idle at quiescence"
-        );
-        let refreshes = self.refreshes.load(Ordering::Relaxed) as u64;
-        assert!(
-            (1..=notifications).contains(&refreshes),
-            "bounded_refresh: {refreshes} refreshes for {notifications} notifications"
-        );
-    }
-}
-
-/// (c) Three notifiers (2 spawned + main), each commits a change, notifies, and runs the refresh
-/// loop if the gate says so. Checks: never two refreshes at once; at quiescence the gate is idle
-/// and the last refresh saw all three changes (no lost wakeup, and the gate's orderings make a
-/// coalesced notifier's write visible to the re-run); refreshes <= notifications.
-/// Threads: 3. Preemption bound 3.
-#[test]
-fn single_flight_three_notifiers() {
-    check("single_flight_three_notifiers", Some(3), || {
-        let world = World::<RefreshGate>::new();
-        let notifiers: Vec<_> = (0..2)
-            .map(|_| {
-                let world = world.clone();
-                thread::spawn(move || world.commit_and_notify())
-            })
-            .collect();
-        world.commit_and_notify();
-        for notifier in notifiers {
-            notifier.join().unwrap();
-        }
-        world.assert_quiescent(3, 3);
-    });
-}
-
-/// (c) A burst of notifications during one refresh causes exactly one more refresh. Main starts
-/// a refresh; two threads notify concurrently while it runs (their CASes race each other);
-/// then main finishes: exactly one "run again", then idle. Threads: 3. Exhaustive.
-#[test]
-fn burst_during_refresh_causes_exactly_one_more() {
-    check("burst_during_refresh_causes_exactly_one_more", None, || {
-        let gate = Shared::new(RefreshGate::new());
-        assert!(gate.notify(), "idle gate starts a refresh");
-        let burst: Vec<_> = (0..2)
-            .map(|_| {
-                let gate = gate.clone();
-                thread::spawn(move || gate.notify())
-            })
-            .collect();
-        for notifier in burst {
-            assert!(
-                !notifier.join().unwrap(),
-                "a notification during a refresh starts none"
-            );
-        }
-        assert_eq!(gate.state(), FlightState::RunningDirty);
-        assert!(
-            gate.finish(),
-            "bounded_refresh: the burst causes one more refresh"
-        );
-        assert!(!gate.finish(), "bounded_refresh: and only one");
-        assert_eq!(gate.state(), FlightState::Idle);
-    });
-}
-
-/// A refresh runs while one change is committed and notified; the change must be seen by a
-/// refresh that completes before quiescence.
-fn finish_races_notify_model<G: Gate>() {
-    let world = World::<G>::new();
-    assert!(world.gate.notify(), "idle gate starts a refresh");
-    let notifier = {
-        let world = world.clone();
-        thread::spawn(move || world.commit_and_notify())
-    };
-    world.refresh_loop();
-    notifier.join().unwrap();
-    // Two notifications: main's initial one and the notifier's.
-    world.assert_quiescent(1, 2);
-}
-
-/// The finish/notify race on the real gate: exhaustive, passes.
-#[test]
-fn no_lost_wakeup_finish_races_notify() {
-    check(
-        "no_lost_wakeup_finish_races_notify",
-        None,
-        finish_races_notify_model::<RefreshGate>,
-    );
-}
-
-/// (d) The same model on the gate whose finish is load-then-store: loom must find the lost
-/// wakeup.
-#[test]
-fn lossy_gate_is_caught_by_loom() {
-    let (message, _) = expect_violation(
-        "lossy_gate_is_caught_by_loom",
-        finish_races_notify_model::<LossyRefreshGate>,
-    );
-    assert!(
-        message.contains("no_lost_wakeup violated"),
         "loom failed for another reason: {message}"
     );
 }

@@ -151,6 +151,9 @@ pub struct NodeSpec {
     pub redis_via: Option<SocketAddr>,
     /// `--retain-versions` (default: the server's).
     pub retain_versions: Option<u8>,
+    /// A server of its own, without Redis (`listsync serve --http` alone): the single-node
+    /// baseline the cluster bench measures beside the cluster.
+    pub standalone: bool,
 }
 
 impl Rig {
@@ -166,21 +169,16 @@ impl Rig {
         };
         let log = self.dir.join(format!("node-{index}-{name}.log"));
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_listsync"));
-        cmd.args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--redis",
-            &redis_url,
-            "--node",
-            name,
-        ])
-        .args(["--era", self.era.as_str()])
-        .args(["--page-size", &self.page_size.to_string()])
-        .arg("--initial")
-        .arg(self.initial.to_string())
-        .arg("--control")
-        .arg(&sock);
+        cmd.args(["serve", "--http", "127.0.0.1:0"]);
+        if !spec.standalone {
+            cmd.args(["--redis", &redis_url, "--node", name]);
+        }
+        cmd.args(["--era", self.era.as_str()])
+            .args(["--page-size", &self.page_size.to_string()])
+            .arg("--initial")
+            .arg(self.initial.to_string())
+            .arg("--control")
+            .arg(&sock);
         if let Some(s) = &spec.strategy {
             cmd.args(["--strategy", s]);
         }
@@ -251,7 +249,9 @@ impl Rig {
             }
         });
         let ready = within("ready", ready_rx).await.expect("ready event");
-        assert_eq!(ready["node"], name, "{ready}");
+        if !spec.standalone {
+            assert_eq!(ready["node"], name, "{ready}");
+        }
         self.nodes.push(Node {
             index,
             name: name.into(),

@@ -6,6 +6,16 @@
 //! not the server's catalog version: the core machine already decided that a snapshot may be
 //! published (and the known-bad strategies must be free to publish an older one, or the runtime
 //! could not reproduce their bugs); the cell makes each publication atomic for readers.
+//!
+//! Which verified pieces the client uses, and why: the snapshot store's [`SnapshotCell`], the
+//! very cell `store/tests/loom_store.rs` checks (`single_writer_with_readers_as_rt_uses_it` is
+//! this use: one writer publishing and marking stale, readers on other threads). Its publish is
+//! a compare-and-swap that, with the actor as the only writer, always lands on the first try;
+//! what it gives the client is the atomic replacement readers rely on. The refresh gate is core's
+//! `FlightState`, run inside `CatalogClient` by the same actor: notifications and completions
+//! reach the actor as messages, one at a time, so concurrent refreshes never need arbitrating
+//! between threads — the store's atomic gate for that case had no real path here and was
+//! removed rather than wired in for show.
 
 use listsync_core::vocab::{AuthCtx, ItemList, Kind};
 use listsync_store::{SnapshotCell, Versioned};

@@ -196,9 +196,16 @@ struct StoreBackend {
 impl Backend for StoreBackend {
     fn commit<'a>(&'a self, shared: &'a Arc<Shared>, ops: &'a [Op], check: bool) -> Committing<'a> {
         Box::pin(async move {
+            // The version this node serves is the store's current one unless another node
+            // committed since this one heard: start from it, and a right guess commits in one
+            // round trip (the store checks it).
+            let guess = {
+                let reg = lock(&shared.registry);
+                (reg.version(), reg.catalog().clone())
+            };
             let done = self
                 .store
-                .commit_with(|current| {
+                .commit_on(Some(guess), |current| {
                     let mut view = current.clone();
                     for op in ops {
                         if check {
