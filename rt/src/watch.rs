@@ -231,6 +231,9 @@ pub async fn watch(opts: WatchOptions, say: &mut dyn FnMut(Said)) -> std::io::Re
         failures: BTreeMap::new(),
     };
     let mut changes = catalog.changes();
+    // A snapshot published before this subscription is not a change to it: say the lists as
+    // they are now once, then every change.
+    changes.mark_changed();
     let mut status = catalog.status();
     let mut ended = Ended::Stopped;
     loop {
