@@ -389,8 +389,11 @@ fn run_table(
             .map(|p| short(*p))
             .collect();
         let mut notes = r.detail.clone().unwrap_or_default();
-        if r.status == RunStatus::Completed {
-            let model = |p: &Property| r.model.as_ref().and_then(|m| m.get(p));
+        // Only a run with a model verdict (a replay of a model trace) can differ from it.
+        if r.status == RunStatus::Completed
+            && let Some(m) = &r.model
+        {
+            let model = |p: &Property| m.get(p);
             let diff: Vec<String> = props
                 .iter()
                 .filter(|p| r.judged.get(*p) != model(p))
@@ -548,6 +551,18 @@ mod tests {
         assert!(page.contains("### Checked in the released source of the pinned versions"));
         assert!(page.contains("| io.modelcontextprotocol.sdk:mcp 2.1.0 | a generation counter? | no | McpAsyncClient |"));
         assert!(page.contains("Nowhere: every claim tested was confirmed."));
+    }
+
+    #[test]
+    fn only_a_run_with_a_model_verdict_can_differ_from_the_model() {
+        let mut v = json();
+        v["runs"][0]["judged"]["notify_after_commit"] = "holds".into();
+        let d = |v: &serde_json::Value| Conformance::parse(&v.to_string()).unwrap();
+        let page = render(Some(&d(&v)), &|_| None);
+        assert!(page.contains("differs from the model: notify judged holds / model -"), "{page}");
+        v["runs"][0]["model"] = serde_json::Value::Null;
+        let page = render(Some(&d(&v)), &|_| None);
+        assert!(!page.contains("differs from the model"), "{page}");
     }
 
     #[test]
