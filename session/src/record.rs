@@ -38,8 +38,10 @@ pub async fn pump(
             None => (chunk.len(), false),
         };
         let bytes = &chunk[..part];
-        let write = to.write_all(bytes).await.and(to.flush().await);
         let body = if end { &bytes[..part - 1] } else { bytes };
+        // The newline is forwarded after the line is logged: the peer cannot act on a message
+        // before its newline, so whatever it sends in reply is logged after it.
+        let mut write = to.write_all(body).await;
         let keep = MAX_LINE_BYTES.saturating_sub(line.len()).min(body.len());
         line.extend_from_slice(&body[..keep]);
         len += body.len();
@@ -55,7 +57,9 @@ pub async fn pump(
             log.line(conn, dir, l, n);
             line.clear();
             len = 0;
+            write = write.and(to.write_all(b"\n").await);
         }
+        let write = write.and(to.flush().await);
         if write.is_err() {
             // The other side is gone: nothing more can be forwarded.
             return Ok(());

@@ -238,6 +238,16 @@ pub fn observe(entries: &[Entry]) -> Wire {
                     Some(Req::Other) | None => {}
                 }
             }
+            (Dir::ClientToServer, Frame::Notification { method })
+                if method == "notifications/cancelled" =>
+            {
+                // A cancelled request gets no response: its walk ends there.
+                let id = jsonrpc::params(v).get("requestId").map(jsonrpc::id_key);
+                if let Some(Req::List(i)) = id.and_then(|id| pending.remove(&(e.conn, id))) {
+                    w.walks[i].fate = Fate::Failed(None);
+                    w.walks[i].ended_at = Some(e.seq);
+                }
+            }
             (Dir::ServerToClient, Frame::Notification { .. }) => w.delivered.push(Delivered {
                 conn: e.conn,
                 seq: e.seq,
