@@ -238,9 +238,12 @@ pub fn observe(entries: &[Entry]) -> Wire {
                     Some(Req::Other) | None => {}
                 }
             }
-            (Dir::ClientToServer, Frame::Notification { method })
-                if method == "notifications/cancelled" =>
-            {
+            (
+                Dir::ClientToServer,
+                Frame::Notification {
+                    method: "notifications/cancelled",
+                },
+            ) => {
                 // A cancelled request gets no response: its walk ends there.
                 let id = jsonrpc::params(v).get("requestId").map(jsonrpc::id_key);
                 if let Some(Req::List(i)) = id.and_then(|id| pending.remove(&(e.conn, id))) {
