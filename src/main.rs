@@ -3,9 +3,11 @@
 //! harness and report commands as they land.
 
 mod adapter_cmd;
+mod audit_cmd;
 mod check;
 mod explore;
 mod matrix_cmd;
+mod record_cmd;
 mod replay_cmd;
 mod report_cmd;
 mod serve;
@@ -88,6 +90,10 @@ enum Cmd {
     /// Regenerate every page under reports/ (tables, sequence diagrams, bench plots) from the
     /// tools' JSON outputs.
     Report(report_cmd::Args),
+    /// Record a real MCP session: an interposing stdio proxy that logs every message.
+    Record(record_cmd::Args),
+    /// Judge recorded session logs per property; exit 1 on any violation.
+    Audit(audit_cmd::Args),
     /// Adapters of your own: `adapter check FILE` checks one's control protocol.
     Adapter {
         #[command(subcommand)]
@@ -126,6 +132,8 @@ fn main() -> ExitCode {
         Cmd::Matrix(args) => matrix_cmd::run(args),
         Cmd::Report(args) => report_cmd::run(args),
         Cmd::ConformanceSuite(args) => suite_cmd::run(args),
+        Cmd::Record(args) => record_cmd::run(args),
+        Cmd::Audit(args) => audit_cmd::run(args),
         Cmd::Adapter { cmd } => adapter_cmd::run(cmd),
         Cmd::Trace {
             cmd: TraceCmd::Show { file, quiet },

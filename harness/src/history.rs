@@ -199,49 +199,8 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
 
     // A notification or ack delivered to the client, at record `at`.
     let delivered = |out: &mut Vec<Dated>, push: &mut Push, at: u64, v: &Value| {
-        let method = v.get("method").and_then(Value::as_str).unwrap_or_default();
-        if let Some(k) = notified_kind(method) {
-            let woken: KindSet = k
-                .notification_group()
-                .iter()
-                .copied()
-                .filter(|g| kinds.contains(*g))
-                .collect();
-            if !woken.is_empty() {
-                push(
-                    out,
-                    at,
-                    2,
-                    Event::Woken {
-                        client: CLIENT,
-                        kinds: woken,
-                        cause: Cause::ListChanged,
-                    },
-                );
-            }
-        } else if method == "notifications/subscriptions/acknowledged" {
-            let n = v.get("params").and_then(|p| p.get("notifications"));
-            let flag = |f: &str| n.and_then(|n| n.get(f)).and_then(Value::as_bool) == Some(true);
-            let mut honoured = KindSet::EMPTY;
-            if flag("toolsListChanged") {
-                honoured = honoured.with(Kind::Tools);
-            }
-            if flag("promptsListChanged") {
-                honoured = honoured.with(Kind::Prompts);
-            }
-            if flag("resourcesListChanged") {
-                honoured = honoured.with(Kind::Resources).with(Kind::ResourceTemplates);
-            }
-            let acked: KindSet = honoured.iter().filter(|k| kinds.contains(*k)).collect();
-            push(
-                out,
-                at,
-                2,
-                Event::ListenAcked {
-                    client: CLIENT,
-                    kinds: acked,
-                },
-            );
+        if let Some(e) = delivered_event(v, kinds, CLIENT) {
+            push(out, at, 2, e);
         }
     };
 
@@ -499,6 +458,47 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
     Reconstruction {
         events: out.into_iter().map(|(at, _, _, e)| (at, e)).collect(),
         notes,
+    }
+}
+
+/// The event a server-to-client message delivered to client `client` is on the client's side,
+/// for a client that keeps `kinds`: a `list_changed` of a kept kind wakes it
+/// ([`Event::Woken`]), a 2026-07-28 `notifications/subscriptions/acknowledged` is
+/// [`Event::ListenAcked`] with the kept kinds the server honours. Shared by the replay's
+/// reconstruction and the session-log audit (`listsync audit`).
+pub fn delivered_event(v: &Value, kinds: KindSet, client: ClientId) -> Option<Event> {
+    let method = v.get("method").and_then(Value::as_str).unwrap_or_default();
+    if let Some(k) = notified_kind(method) {
+        let woken: KindSet = k
+            .notification_group()
+            .iter()
+            .copied()
+            .filter(|g| kinds.contains(*g))
+            .collect();
+        (!woken.is_empty()).then_some(Event::Woken {
+            client,
+            kinds: woken,
+            cause: Cause::ListChanged,
+        })
+    } else if method == "notifications/subscriptions/acknowledged" {
+        let n = v.get("params").and_then(|p| p.get("notifications"));
+        let flag = |f: &str| n.and_then(|n| n.get(f)).and_then(Value::as_bool) == Some(true);
+        let mut honoured = KindSet::EMPTY;
+        if flag("toolsListChanged") {
+            honoured = honoured.with(Kind::Tools);
+        }
+        if flag("promptsListChanged") {
+            honoured = honoured.with(Kind::Prompts);
+        }
+        if flag("resourcesListChanged") {
+            honoured = honoured.with(Kind::Resources).with(Kind::ResourceTemplates);
+        }
+        Some(Event::ListenAcked {
+            client,
+            kinds: honoured.iter().filter(|k| kinds.contains(*k)).collect(),
+        })
+    } else {
+        None
     }
 }
 

@@ -1,0 +1,91 @@
+//! listsync session logs: `listsync record` puts an interposing proxy between a real MCP client
+//! and server and logs every JSON-RPC message with its time, direction and connection
+//! ([`log`], format in docs/session-log.md; [`record`]); `listsync audit` judges such a log per
+//! property with the project's checkers as far as the wire allows ([`wire`], [`audit`]) and
+//! draws each violation's evidence as a sequence diagram ([`diagram`]).
+//!
+//! A crate of its own because it stands on both the harness (the wire vocabulary: JSON-RPC
+//! framing, list kinds and items, the events a delivered message is, shared with the replay's
+//! reconstruction) and the report crate (the sequence-diagram renderer), and the report crate
+//! already depends on the harness.
+
+pub mod audit;
+pub mod diagram;
+pub mod log;
+pub mod record;
+pub mod wire;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// One log audited, with the diagrams written for its violations.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Audited {
+    /// The log file.
+    pub file: PathBuf,
+    /// Its audit.
+    #[serde(flatten)]
+    pub audit: audit::Audit,
+    /// The SVG written per violated property, next to the log (`LOG.PROPERTY.svg`).
+    pub diagrams: Vec<PathBuf>,
+}
+
+/// Reads and judges `file`, writing one SVG per violated property next to it.
+pub fn audit_file(file: &Path) -> Result<Audited, String> {
+    let log = log::read(file).map_err(|e| e.to_string())?;
+    let a = audit::audit(&log);
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut diagrams = Vec::new();
+    for v in a
+        .verdicts
+        .iter()
+        .filter(|v| v.status == audit::Status::Violated)
+    {
+        let path = file.with_file_name(format!("{name}.{}.svg", v.property));
+        std::fs::write(&path, diagram::svg(&log, v, &name))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        diagrams.push(path);
+    }
+    Ok(Audited {
+        file: file.to_path_buf(),
+        audit: a,
+        diagrams,
+    })
+}
+
+/// The audit as text: one line per property, the evidence of each violation, the caveats.
+pub fn render(a: &Audited) -> String {
+    let mut s = String::new();
+    let x = &a.audit;
+    let _ = writeln!(
+        s,
+        "{}: {} entries, {} connection(s), {} walk(s)",
+        a.file.display(),
+        x.entries,
+        x.connections,
+        x.walks
+    );
+    for v in &x.verdicts {
+        let _ = writeln!(
+            s,
+            "  {:<20} {:<17} {}",
+            v.property.as_str(),
+            v.status.as_str(),
+            v.detail
+        );
+        if !v.evidence.is_empty() {
+            let lines: Vec<String> = v.evidence.iter().map(u64::to_string).collect();
+            let _ = writeln!(s, "  {:<20} evidence: lines {}", "", lines.join(", "));
+        }
+    }
+    for d in &a.diagrams {
+        let _ = writeln!(s, "  diagram: {}", d.display());
+    }
+    for n in &x.notes {
+        let _ = writeln!(s, "  note: {n}");
+    }
+    s
+}

@@ -1,0 +1,493 @@
+//! The session log format (docs/session-log.md): JSON Lines, a [`Header`] first, then one
+//! [`Entry`] per connection event or message. These types are the one schema: [`Writer`] writes
+//! them, [`read`] reads them back, bounded ([`MAX_LINE_BYTES`], [`MAX_ENTRIES`]) and refusing
+//! anything else with the number of the offending line.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// The `format` field of the header.
+pub const FORMAT: &str = "listsync-session-log";
+/// The format version this build writes and reads.
+pub const VERSION: u32 = 1;
+/// Longest log line the reader accepts (a message is logged on one line).
+pub const MAX_LINE_BYTES: usize = listsync_harness::jsonrpc::MAX_LINE_BYTES;
+/// Most entries the reader accepts from one log.
+pub const MAX_ENTRIES: usize = 200_000;
+/// Longest preview of a line that is not JSON kept in the log.
+pub const MAX_PREVIEW: usize = 1024;
+
+/// How the session was recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// An interposed stdio link (`listsync record -- SERVER_COMMAND...`).
+    Stdio,
+    /// A Streamable HTTP reverse proxy (`listsync record --http ... --upstream URL`).
+    Http,
+}
+
+/// The first line of a log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// [`VERSION`] when written by this build.
+    pub version: u32,
+    /// How it was recorded.
+    pub transport: Transport,
+    /// The server: its command line (stdio) or upstream URL (HTTP).
+    pub server: Vec<String>,
+    /// Wall-clock start, milliseconds since the Unix epoch (entries carry time since then).
+    pub started_unix_ms: u64,
+}
+
+/// Which way a message travelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Dir {
+    /// Client to server.
+    #[serde(rename = "c2s")]
+    ClientToServer,
+    /// Server to client.
+    #[serde(rename = "s2c")]
+    ServerToClient,
+}
+
+/// What an entry says.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum What {
+    /// A connection opened (stdio: the server process started; HTTP: a session's first
+    /// request).
+    Open {
+        /// A human note (the session id, the process id).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        detail: String,
+    },
+    /// A connection ended.
+    Close {
+        /// Why (EOF from the client, server exit status...).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        detail: String,
+    },
+    /// A JSON-RPC message (or a JSON value that is not one: the audit classifies it).
+    Msg {
+        /// Direction.
+        dir: Dir,
+        /// The message as sent.
+        json: Value,
+    },
+    /// A line that was forwarded but is not JSON, or too long to keep.
+    Invalid {
+        /// Direction.
+        dir: Dir,
+        /// Its length in bytes.
+        len: usize,
+        /// Why it is not logged as a message.
+        why: String,
+        /// A lossy preview of at most [`MAX_PREVIEW`] bytes.
+        preview: String,
+    },
+}
+
+/// One line after the header.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Position among the entries (0, 1, ...).
+    pub seq: u64,
+    /// Microseconds since the header's start.
+    pub t_us: u64,
+    /// Connection: 0 on stdio; one per HTTP session (or sessionless exchange).
+    pub conn: u32,
+    /// What happened.
+    #[serde(flatten)]
+    pub what: What,
+}
+
+/// A log read back.
+#[derive(Clone, Debug)]
+pub struct SessionLog {
+    /// Its header.
+    pub header: Header,
+    /// Its entries; entry `i` is on line `i + 2` of the file.
+    pub entries: Vec<Entry>,
+}
+
+/// The file line an entry is on (the header is line 1).
+pub fn line_of(seq: u64) -> u64 {
+    seq + 2
+}
+
+/// Why a log cannot be read: always with the line it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// An I/O failure.
+    #[error("{path}: {err}")]
+    Io {
+        /// File.
+        path: String,
+        /// Error.
+        err: std::io::Error,
+    },
+    /// A malformed, oversized or out-of-order line.
+    #[error("{path}:{line}: {what}")]
+    Line {
+        /// File.
+        path: String,
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+/// Reads one line of at most `max` bytes (without its newline). Ok(None) at EOF; Err(len) if
+/// longer (the rest of the line is skipped without being kept).
+fn bounded_line(
+    r: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<Result<(), usize>>> {
+    buf.clear();
+    let mut len = 0usize;
+    let mut any = false;
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(if !any {
+                None
+            } else if len > max {
+                Some(Err(len))
+            } else {
+                Some(Ok(()))
+            });
+        }
+        any = true;
+        let (part, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
+        };
+        len += part.len();
+        if len <= max {
+            buf.extend_from_slice(part);
+        }
+        let used = done.unwrap_or(part.len());
+        r.consume(used);
+        if done.is_some() {
+            return Ok(Some(if len > max { Err(len) } else { Ok(()) }));
+        }
+    }
+}
+
+/// Reads and validates a log file.
+pub fn read(path: &Path) -> Result<SessionLog, ReadError> {
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|err| ReadError::Io {
+        path: name.clone(),
+        err,
+    })?;
+    read_from(&name, &mut std::io::BufReader::new(file))
+}
+
+/// Reads a log from `r` (`name` for messages).
+pub fn read_from(name: &str, r: &mut impl BufRead) -> Result<SessionLog, ReadError> {
+    let bad = |line: u64, what: String| ReadError::Line {
+        path: name.to_owned(),
+        line,
+        what,
+    };
+    let io = |err| ReadError::Io {
+        path: name.to_owned(),
+        err,
+    };
+    let mut buf = Vec::new();
+    let header: Header = match bounded_line(r, &mut buf, MAX_LINE_BYTES).map_err(io)? {
+        None => return Err(bad(1, "empty file: no session log header".into())),
+        Some(Err(len)) => {
+            return Err(bad(
+                1,
+                format!("line of {len} bytes, above the limit of {MAX_LINE_BYTES}"),
+            ));
+        }
+        Some(Ok(())) => serde_json::from_slice(&buf).map_err(|e| {
+            bad(
+                1,
+                format!("not a session log header ({e}); expected {{\"format\":\"{FORMAT}\",...}}"),
+            )
+        })?,
+    };
+    if header.format != FORMAT {
+        return Err(bad(
+            1,
+            format!("format '{}' is not '{FORMAT}'", header.format),
+        ));
+    }
+    if header.version != VERSION {
+        return Err(bad(
+            1,
+            format!(
+                "format version {} is not supported (this build reads version {VERSION})",
+                header.version
+            ),
+        ));
+    }
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut line = 1u64;
+    loop {
+        line += 1;
+        match bounded_line(r, &mut buf, MAX_LINE_BYTES).map_err(io)? {
+            None => break,
+            Some(Err(len)) => {
+                return Err(bad(
+                    line,
+                    format!("line of {len} bytes, above the limit of {MAX_LINE_BYTES}"),
+                ));
+            }
+            Some(Ok(())) => {}
+        }
+        if entries.len() >= MAX_ENTRIES {
+            return Err(bad(
+                line,
+                format!("more than {MAX_ENTRIES} entries, the audit's limit"),
+            ));
+        }
+        let e: Entry = serde_json::from_slice(&buf).map_err(|e| {
+            let what = if e.is_eof() {
+                format!("truncated entry ({e})")
+            } else {
+                format!("malformed entry ({e})")
+            };
+            bad(line, what)
+        })?;
+        if e.seq != entries.len() as u64 {
+            return Err(bad(
+                line,
+                format!("entry seq {} where {} was expected", e.seq, entries.len()),
+            ));
+        }
+        entries.push(e);
+    }
+    Ok(SessionLog { header, entries })
+}
+
+/// Appends entries to a log file, one flushed line each (a log cut short by a crash or a
+/// kill is whole up to its last entry).
+pub struct Writer {
+    inner: Mutex<WriterState>,
+}
+
+struct WriterState {
+    out: Box<dyn Write + Send>,
+    seq: u64,
+    started: Instant,
+    failed: bool,
+}
+
+impl Writer {
+    /// Creates (truncates) `path` and writes the header.
+    pub fn create(path: &Path, transport: Transport, server: Vec<String>) -> std::io::Result<Self> {
+        let file = std::fs::File::create(path)?;
+        Self::new(Box::new(file), transport, server)
+    }
+
+    /// A writer on any output; writes the header.
+    pub fn new(
+        mut out: Box<dyn Write + Send>,
+        transport: Transport,
+        server: Vec<String>,
+    ) -> std::io::Result<Self> {
+        let started_unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        let header = Header {
+            format: FORMAT.into(),
+            version: VERSION,
+            transport,
+            server,
+            started_unix_ms,
+        };
+        serde_json::to_writer(&mut out, &header)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+        Ok(Writer {
+            inner: Mutex::new(WriterState {
+                out,
+                seq: 0,
+                started: Instant::now(),
+                failed: false,
+            }),
+        })
+    }
+
+    /// Appends one entry. A write failure is reported once (tracing) and later entries are
+    /// dropped: the proxy keeps forwarding, since the session matters more than its log.
+    pub fn append(&self, conn: u32, what: What) {
+        let mut s = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if s.failed {
+            return;
+        }
+        let entry = Entry {
+            seq: s.seq,
+            t_us: u64::try_from(s.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            conn,
+            what,
+        };
+        let r = serde_json::to_writer(&mut s.out, &entry)
+            .map_err(std::io::Error::from)
+            .and_then(|()| s.out.write_all(b"\n"))
+            .and_then(|()| s.out.flush());
+        match r {
+            Ok(()) => s.seq += 1,
+            Err(e) => {
+                s.failed = true;
+                tracing::error!("session log: cannot write ({e}); the session goes on unlogged");
+            }
+        }
+    }
+
+    /// Logs one line that crossed the proxy: a message if it is JSON, else an `invalid` entry.
+    /// `line` is the line without its newline; `len` its full length (a line longer than
+    /// [`MAX_LINE_BYTES`] arrives cut to that length).
+    pub fn line(&self, conn: u32, dir: Dir, line: &[u8], len: usize) {
+        let what = if len > line.len() {
+            What::Invalid {
+                dir,
+                len,
+                why: format!("longer than {MAX_LINE_BYTES} bytes: forwarded, not kept"),
+                preview: preview(line),
+            }
+        } else {
+            match serde_json::from_slice::<Value>(line) {
+                Ok(json) => What::Msg { dir, json },
+                Err(e) => What::Invalid {
+                    dir,
+                    len,
+                    why: format!("not JSON ({e})"),
+                    preview: preview(line),
+                },
+            }
+        };
+        self.append(conn, what);
+    }
+}
+
+fn preview(line: &[u8]) -> String {
+    let cut = &line[..line.len().min(MAX_PREVIEW)];
+    String::from_utf8_lossy(cut).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn written(f: impl FnOnce(&Writer)) -> Vec<u8> {
+        let buf = Shared::default();
+        let w = Writer::new(Box::new(buf.clone()), Transport::Stdio, vec!["srv".into()]).unwrap();
+        f(&w);
+        buf.0.lock().unwrap().clone()
+    }
+
+    fn parse(bytes: &[u8]) -> Result<SessionLog, ReadError> {
+        read_from("log", &mut std::io::Cursor::new(bytes))
+    }
+
+    #[test]
+    fn round_trip() {
+        let bytes = written(|w| {
+            w.append(0, What::Open { detail: "".into() });
+            w.line(
+                0,
+                Dir::ClientToServer,
+                br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#,
+                37,
+            );
+            w.line(0, Dir::ServerToClient, b"hello", 5);
+            w.line(0, Dir::ServerToClient, b"{\"a\":", 99);
+        });
+        let log = parse(&bytes).unwrap();
+        assert_eq!(log.header.server, ["srv"]);
+        assert_eq!(log.entries.len(), 4);
+        assert!(matches!(
+            log.entries[1].what,
+            What::Msg {
+                dir: Dir::ClientToServer,
+                ..
+            }
+        ));
+        assert!(
+            matches!(&log.entries[2].what, What::Invalid { why, .. } if why.starts_with("not JSON"))
+        );
+        assert!(matches!(
+            &log.entries[3].what,
+            What::Invalid { len: 99, .. }
+        ));
+    }
+
+    #[test]
+    fn refuses_bad_input_naming_the_line() {
+        let good = written(|w| {
+            w.append(0, What::Open { detail: "".into() });
+            w.line(0, Dir::ClientToServer, b"{}", 2);
+        });
+        let text = String::from_utf8(good).unwrap();
+        // Truncated: the last line cut in the middle.
+        let cut = &text[..text.len() - 5];
+        let e = parse(cut.as_bytes()).unwrap_err().to_string();
+        assert!(e.starts_with("log:3: truncated entry"), "{e}");
+        // Malformed line in the middle.
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.insert(2, "not json");
+        let e = parse(lines.join("\n").as_bytes()).unwrap_err().to_string();
+        assert!(e.starts_with("log:3: malformed entry"), "{e}");
+        // Not a log at all, empty, wrong version, out of order.
+        assert!(
+            parse(b"{\"jsonrpc\":\"2.0\"}\n")
+                .unwrap_err()
+                .to_string()
+                .starts_with("log:1: not a session log header")
+        );
+        assert!(parse(b"").unwrap_err().to_string().contains("empty file"));
+        let v2 = text.replacen("\"version\":1", "\"version\":2", 1);
+        assert!(
+            parse(v2.as_bytes())
+                .unwrap_err()
+                .to_string()
+                .contains("version 2 is not supported")
+        );
+        let swapped = text.replacen("\"seq\":1", "\"seq\":7", 1);
+        assert!(
+            parse(swapped.as_bytes())
+                .unwrap_err()
+                .to_string()
+                .starts_with("log:3: entry seq 7")
+        );
+    }
+
+    #[test]
+    fn long_lines_are_refused_without_being_kept() {
+        let mut bytes = written(|_| {});
+        bytes.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES + 10));
+        bytes.push(b'\n');
+        let e = parse(&bytes).unwrap_err().to_string();
+        assert!(e.starts_with("log:2: line of"), "{e}");
+    }
+}
