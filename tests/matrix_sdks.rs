@@ -81,6 +81,8 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
         "go-sdk",
         "mcp-go",
         "java",
+        "fastmcp",
+        "server-everything",
     ] {
         assert!(
             rows.iter().any(|r| str_of(r, "imp") == imp),
@@ -121,6 +123,11 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
         ("go-sdk", "github.com/modelcontextprotocol/go-sdk v1.8.0"),
         ("mcp-go", "github.com/mark3labs/mcp-go v1.2.1"),
         ("java", "io.modelcontextprotocol.sdk:mcp 2.1.0"),
+        ("fastmcp", "fastmcp 4.2.3"),
+        (
+            "server-everything",
+            "@modelcontextprotocol/server-everything 2026.8.31",
+        ),
     ] {
         for r in rows.iter().filter(|r| str_of(r, "imp") == imp) {
             assert!(
