@@ -31,8 +31,18 @@ async fn passes(name: &str, sessions: usize) {
     assert!(c.ok(), "{}", c.lines().join("\n"));
     assert_eq!(c.sessions.len(), sessions, "{}", c.lines().join("\n"));
     for s in &c.sessions {
-        for rule in ["ready", "ready-fields", "one-reply", "unknown-command", "clean-exit"] {
-            assert!(s.passed.contains(&rule), "{}: {rule} not checked", s.label());
+        for rule in [
+            "ready",
+            "ready-fields",
+            "one-reply",
+            "unknown-command",
+            "clean-exit",
+        ] {
+            assert!(
+                s.passed.contains(&rule),
+                "{}: {rule} not checked",
+                s.label()
+            );
         }
         if s.role == Role::Server {
             assert!(s.passed.contains(&"mutate"), "{}", s.label());

@@ -94,11 +94,16 @@ async fn the_matrix_passes_the_example_and_catches_its_last_response_wins_varian
             .map(|f| f.attribute("message").unwrap_or("").to_owned())
             .collect::<Vec<_>>()
     };
-    assert!(failed("@coalescing.").is_empty(), "{:?}", failed("@coalescing."));
+    assert!(
+        failed("@coalescing.").is_empty(),
+        "{:?}",
+        failed("@coalescing.")
+    );
     let lrw = failed("@last-response-wins.");
     assert!(
         lrw.iter()
-            .any(|m| m.starts_with("scenario stale-race: violated") && m.contains("no_stale_overwrite")),
+            .any(|m| m.starts_with("scenario stale-race: violated")
+                && m.contains("no_stale_overwrite")),
         "{lrw:?}"
     );
 }

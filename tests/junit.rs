@@ -30,7 +30,10 @@ fn testcases(path: &Path) -> Vec<(String, String, String, String)> {
     let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("not XML: {e}\n{text}"));
     let root = doc.root_element();
     assert_eq!(root.tag_name().name(), "testsuites");
-    let suites: Vec<_> = root.children().filter(|n| n.has_tag_name("testsuite")).collect();
+    let suites: Vec<_> = root
+        .children()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .collect();
     assert_eq!(suites.len(), 1);
     let mut out = Vec::new();
     for c in suites[0].children().filter(|n| n.has_tag_name("testcase")) {
@@ -39,14 +42,26 @@ fn testcases(path: &Path) -> Vec<(String, String, String, String)> {
             c.attribute("classname").unwrap_or_default().to_owned(),
             c.attribute("name").unwrap_or_default().to_owned(),
             outcome.map_or("passed", |o| o.tag_name().name()).to_owned(),
-            outcome.and_then(|o| o.attribute("message")).unwrap_or_default().to_owned(),
+            outcome
+                .and_then(|o| o.attribute("message"))
+                .unwrap_or_default()
+                .to_owned(),
         ));
     }
     let count = |what: &str| out.iter().filter(|c| c.2 == what).count().to_string();
-    assert_eq!(suites[0].attribute("tests"), Some(out.len().to_string().as_str()));
-    assert_eq!(suites[0].attribute("failures"), Some(count("failure").as_str()));
+    assert_eq!(
+        suites[0].attribute("tests"),
+        Some(out.len().to_string().as_str())
+    );
+    assert_eq!(
+        suites[0].attribute("failures"),
+        Some(count("failure").as_str())
+    );
     assert_eq!(suites[0].attribute("errors"), Some(count("error").as_str()));
-    assert_eq!(suites[0].attribute("skipped"), Some(count("skipped").as_str()));
+    assert_eq!(
+        suites[0].attribute("skipped"),
+        Some(count("skipped").as_str())
+    );
     out
 }
 
@@ -105,7 +120,12 @@ fn sim_writes_one_testcase_per_seed_campaign() {
     let cases = testcases(&junit);
     assert_eq!(cases.len(), 1, "{cases:?}");
     assert_eq!(cases[0].0, "sim.machine");
-    assert!(cases[0].1.starts_with("naive strategy, default faults, seeds 0..=29"), "{cases:?}");
+    assert!(
+        cases[0]
+            .1
+            .starts_with("naive strategy, default faults, seeds 0..=29"),
+        "{cases:?}"
+    );
     assert_eq!(cases[0].2, "passed", "naive caught as expected: {cases:?}");
 }
 
@@ -130,7 +150,12 @@ fn replay_writes_a_testcase_per_trace_and_a_failure_names_its_message_log() {
     let cases = testcases(&junit);
     let names: Vec<&str> = cases.iter().map(|c| c.1.as_str()).collect();
     assert_eq!(names, ["first-page-only.json", "naive.json"]);
-    assert!(cases.iter().all(|c| c.2 == "passed" && c.0.starts_with("reference:client@")), "{cases:?}");
+    assert!(
+        cases
+            .iter()
+            .all(|c| c.2 == "passed" && c.0.starts_with("reference:client@")),
+        "{cases:?}"
+    );
 
     // The example adapter's last-response-wins client (python3, stdlib only) does not refresh as
     // the reference algorithm the shadow world runs for it: a failure that names the message log

@@ -271,7 +271,10 @@ impl Manifest {
             ));
         }
         if f.client.mutates.is_some() {
-            return Err("[client] mutates: only a server mutates its catalog (write it under [server])".into());
+            return Err(
+                "[client] mutates: only a server mutates its catalog (write it under [server])"
+                    .into(),
+            );
         }
         let mutates: KindSet = f
             .server

@@ -219,10 +219,7 @@ pub fn from_check(report: &SuiteReport, traces: &Path) -> Suite {
             }
         } else if c.progress.stuck > 0 {
             Outcome::Failed {
-                message: format!(
-                    "{} states cannot reach quiescence",
-                    c.progress.stuck
-                ),
+                message: format!("{} states cannot reach quiescence", c.progress.stuck),
                 detail: c.progress.stuck_path.join("\n"),
             }
         } else {
@@ -266,7 +263,10 @@ pub fn from_sim(s: &Summary) -> Suite {
                 .map(|t| format!(", trace {}", t.file))
                 .or_else(|| v.history.as_ref().map(|h| format!(", history {h}")))
                 .unwrap_or_default();
-            format!("{p} violated in {} runs (first seed {}{evidence})", v.runs, v.first_seed)
+            format!(
+                "{p} violated in {} runs (first seed {}{evidence})",
+                v.runs, v.first_seed
+            )
         })
         .collect();
     let outcome = if s.as_expected {
@@ -283,7 +283,10 @@ pub fn from_sim(s: &Summary) -> Suite {
                 }
             ),
             detail: if s.anomalies > 0 {
-                format!("{} simulator anomalies, seeds {:?}", s.anomalies, s.anomaly_seeds)
+                format!(
+                    "{} simulator anomalies, seeds {:?}",
+                    s.anomalies, s.anomaly_seeds
+                )
             } else {
                 String::new()
             },
@@ -367,7 +370,10 @@ fn from_runs(suite: &str, runs: &[RunReport], logs: &Path, lockstep: bool) -> Su
                         Outcome::Passed
                     } else {
                         let why = if r.status == RunStatus::Diverged {
-                            format!("diverged from the trace ({})", r.detail.as_deref().unwrap_or("-"))
+                            format!(
+                                "diverged from the trace ({})",
+                                r.detail.as_deref().unwrap_or("-")
+                            )
                         } else {
                             "the verdicts differ from the model's".into()
                         };
@@ -448,13 +454,27 @@ mod tests {
         assert_eq!(root.tag_name().name(), "testsuites");
         assert_eq!(root.attribute("tests"), Some("4"));
         let suite = root.children().find(|n| n.is_element()).unwrap();
-        for (attr, want) in [("failures", "1"), ("errors", "1"), ("skipped", "1"), ("time", "2.000")] {
+        for (attr, want) in [
+            ("failures", "1"),
+            ("errors", "1"),
+            ("skipped", "1"),
+            ("time", "2.000"),
+        ] {
             assert_eq!(suite.attribute(attr), Some(want), "{attr}");
         }
-        let cases: Vec<_> = suite.children().filter(|n| n.has_tag_name("testcase")).collect();
+        let cases: Vec<_> = suite
+            .children()
+            .filter(|n| n.has_tag_name("testcase"))
+            .collect();
         assert_eq!(cases.len(), 4);
-        let failure = cases[1].children().find(|n| n.has_tag_name("failure")).unwrap();
-        assert_eq!(failure.attribute("message"), Some("violated (trace: t.json)"));
+        let failure = cases[1]
+            .children()
+            .find(|n| n.has_tag_name("failure"))
+            .unwrap();
+        assert_eq!(
+            failure.attribute("message"),
+            Some("violated (trace: t.json)")
+        );
         assert_eq!(failure.text(), Some("line 1\nline 2"));
         assert!(cases[2].children().any(|n| n.has_tag_name("error")));
         assert!(cases[3].children().any(|n| n.has_tag_name("skipped")));
@@ -476,13 +496,21 @@ mod tests {
         };
         let xml = render(&[s]);
         let doc = roxmltree::Document::parse(&xml).unwrap();
-        let tc = doc.descendants().find(|n| n.has_tag_name("testcase")).unwrap();
+        let tc = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testcase"))
+            .unwrap();
         let want = "a<b>&\"c\"'d'\u{FFFD}\u{FFFD}[31m\u{FFFD}é";
         assert_eq!(tc.attribute("name"), Some(want));
         let f = tc.children().find(|n| n.has_tag_name("failure")).unwrap();
         assert_eq!(f.attribute("message"), Some(want));
         assert!(f.text().unwrap().starts_with("</failure><testcase"));
-        assert_eq!(doc.descendants().filter(|n| n.has_tag_name("testcase")).count(), 1);
+        assert_eq!(
+            doc.descendants()
+                .filter(|n| n.has_tag_name("testcase"))
+                .count(),
+            1
+        );
     }
 
     #[test]
