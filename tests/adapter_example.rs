@@ -12,13 +12,12 @@
 
 mod harness_support;
 
-use harness_support::{REPLAY_LIMIT, paths, repo};
+use harness_support::{REPLAY_LIMIT, listsync, paths, repo};
 use listsync_core::property::Property;
 use listsync_harness::adapter_check::{self, RULES};
 use listsync_harness::manifest::Manifest;
 use listsync_harness::matrix::{self, CellState, Options};
 use listsync_harness::run::Bounds;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -106,19 +105,6 @@ async fn the_matrix_passes_the_example_and_catches_its_last_response_wins_varian
                 && m.contains("no_stale_overwrite")),
         "{lrw:?}"
     );
-}
-
-fn listsync(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_listsync"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run listsync");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -4,24 +4,10 @@
 //! its evidence (the message log of the replay that failed). The matrix's file is checked by
 //! `tests/adapter_example.rs` on the example adapter's matrix, which that test runs anyway.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod harness_support;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn listsync(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_listsync"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run listsync");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use harness_support::listsync;
+use std::path::Path;
 
 /// (classname, name, outcome element or "passed", its message) of every testcase, after checking
 /// that the suite's counts match its testcases.
@@ -70,7 +56,7 @@ fn check_writes_a_testcase_per_configuration_and_property() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("check");
     let junit = dir.path().join("junit/check.xml");
-    let (code, stderr) = listsync(&[
+    let (code, _, stderr) = listsync(&[
         "check",
         "first-page-only",
         "clear-then-fetch",
@@ -104,7 +90,7 @@ fn check_writes_a_testcase_per_configuration_and_property() {
 fn sim_writes_one_testcase_per_seed_campaign() {
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("sim.xml");
-    let (code, stderr) = listsync(&[
+    let (code, _, stderr) = listsync(&[
         "sim",
         "--seeds",
         "30",
@@ -135,7 +121,7 @@ fn replay_writes_a_testcase_per_trace_and_a_failure_names_its_message_log() {
     let junit = dir.path().join("replay.xml");
     let logs = dir.path().join("logs");
     // Our runtime with the trace's own (known-bad) strategies agrees with the model: passes.
-    let (code, stderr) = listsync(&[
+    let (code, _, stderr) = listsync(&[
         "replay",
         "traces/first-page-only.json",
         "traces/naive.json",
@@ -160,7 +146,7 @@ fn replay_writes_a_testcase_per_trace_and_a_failure_names_its_message_log() {
     // The example adapter's last-response-wins client (python3, stdlib only) does not refresh as
     // the reference algorithm the shadow world runs for it: a failure that names the message log
     // written for it.
-    let (code, _) = listsync(&[
+    let (code, _, _) = listsync(&[
         "replay",
         "traces/naive.json",
         "--adapter",

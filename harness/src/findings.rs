@@ -131,6 +131,19 @@ fn shows(r: &RunReport, p: Property, also: Property) -> (bool, String) {
     )
 }
 
+/// A claim that the server sent no list_changed for any batch, with the notifications per batch
+/// and whether the client converged as its evidence.
+fn sends_nothing(r: &RunReport) -> (bool, String) {
+    let n = &r.observations.notifications_per_batch;
+    (
+        n.iter().all(|x| *x == 0),
+        format!(
+            "notifications per batch: {n:?}; converges {}",
+            r.verdict(Property::Converges)
+        ),
+    )
+}
+
 fn violated(r: &RunReport, p: Property) -> bool {
     r.verdict(p) == Verdict::Violated
 }
@@ -313,16 +326,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 (PYTHON, Server, "mcpserver", E25, "notify"),
                 (PYTHON, Server, "mcpserver", E26, "notify"),
             ],
-            check: |r| {
-                let n = &r.observations.notifications_per_batch;
-                (
-                    n.iter().all(|x| *x == 0),
-                    format!(
-                        "notifications per batch: {n:?}; converges {}",
-                        r.verdict(Property::Converges)
-                    ),
-                )
-            },
+            check: sends_nothing,
         },
         Claim {
             section: "Python",
@@ -731,29 +735,18 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 (FASTMCP, Server, "fastmcp", E25, "notify"),
                 (FASTMCP, Server, "fastmcp", E26, "notify"),
             ],
-            check: |r| {
-                let n = &r.observations.notifications_per_batch;
-                (
-                    n.iter().all(|x| *x == 0),
-                    format!(
-                        "notifications per batch: {n:?}; converges {}",
-                        r.verdict(Property::Converges)
-                    ),
-                )
-            },
+            check: sends_nothing,
         },
         Claim {
             section: "FastMCP",
             claim: "a list_changed sent on the latest request's session (the one way to notify outside a request) reaches a 2025-11-25 client, which then converges",
             rows: vec![(FASTMCP, Server, "fastmcp", E25, "notify-explicit")],
             check: |r| {
+                let (_, evidence) = sends_nothing(r);
                 let n = &r.observations.notifications_per_batch;
                 (
                     n.iter().all(|x| *x >= 1) && r.verdict(Property::Converges) == Verdict::Holds,
-                    format!(
-                        "notifications per batch: {n:?}; converges {}",
-                        r.verdict(Property::Converges)
-                    ),
+                    evidence,
                 )
             },
         },

@@ -86,22 +86,19 @@ impl Suite {
     }
 }
 
-/// Escapes text for an attribute value or element content.
+/// Escapes text for an attribute value or element content: the SVG writer's escaping, and each
+/// character XML 1.0 cannot carry (control characters but tab, newline and carriage return;
+/// U+FFFE, U+FFFF) replaced by U+FFFD.
 fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
+    let carried: String = s
+        .chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' => c,
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => '\u{FFFD}',
+            c => c,
+        })
+        .collect();
+    crate::svg::esc(&carried)
 }
 
 /// The JUnit XML document of `suites`.

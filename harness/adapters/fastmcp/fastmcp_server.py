@@ -26,6 +26,7 @@ from fastmcp.server.middleware import Middleware
 from fastmcp.tools import Tool
 
 from control import KINDS, CatalogModel, Control, Env, Gates
+from server import template_params  # the Python adapter's (provision.sh copies it beside this file)
 
 MODERN = "2026-07-28"
 NOTIFICATION = {
@@ -53,19 +54,6 @@ class SessionTracker(Middleware):
             except Exception:  # noqa: BLE001 - no request context: keep what we had
                 pass
         return await call_next(context)
-
-
-def template_params(uri_template: str) -> list[str]:
-    names: list[str] = []
-    i = 0
-    while (i := uri_template.find("{", i)) >= 0:
-        j = uri_template.find("}", i)
-        if j < 0:
-            break
-        for part in uri_template[i + 1 : j].lstrip("+#./;?&").split(","):
-            names.append(part.rstrip("*").split(":")[0])
-        i = j + 1
-    return names
 
 
 class Server:
