@@ -496,6 +496,28 @@ mod tests {
     }
 
     #[test]
+    fn mutates_defaults_to_every_kind_and_belongs_to_the_server() {
+        let base = "name = \"x\"\nversion = \"1\"\nroles = [\"server\"]\neras = [\"2025-11-25\"]\n[launch]\nserver = [\"s\"]\n";
+        let all = Manifest::parse(base, Origin::File("/tmp".into())).unwrap();
+        assert!(Kind::ALL.into_iter().all(|k| all.mutates.contains(k)));
+        let fixed = Manifest::parse(
+            &format!("{base}[server]\nmutates = [\"resources\"]\n"),
+            Origin::File("/tmp".into()),
+        )
+        .unwrap();
+        assert!(fixed.mutates.contains(Kind::Resources));
+        assert!(!fixed.mutates.contains(Kind::Tools));
+        let err = Manifest::parse(
+            &format!("{base}[client]\nmutates = [\"tools\"]\n"),
+            Origin::File("/tmp".into()),
+        )
+        .unwrap_err();
+        assert!(err.contains("[client] mutates"), "{err}");
+        let everything = find("server-everything").unwrap();
+        assert!(!everything.mutates.contains(Kind::Tools));
+    }
+
+    #[test]
     fn a_minimal_manifest_parses_and_bad_ones_say_why() {
         let m = Manifest::parse(
             "name = \"x\"\nversion = \"1\"\nroles = [\"client\"]\neras = [\"2025-11-25\"]\n[launch]\nclient = [\"python3\", \"{dir}/c.py\"]\n",
