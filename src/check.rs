@@ -43,6 +43,9 @@ pub struct Args {
     /// known-bad configuration, its shortest counterexample).
     #[arg(long)]
     update_corpus: Option<PathBuf>,
+    /// Also write a JUnit XML report to this file (docs/ci.md).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
 /// Runs `listsync check`.
@@ -100,6 +103,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         listsync_report::pages::model_check(&out)?;
         suite::update_readme(&args.readme, report)
             .with_context(|| format!("updating {}", args.readme.display()))?;
+    }
+    if let Some(f) = &args.junit {
+        listsync_report::junit::write(f, &[listsync_report::junit::from_check(report, &traces)])?;
     }
     if args.json {
         print!("{json}");

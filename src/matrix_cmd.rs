@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long)]
     jobs: Option<usize>,
     /// Only these implementations (comma-separated names: reference, rmcp, ts-v1, ts-v2, python,
-    /// go-sdk, mcp-go, java, or the name in an --adapter manifest).
+    /// go-sdk, mcp-go, java, fastmcp, server-everything, or the name in an --adapter manifest).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Adds the rows of an adapter of your own, described by its manifest (repeatable;
@@ -33,6 +33,9 @@ pub struct Args {
     /// Where to write the report.
     #[arg(long, default_value = "reports")]
     out: PathBuf,
+    /// Also write a JUnit XML report to this file (docs/ci.md).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
 /// Runs the matrix. Exit 1 if our reference runtime violates anything or a known-bad variant
@@ -79,6 +82,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         m.seconds,
         md.display()
     );
+    if let Some(f) = &args.junit {
+        let suite = listsync_report::junit::from_matrix(&m.runs, &args.out);
+        listsync_report::junit::write(f, &[suite])?;
+    }
     let failures = m.failures();
     for f in &failures {
         println!("FAIL: {f}");

@@ -9,7 +9,7 @@ use listsync_harness::adapters::{Paths, Subject};
 use listsync_harness::outcome::RunStatus;
 use listsync_harness::replay::{exit_code, plan, replay, summary};
 use listsync_harness::run::Bounds;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Flags of `listsync replay`.
@@ -19,7 +19,7 @@ pub struct Args {
     #[arg(required = true)]
     traces: Vec<PathBuf>,
     /// Built-in implementation under test: IMPL[:ROLE][@VARIANT], IMPL one of reference, rmcp,
-    /// ts-v1, ts-v2, python, go-sdk, mcp-go, java (e.g. `ts-v1:client@listchanged-debounce0`,
+    /// ts-v1, ts-v2, python, go-sdk, mcp-go, java, fastmcp, server-everything (e.g. `ts-v1:client@listchanged-debounce0`,
     /// `reference@naive:client`, `reference@trace` for our runtime running the trace's own
     /// strategies).
     #[arg(long, required_unless_present = "adapter", conflicts_with = "adapter")]
@@ -34,6 +34,9 @@ pub struct Args {
     /// Directory for the message logs.
     #[arg(long, default_value = "reports/replay")]
     out: PathBuf,
+    /// Also write a JUnit XML report to this file (docs/ci.md).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
 /// Runs the replays; exit 0 when every replay ran in lockstep and agreed with the model, 1 when
@@ -54,6 +57,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let mut worst = 0u8;
+    let mut runs = Vec::new();
     for path in &args.traces {
         let trace = crate::trace_cmd::read(path)?;
         let name = path
@@ -91,9 +95,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             listsync_harness::msglog::write(&log, &report, p.client.kinds)
                 .with_context(|| format!("writing {}", log.display()))?;
             println!("  message log: {}", log.display());
+            report.log = Some(log.display().to_string());
         }
         let code = exit_code(&report);
         worst = worst.max(code);
+        runs.push(report);
+    }
+    if let Some(f) = &args.junit {
+        let suite = listsync_report::junit::from_replays(&runs, Path::new(""));
+        listsync_report::junit::write(f, &[suite])?;
     }
     Ok(ExitCode::from(worst))
 }

@@ -83,6 +83,9 @@ pub struct Args {
     /// level, every line on the simulated network too) to this file.
     #[arg(long, value_name = "FILE")]
     history: Option<PathBuf>,
+    /// Also write a JUnit XML report to this file (docs/ci.md).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
 /// Runs `listsync sim`.
@@ -127,6 +130,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             std::fs::create_dir_all(dir)?;
         }
         std::fs::write(path, &json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(f) = &args.junit {
+        listsync_report::junit::write(f, &[listsync_report::junit::from_sim(s)])?;
     }
     if args.json {
         println!("{json}");

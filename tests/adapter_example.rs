@@ -12,13 +12,12 @@
 
 mod harness_support;
 
-use harness_support::{REPLAY_LIMIT, paths, repo};
+use harness_support::{REPLAY_LIMIT, listsync, paths, repo};
 use listsync_core::property::Property;
 use listsync_harness::adapter_check::{self, RULES};
 use listsync_harness::manifest::Manifest;
 use listsync_harness::matrix::{self, CellState, Options};
 use listsync_harness::run::Bounds;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,19 +72,39 @@ async fn the_matrix_passes_the_example_and_catches_its_last_response_wins_varian
     // No built-in row ran: --only names the user's adapter alone.
     assert!(m.runs.iter().all(|r| r.imp == "example"));
     assert!(m.validation.is_empty());
-}
 
-fn listsync(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_listsync"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run listsync");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    // `listsync matrix --junit`: one testcase per run; the last-response-wins rows' stale-race
+    // fails naming no_stale_overwrite, the coalescing rows fail nothing.
+    let xml = listsync_report::junit::render(&[listsync_report::junit::from_matrix(
+        &m.runs,
+        &repo().join("reports"),
+    )]);
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(cases.len(), m.runs.len());
+    let failed = |class_has: &str| {
+        cases
+            .iter()
+            .filter(|c| c.attribute("classname").unwrap_or("").contains(class_has))
+            .filter_map(|c| c.children().find(|n| n.has_tag_name("failure")))
+            .map(|f| f.attribute("message").unwrap_or("").to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        failed("@coalescing.").is_empty(),
+        "{:?}",
+        failed("@coalescing.")
+    );
+    let lrw = failed("@last-response-wins.");
+    assert!(
+        lrw.iter()
+            .any(|m| m.starts_with("scenario stale-race: violated")
+                && m.contains("no_stale_overwrite")),
+        "{lrw:?}"
+    );
 }
 
 #[test]

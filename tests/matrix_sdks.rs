@@ -16,7 +16,10 @@
 //!   Python's server never notifying on add/remove, Python's `Client` on 2026-07-28 missing
 //!   legacy notifications, in-flight calls to a removed tool completing; the Go SDK's serial
 //!   handlers and its listen-before-acknowledgement gap, mcp-go's and Java's stale overwrite,
-//!   notifications per call in mcp-go and Java).
+//!   notifications per call in mcp-go and Java; FastMCP's server never notifying on add/remove, its
+//!   client's concurrent re-lists and its missing listen stream on 2026-07-28);
+//! - the everything server's row names its version and reports every tools trace and scenario
+//!   not applicable (its catalog is fixed), never a run against a refused mutation.
 //!
 //! Without `node`, `python3`, `go`, or a JDK with `mvn`, the run fails and says what to install;
 //! `LISTSYNC_HARNESS_SKIP_SDKS=1` skips this test explicitly (and prints that it did).
@@ -81,6 +84,8 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
         "go-sdk",
         "mcp-go",
         "java",
+        "fastmcp",
+        "server-everything",
     ] {
         assert!(
             rows.iter().any(|r| str_of(r, "imp") == imp),
@@ -121,6 +126,11 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
         ("go-sdk", "github.com/modelcontextprotocol/go-sdk v1.8.0"),
         ("mcp-go", "github.com/mark3labs/mcp-go v1.2.1"),
         ("java", "io.modelcontextprotocol.sdk:mcp 2.1.0"),
+        ("fastmcp", "fastmcp 4.2.3"),
+        (
+            "server-everything",
+            "@modelcontextprotocol/server-everything 2026.8.31",
+        ),
     ] {
         for r in rows.iter().filter(|r| str_of(r, "imp") == imp) {
             assert!(
@@ -135,6 +145,18 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
                     && r["runs"].as_array().is_some_and(|a| !a.is_empty())),
             "no {imp} row ran"
         );
+    }
+
+    // The everything server cannot change its tools: each of its runs says so, none is judged.
+    let runs = json["runs"].as_array().expect("runs");
+    let everything: Vec<&Value> = runs
+        .iter()
+        .filter(|r| str_of(r, "imp") == "server-everything")
+        .collect();
+    assert!(!everything.is_empty(), "no server-everything run");
+    for r in everything {
+        assert_eq!(str_of(r, "status"), "unsupported", "{r}");
+        assert!(str_of(r, "detail").starts_with("not applicable"), "{r}");
     }
 
     // Our reference runtime holds every property in every row.
@@ -189,6 +211,10 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
         "OnNotification handlers run on the goroutine that reads stdin",
         "McpSyncServer.addTool/removeTool each send one list_changed at once",
         "the client re-lists by itself on every list_changed",
+        "FastMCP.add_tool and the local provider's remove_tool send nothing",
+        "a list_changed sent on the latest request's session",
+        "the client's message handler runs each notification on its own",
+        "the client opens no subscriptions/listen stream on 2026-07-28",
     ] {
         assert_eq!(status_of(claim), "confirmed", "{claim}");
     }

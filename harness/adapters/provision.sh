@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs one third-party SDK adapter (ts-v1, ts-v2, python, go-sdk, mcp-go or java) into a cache directory
+# Installs one third-party SDK adapter (ts-v1, ts-v2, python, fastmcp, server-everything, go-sdk, mcp-go or java) into a cache directory
 # from its committed lockfile, idempotently (a stamp keyed by the lockfile hash and runtime version makes
 # re-runs instant; compiled adapters are rebuilt only when their sources change), and prints the adapter's
 # launch description as one JSON line on stdout. Progress goes to stderr.
@@ -23,8 +23,8 @@ die() { say "error: $*"; exit 1; }
 IMPL="${1:-}"
 RELOCK="${2:-}"
 case "$IMPL" in
-  ts-v1|ts-v2|python|go-sdk|mcp-go|java) ;;
-  *) printf 'usage: %s ts-v1|ts-v2|python|go-sdk|mcp-go|java [--relock]\n' "$0" >&2; exit 2 ;;
+  ts-v1|ts-v2|python|fastmcp|server-everything|go-sdk|mcp-go|java) ;;
+  *) printf 'usage: %s ts-v1|ts-v2|python|fastmcp|server-everything|go-sdk|mcp-go|java [--relock]\n' "$0" >&2; exit 2 ;;
 esac
 SKIP_HINT="or set LISTSYNC_HARNESS_SKIP_SDKS=1 to skip the third-party SDK rows"
 
@@ -51,7 +51,7 @@ copy_sources() {
 }
 
 case "$IMPL" in
-  ts-v1|ts-v2)
+  ts-v1|ts-v2|server-everything)
     command -v node >/dev/null 2>&1 || die "node is not installed: install Node.js >= 20 (apt-get install nodejs npm), $SKIP_HINT"
     command -v npm >/dev/null 2>&1 || die "npm is not installed: install npm (apt-get install npm), $SKIP_HINT"
     NODE_VERSION="$(node --version)"
@@ -72,7 +72,11 @@ case "$IMPL" in
       printf '%s' "$STAMP" > "$CACHE/.stamp"
       say "installed"
     fi
-    if [[ "$IMPL" == ts-v1 ]]; then PKGS=(@modelcontextprotocol/sdk); else PKGS=(@modelcontextprotocol/client @modelcontextprotocol/server); fi
+    case "$IMPL" in
+      ts-v1) PKGS=(@modelcontextprotocol/sdk) ;;
+      ts-v2) PKGS=(@modelcontextprotocol/client @modelcontextprotocol/server) ;;
+      server-everything) PKGS=(@modelcontextprotocol/server-everything @modelcontextprotocol/sdk) ;;
+    esac
     SDK_JSON=""
     for p in "${PKGS[@]}"; do
       v="$(node -e 'process.stdout.write(require(process.argv[1]).version)' "$APP/$IMPL/node_modules/$p/package.json")"
@@ -82,7 +86,9 @@ case "$IMPL" in
     ENTRY="$APP/$IMPL/adapter.mjs"
     LAUNCH="{\"impl\":\"$IMPL\",\"cache\":\"$CACHE\",\"runtime\":\"node $NODE_VERSION\",\"sdk\":{$SDK_JSON},\"launch\":{\"server\":[\"$NODE_BIN\",\"$ENTRY\"],\"client\":[\"$NODE_BIN\",\"$ENTRY\"]}}"
     ;;
-  python)
+  python|fastmcp)
+    # The FastMCP adapter runs on the Python adapter's entry point and control channel (LISTSYNC_PYTHON_SDK).
+    if [[ "$IMPL" == python ]]; then PKG=mcp; else PKG=fastmcp; fi
     command -v python3 >/dev/null 2>&1 || die "python3 is not installed: install Python >= 3.10 (apt-get install python3 python3-venv), $SKIP_HINT"
     # One interpreter start: version, minimum version, and the venv module (3 separate runs cost ~1 s).
     PY_CHECK="$(python3 -c 'import sys
@@ -94,18 +100,19 @@ except ImportError:
     ok = "novenv"
 print(v, "old" if sys.version_info < (3, 10) else "new", ok)')"
     read -r PY_VERSION PY_AGE PY_VENV <<<"$PY_CHECK"
-    [[ "$PY_AGE" == new ]] || die "python3 $PY_VERSION is too old: mcp needs >= 3.10"
+    [[ "$PY_AGE" == new ]] || die "python3 $PY_VERSION is too old: $PKG needs >= 3.10"
     [[ "$PY_VENV" == venv ]] || die "python3 has no venv/ensurepip module (apt-get install python3-venv)"
     APP="$CACHE/app"
-    copy_sources "$ADAPTERS/python" "$APP/python"
-    LOCK="$ADAPTERS/python/requirements.lock"
+    copy_sources "$ADAPTERS/python" "$APP/$IMPL"
+    [[ "$IMPL" == python ]] || copy_sources "$ADAPTERS/$IMPL" "$APP/$IMPL"
+    LOCK="$ADAPTERS/$IMPL/requirements.lock"
     [[ -f "$LOCK" ]] || die "missing lockfile $LOCK"
     STAMP="lock=$(hash_of "$LOCK") python=$PY_VERSION"
     VENV="$CACHE/venv"
     if [[ -x "$VENV/bin/python" && "$(cat "$CACHE/.stamp" 2>/dev/null || true)" == "$STAMP" ]]; then
       say "up to date ($STAMP)"
     else
-      say "creating venv $VENV and installing python/requirements.lock (pip) ..."
+      say "creating venv $VENV and installing $IMPL/requirements.lock (pip) ..."
       rm -f "$CACHE/.stamp"
       rm -rf "$VENV"
       python3 -m venv "$VENV" 1>&2 || die "python3 -m venv failed"
@@ -116,11 +123,11 @@ print(v, "old" if sys.version_info < (3, 10) else "new", ok)')"
     fi
     # The installed version, cached beside the stamp (asking the venv's python costs a second or two).
     if [[ ! -s "$CACHE/.sdk-version" || "$CACHE/.sdk-version" -ot "$CACHE/.stamp" ]]; then
-      "$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))' > "$CACHE/.sdk-version"
+      "$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("'"$PKG"'"))' > "$CACHE/.sdk-version"
     fi
-    MCP_VERSION="$(cat "$CACHE/.sdk-version")"
-    ENTRY="$APP/python/adapter.py"
-    LAUNCH="{\"impl\":\"python\",\"cache\":\"$CACHE\",\"runtime\":\"python $PY_VERSION\",\"sdk\":{\"mcp\":\"$MCP_VERSION\"},\"launch\":{\"server\":[\"$VENV/bin/python\",\"$ENTRY\"],\"client\":[\"$VENV/bin/python\",\"$ENTRY\"]}}"
+    SDK_VERSION="$(cat "$CACHE/.sdk-version")"
+    ENTRY="$APP/$IMPL/adapter.py"
+    LAUNCH="{\"impl\":\"$IMPL\",\"cache\":\"$CACHE\",\"runtime\":\"python $PY_VERSION\",\"sdk\":{\"$PKG\":\"$SDK_VERSION\"},\"launch\":{\"server\":[\"$VENV/bin/python\",\"$ENTRY\"],\"client\":[\"$VENV/bin/python\",\"$ENTRY\"]}}"
     ;;
   go-sdk|mcp-go)
     command -v go >/dev/null 2>&1 || die "go is not installed: install Go >= 1.25 (apt-get install golang-go, or a Go toolchain on PATH), $SKIP_HINT"

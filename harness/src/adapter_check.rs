@@ -46,11 +46,11 @@ pub const RULES: &[(&str, &str)] = &[
     ),
     (
         "catalog",
-        "a server answers catalog with the items of LISTSYNC_INITIAL, in list order",
+        "a server answers catalog with the items of LISTSYNC_INITIAL, in list order (a fixed-catalog server, [server] mutates without tools, starts with an empty LISTSYNC_INITIAL and answers with its own items)",
     ),
     (
         "mutate",
-        "a server applies a valid batch (catalog shows it) and refuses an invalid one whole",
+        "a server applies a valid batch (catalog shows it) and refuses an invalid one whole (a fixed-catalog server refuses adding a tool, its catalog unchanged)",
     ),
     ("snapshot", "a client answers snapshot with its items"),
     (
@@ -230,7 +230,13 @@ async fn session(
         failures: Vec::new(),
         passed: Vec::new(),
     };
-    let initial = tools(&[("a", "a1"), ("b", "b1")]);
+    // A server with a fixed catalog (`[server] mutates` without tools) starts with its own.
+    let fixed = role == Role::Server && !m.mutates.contains(Kind::Tools);
+    let initial = if fixed {
+        Vec::new()
+    } else {
+        tools(&[("a", "a1"), ("b", "b1")])
+    };
     let kinds = KindSet::only(Kind::Tools);
     let under = |r: Role| {
         if r == role {
@@ -323,6 +329,7 @@ async fn session(
             .unwrap_or_default();
         book.rule("ready-fields", ready_fields(&ready, role, era));
         match role {
+            Role::Server if fixed => fixed_server_commands(&run, &mut book).await,
             Role::Server => server_commands(&run, &mut book).await,
             Role::Client => client_commands(&run, &mut book).await,
         }
@@ -386,15 +393,43 @@ fn names(v: &Value) -> Option<Vec<(String, String)>> {
     control_items(v).map(|items| items.into_iter().map(|i| (i.name, i.description)).collect())
 }
 
+/// A `catalog tools` reply's items.
+fn catalog_items(reply: Result<Value, CmdError>) -> Result<Vec<(String, String)>, String> {
+    let reply = reply.map_err(|e| format!("catalog tools: {e}"))?;
+    reply
+        .get("items")
+        .and_then(names)
+        .ok_or_else(|| "the catalog reply has no items array of {name, description}".into())
+}
+
+/// A server whose manifest says it cannot change its tools (`[server] mutates`): it answers
+/// `catalog` with its own items, and refuses a batch adding a tool whole, its catalog unchanged.
+async fn fixed_server_commands(run: &Run, book: &mut Book) {
+    let bound = run.bounds.command;
+    let read = || run.server.cmd("catalog", json!({"kind": "tools"}), bound);
+    let first = catalog_items(read().await);
+    book.rule("catalog", first.as_ref().map(|_| ()).map_err(Clone::clone));
+    let add = json!({"ops": [{"op": "add", "kind": "tools", "name": "c", "description": "c1"}]});
+    let mutate = match (first, run.server.cmd("mutate", add, bound).await) {
+        (_, Ok(_)) => Err(
+            "adding tool c was answered ok:true, but the manifest says the server cannot change its tools ([server] mutates)".into(),
+        ),
+        (Ok(items), Err(CmdError::Failed { .. })) => match catalog_items(read().await) {
+            Ok(after) if after == items => Ok(()),
+            Ok(after) => Err(format!(
+                "a refused batch changed the catalog: {items:?} became {after:?}"
+            )),
+            Err(e) => Err(e),
+        },
+        (Err(e), Err(CmdError::Failed { .. })) => Err(e),
+        (_, Err(e)) => Err(format!("a mutate the server cannot apply: {e}")),
+    };
+    book.rule("mutate", mutate);
+}
+
 async fn server_commands(run: &Run, book: &mut Book) {
     let bound = run.bounds.command;
-    let catalog = |reply: Result<Value, CmdError>| -> Result<Vec<(String, String)>, String> {
-        let reply = reply.map_err(|e| format!("catalog tools: {e}"))?;
-        reply
-            .get("items")
-            .and_then(names)
-            .ok_or_else(|| "the catalog reply has no items array of {name, description}".into())
-    };
+    let catalog = catalog_items;
     let want = vec![
         ("a".to_owned(), "a1".to_owned()),
         ("b".to_owned(), "b1".to_owned()),

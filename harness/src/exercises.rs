@@ -597,6 +597,14 @@ pub async fn run(
         report.detail = Some(format!("{} does not speak {era}", subject.adapter.name));
         return report;
     }
+    if role == Role::Server && !subject.adapter.mutates.contains(Kind::Tools) {
+        report.status = RunStatus::Unsupported;
+        report.detail = Some(crate::replay::fixed_catalog(
+            &subject.adapter.name,
+            Kind::Tools,
+        ));
+        return report;
+    }
     let initial = tools(&[("a", "a1"), ("b", "b1")]);
     let kinds = KindSet::only(Kind::Tools);
     let reference_variant = |r: Role| {

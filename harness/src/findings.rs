@@ -132,6 +132,19 @@ fn shows(r: &RunReport, p: Property, also: Property) -> (bool, String) {
     )
 }
 
+/// A claim that the server sent no list_changed for any batch, with the notifications per batch
+/// and whether the client converged as its evidence.
+fn sends_nothing(r: &RunReport) -> (bool, String) {
+    let n = &r.observations.notifications_per_batch;
+    (
+        n.iter().all(|x| *x == 0),
+        format!(
+            "notifications per batch: {n:?}; converges {}",
+            r.verdict(Property::Converges)
+        ),
+    )
+}
+
 fn violated(r: &RunReport, p: Property) -> bool {
     r.verdict(p) == Verdict::Violated
 }
@@ -166,6 +179,7 @@ const PYTHON: &str = "python";
 const GO_SDK: &str = "go-sdk";
 const MCP_GO: &str = "mcp-go";
 const JAVA: &str = "java";
+const FASTMCP: &str = "fastmcp";
 const E26: Era = Era::V2026_07_28;
 
 /// The findings about docs/sdk-facts.md's observed behaviours.
@@ -313,16 +327,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 (PYTHON, Server, "mcpserver", E25, "notify"),
                 (PYTHON, Server, "mcpserver", E26, "notify"),
             ],
-            check: |r| {
-                let n = &r.observations.notifications_per_batch;
-                (
-                    n.iter().all(|x| *x == 0),
-                    format!(
-                        "notifications per batch: {n:?}; converges {}",
-                        r.verdict(Property::Converges)
-                    ),
-                )
-            },
+            check: sends_nothing,
         },
         Claim {
             section: "Python",
@@ -725,6 +730,49 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
             },
         },
         Claim {
+            section: "FastMCP",
+            claim: "FastMCP.add_tool and the local provider's remove_tool send nothing, in both eras",
+            rows: vec![
+                (FASTMCP, Server, "fastmcp", E25, "notify"),
+                (FASTMCP, Server, "fastmcp", E26, "notify"),
+            ],
+            check: sends_nothing,
+        },
+        Claim {
+            section: "FastMCP",
+            claim: "a list_changed sent on the latest request's session (the one way to notify outside a request) reaches a 2025-11-25 client, which then converges",
+            rows: vec![(FASTMCP, Server, "fastmcp", E25, "notify-explicit")],
+            check: |r| {
+                let (_, evidence) = sends_nothing(r);
+                let n = &r.observations.notifications_per_batch;
+                (
+                    n.iter().all(|x| *x >= 1) && r.verdict(Property::Converges) == Verdict::Holds,
+                    evidence,
+                )
+            },
+        },
+        Claim {
+            section: "FastMCP",
+            claim: "the client's message handler runs each notification on its own: concurrent re-lists, and an older list can win",
+            rows: vec![(FASTMCP, Client, "messagehandler", E25, "stale-race")],
+            check: |r| shows(r, Property::NoStaleOverwrite, Property::BoundedRefresh),
+        },
+        Claim {
+            section: "FastMCP",
+            claim: "the client opens no subscriptions/listen stream on 2026-07-28, so it never hears of a change and never re-lists",
+            rows: vec![(FASTMCP, Client, "messagehandler", E26, "stale-race")],
+            check: |r| {
+                (
+                    r.observations.relists == 0 && violated(r, Property::Converges),
+                    format!(
+                        "{} re-lists; converges {}",
+                        r.observations.relists,
+                        r.verdict(Property::Converges)
+                    ),
+                )
+            },
+        },
+        Claim {
             section: "Observed in every SDK",
             claim: "a tools/call already running when its tool is removed completes normally; the next call fails",
             rows: vec![
@@ -739,6 +787,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 (MCP_GO, Server, "addtool", E25, "call-removal"),
                 (MCP_GO, Server, "settools", E25, "call-removal"),
                 (JAVA, Server, "sync", E25, "call-removal"),
+                (FASTMCP, Server, "fastmcp", E25, "call-removal"),
             ],
             check: |r| {
                 let c = &r.observations.calls;
@@ -767,6 +816,7 @@ pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
                 (MCP_GO, Client, "onnotification", E26, "stale-race"),
                 (JAVA, Client, "sync", E25, "stale-race"),
                 (JAVA, Client, "async", E25, "stale-race"),
+                (FASTMCP, Client, "messagehandler", E25, "stale-race"),
             ],
             check: |r| {
                 (
@@ -852,6 +902,24 @@ pub fn source_checks() -> Vec<SourceCheck> {
             question: "when does the server send nextCursor?".into(),
             answer: "whenever a page is full, so a list whose length is a multiple of the page size ends with one more request answered by an empty page.".into(),
             place: "server/server.go, listByPagination".into(),
+        },
+        SourceCheck {
+            sdk: "fastmcp 4.2.3".into(),
+            question: "which FastMCP features send a list_changed notification?".into(),
+            answer: "only ones that run inside a request: Context.send_notification, and Context.enable_components / disable_components (one session's visibility rules, which notify that session); add_tool, add_prompt, add_resource, add_template, the local provider's remove_* and the server-wide enable/disable send nothing. FastMCP serves no subscriptions/listen, and a notification not related to a request is dropped on a 2026-07-28 connection.".into(),
+            place: "fastmcp/server/context.py (send_notification, enable_components), fastmcp/server/transforms/visibility.py (save_visibility_rules), fastmcp/server/providers/local_provider/local_provider.py".into(),
+        },
+        SourceCheck {
+            sdk: "fastmcp 4.2.3".into(),
+            question: "how does the client handle list_changed?".into(),
+            answer: "it evicts the method's entry from its response cache and calls the application's MessageHandler (on_tool_list_changed...); it re-lists nothing by itself and has no single flight. Client.list_tools() walks every page, refuses a repeated cursor and stops at 250 pages. The client has no subscriptions/listen API.".into(),
+            place: "fastmcp/client/client.py (_evicting_message_handler), fastmcp/client/messages.py, fastmcp/client/mixins/tools.py (list_tools)".into(),
+        },
+        SourceCheck {
+            sdk: "@modelcontextprotocol/server-everything 2026.8.31 (@modelcontextprotocol/sdk 1.32.2)".into(),
+            question: "what changes its lists at run time?".into(),
+            answer: "its catalog is fixed, with two exceptions: after notifications/initialized it registers the tools the client's capabilities allow (roots, elicitation, sampling, tasks), each registration sending its own tools/list_changed; its gzip-file-as-resource tool registers a session resource demo://resource/session/NAME (resources/list_changed; the same name again: removed and registered anew, two notifications). No command adds, removes or updates a tool or a prompt, so the matrix's tools traces and scenarios are not applicable to it.".into(),
+            place: "dist/server/index.js (oninitialized, registerConditionalTools), dist/tools/index.js, dist/resources/session.js (registerSessionResource)".into(),
         },
         SourceCheck {
             sdk: "io.modelcontextprotocol.sdk:mcp 2.1.0 (mcp-core 2.1.0)".into(),

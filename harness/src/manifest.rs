@@ -42,6 +42,11 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("go-sdk", include_str!("../adapters/go-sdk/adapter.toml")),
     ("mcp-go", include_str!("../adapters/mcp-go/adapter.toml")),
     ("java", include_str!("../adapters/java/adapter.toml")),
+    ("fastmcp", include_str!("../adapters/fastmcp/adapter.toml")),
+    (
+        "server-everything",
+        include_str!("../adapters/server-everything/adapter.toml"),
+    ),
 ];
 
 /// One variant of a role: a name for rows and the command line, the `LISTSYNC_VARIANT` value
@@ -80,6 +85,9 @@ struct RoleEntry {
     variants: Vec<VariantEntry>,
     #[serde(default)]
     scenarios: Vec<String>,
+    /// Server only: the kinds whose lists `mutate` can change (default: every kind).
+    #[serde(default)]
+    mutates: Option<Vec<Kind>>,
 }
 
 /// `[launch]`: argv per role.
@@ -177,6 +185,10 @@ pub struct Manifest {
     pub eras: Vec<Era>,
     /// Kinds of list it serves (server) and keeps (client).
     pub kinds: KindSet,
+    /// Server: the kinds whose lists its `mutate` can change (`[server] mutates`; default: every
+    /// kind). A server with a fixed catalog refuses the rest, and the traces and scenarios that
+    /// change them are not applicable to it.
+    pub mutates: KindSet,
     /// argv per role (else from what `provision` printed).
     pub launch: BTreeMap<Role, Vec<String>>,
     /// Environment for every run.
@@ -258,6 +270,18 @@ impl Manifest {
                 "roles lists {r} but [launch] has no {r} = [argv...] (and no provision command prints one)"
             ));
         }
+        if f.client.mutates.is_some() {
+            return Err(
+                "[client] mutates: only a server mutates its catalog (write it under [server])"
+                    .into(),
+            );
+        }
+        let mutates: KindSet = f
+            .server
+            .mutates
+            .clone()
+            .map(|k| k.into_iter().collect())
+            .unwrap_or_else(|| Kind::ALL.into_iter().collect());
         let mut variants = BTreeMap::new();
         let mut scenarios = BTreeMap::new();
         for (role, entry) in [(Role::Server, f.server), (Role::Client, f.client)] {
@@ -306,6 +330,7 @@ impl Manifest {
                 .kinds
                 .map(|k| k.into_iter().collect())
                 .unwrap_or_else(|| Kind::ALL.into_iter().collect()),
+            mutates,
             launch,
             env: f.env,
             provision: f.provision,
@@ -433,6 +458,7 @@ pub fn reference() -> Arc<Manifest> {
                 roles: vec![Role::Server, Role::Client],
                 eras: Era::ALL.to_vec(),
                 kinds: Kind::ALL.into_iter().collect(),
+                mutates: Kind::ALL.into_iter().collect(),
                 launch: BTreeMap::new(),
                 env: BTreeMap::new(),
                 provision: None,
@@ -467,6 +493,28 @@ mod tests {
         }
         assert_eq!(reference().name, "reference");
         assert_eq!(built_in().iter().filter(|m| m.runs_core).count(), 1);
+    }
+
+    #[test]
+    fn mutates_defaults_to_every_kind_and_belongs_to_the_server() {
+        let base = "name = \"x\"\nversion = \"1\"\nroles = [\"server\"]\neras = [\"2025-11-25\"]\n[launch]\nserver = [\"s\"]\n";
+        let all = Manifest::parse(base, Origin::File("/tmp".into())).unwrap();
+        assert!(Kind::ALL.into_iter().all(|k| all.mutates.contains(k)));
+        let fixed = Manifest::parse(
+            &format!("{base}[server]\nmutates = [\"resources\"]\n"),
+            Origin::File("/tmp".into()),
+        )
+        .unwrap();
+        assert!(fixed.mutates.contains(Kind::Resources));
+        assert!(!fixed.mutates.contains(Kind::Tools));
+        let err = Manifest::parse(
+            &format!("{base}[client]\nmutates = [\"tools\"]\n"),
+            Origin::File("/tmp".into()),
+        )
+        .unwrap_err();
+        assert!(err.contains("[client] mutates"), "{err}");
+        let everything = find("server-everything").unwrap();
+        assert!(!everything.mutates.contains(Kind::Tools));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //!   bench's section of the bench page);
 //! * [`bench`]: the bench figures file the benches write and the report reads;
 //! * [`plot`]: the bench plots;
+//! * [`junit`]: JUnit XML of a command's run, for CI (`--junit FILE`);
 //! * [`md`], [`svg`]: helpers.
 
 pub mod bench;
@@ -19,6 +20,7 @@ pub mod bench_refresh;
 pub mod conformance;
 pub mod conformance_suite;
 pub mod diagram;
+pub mod junit;
 pub mod md;
 pub mod model_check;
 pub mod pages;

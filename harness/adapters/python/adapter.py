@@ -1,9 +1,11 @@
 """Entry point of the Python adapter (PyPI `mcp`): connects the control socket, runs the role chosen by
-LISTSYNC_ROLE (server.py or client.py), and exits when the control socket closes, on `shutdown`, or when
+LISTSYNC_ROLE (server.py or client.py; with LISTSYNC_PYTHON_SDK=fastmcp the FastMCP adapter's fastmcp_server.py or
+fastmcp_client.py, which share this entry point and control.py), and exits when the control socket closes, on `shutdown`, or when
 stdin reaches EOF. Start-up failures are reported as a `log` event and exit with status 2."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import os
 import sys
@@ -21,7 +23,11 @@ async def amain() -> int:
     control = Control(env.control)
     await control.connect()
     status = 0
-    sdk_version = importlib.metadata.version("mcp")
+    sdk = os.environ.get("LISTSYNC_PYTHON_SDK", "mcp")
+    if sdk not in ("mcp", "fastmcp"):
+        raise ValueError(f"LISTSYNC_PYTHON_SDK must be mcp or fastmcp, got {sdk!r}")
+    prefix = "fastmcp_" if sdk == "fastmcp" else ""
+    sdk_version = importlib.metadata.version(sdk)
 
     async def finish(code: int, why: str) -> None:
         # Flush the control channel (the reply to `shutdown`, last events), then leave at once: the SDK's
@@ -37,14 +43,9 @@ async def amain() -> int:
         async def run_role() -> None:
             nonlocal status
             try:
-                if env.role == "server":
-                    from server import run_server
-
-                    await run_server(control, env, sdk_version, tg)
-                elif env.role == "client":
-                    from client import run_client
-
-                    await run_client(control, env, sdk_version, tg)
+                if env.role in ("server", "client"):
+                    role = importlib.import_module(prefix + env.role)
+                    await getattr(role, f"run_{env.role}")(control, env, sdk_version, tg)
                 else:
                     raise ValueError(f"LISTSYNC_ROLE must be server or client, got {env.role!r}")
             except Exception as e:  # noqa: BLE001

@@ -45,7 +45,7 @@ mod planning;
 mod progress;
 
 pub use matching::tracked_policy;
-pub use planning::{ReplayPlan, plan, trace_role, why_not_replayable};
+pub use planning::{ReplayPlan, fixed_catalog, plan, trace_role, why_not_replayable};
 
 use crate::adapters::{Paths, client_launch, server_launch};
 use crate::jsonrpc;

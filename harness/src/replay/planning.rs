@@ -128,6 +128,16 @@ pub fn plan(
             has.join(", ")
         ));
     }
+    if role == Role::Server
+        && let Some(k) = scenario
+            .initial
+            .iter()
+            .chain(scenario.script.iter().flatten())
+            .filter_map(listsync_core::vocab::Op::kind)
+            .find(|k| !subject.adapter.mutates.contains(*k))
+    {
+        unsupported.get_or_insert(fixed_catalog(name, k));
+    }
     let (server_adapter, client_adapter) = match role {
         Role::Server => (subject.adapter.clone(), manifest::reference()),
         Role::Client => (manifest::reference(), subject.adapter.clone()),
@@ -181,6 +191,15 @@ pub fn plan(
         scenario,
         unsupported,
     })
+}
+
+/// Why a run that changes `kind` is not applicable to a server whose manifest says it cannot
+/// (`[server] mutates`).
+pub fn fixed_catalog(name: &str, kind: Kind) -> String {
+    format!(
+        "not applicable: the {name} server cannot change its {k} on command (its manifest's [server] mutates leaves {k} out)",
+        k = kind.as_str()
+    )
 }
 
 fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {

@@ -1,0 +1,523 @@
+//! JUnit XML for CI: the typed test report ([`Suite`], [`Case`], [`Outcome`]) every command with
+//! `--junit FILE` writes, the writer ([`render`], [`write`]), and one conversion per command:
+//! [`from_check`] (a testcase per configuration × property), [`from_sim`] (one per seed
+//! campaign), [`from_replays`] and [`from_matrix`] (one per trace or scenario × implementation).
+//! A failure's message names the evidence: the counterexample trace, the shrunk trace, or the
+//! run's message log.
+//!
+//! The format is the one CI systems read (Jenkins, GitHub Actions reporters, GitLab): a
+//! `<testsuites>` root, `<testsuite name tests failures errors skipped time>`, and
+//! `<testcase classname name time>` with at most one `<failure>`, `<error>` or `<skipped>`.
+//! Text is escaped here (the five XML entities; characters XML 1.0 cannot carry become U+FFFD),
+//! so no XML library is needed to write it; the tests parse the output with one.
+
+use listsync_core::property::Verdict;
+use listsync_harness::outcome::{RunReport, RunStatus, Target};
+use listsync_harness::replay::agrees;
+use listsync_model::suite::SuiteReport;
+use listsync_sim::summary::Summary;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// One `<testsuite>`: the testcases of one command's run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Suite {
+    /// `listsync check`, `listsync matrix`...
+    pub name: String,
+    /// Its testcases, in order.
+    pub cases: Vec<Case>,
+}
+
+/// One `<testcase>`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    /// Groups testcases (`check.naive-refresh`, `replay.ts-v1:client@listchanged`).
+    pub class: String,
+    /// The testcase (`no-stale-overwrite`, `naive.json`).
+    pub name: String,
+    /// Wall time.
+    pub seconds: f64,
+    /// How it came out.
+    pub outcome: Outcome,
+}
+
+/// How a testcase came out.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// As expected.
+    Passed,
+    /// Not as expected: `message` is one line (with the evidence's path), `detail` the rest.
+    Failed {
+        /// One line.
+        message: String,
+        /// Any length.
+        detail: String,
+    },
+    /// It could not be judged (an adapter did not start, a command timed out).
+    Error {
+        /// One line.
+        message: String,
+    },
+    /// Not applicable here, and why.
+    Skipped {
+        /// One line.
+        message: String,
+    },
+}
+
+impl Suite {
+    fn count(&self, f: impl Fn(&Outcome) -> bool) -> usize {
+        self.cases.iter().filter(|c| f(&c.outcome)).count()
+    }
+
+    /// Testcases that failed.
+    pub fn failures(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Failed { .. }))
+    }
+
+    /// Testcases that could not be judged.
+    pub fn errors(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Error { .. }))
+    }
+
+    /// Testcases not applicable.
+    pub fn skipped(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Skipped { .. }))
+    }
+}
+
+/// Escapes text for an attribute value or element content: the SVG writer's escaping, and each
+/// character XML 1.0 cannot carry (control characters but tab, newline and carriage return;
+/// U+FFFE, U+FFFF) replaced by U+FFFD.
+fn escape(s: &str) -> String {
+    let carried: String = s
+        .chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' => c,
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => '\u{FFFD}',
+            c => c,
+        })
+        .collect();
+    crate::svg::esc(&carried)
+}
+
+/// The JUnit XML document of `suites`.
+pub fn render(suites: &[Suite]) -> String {
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let total = |f: fn(&Suite) -> usize| suites.iter().map(f).sum::<usize>();
+    let seconds = |s: &Suite| s.cases.iter().map(|c| c.seconds).sum::<f64>();
+    let _ = writeln!(
+        x,
+        "<testsuites tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\">",
+        total(|s| s.cases.len()),
+        total(Suite::failures),
+        total(Suite::errors),
+        total(Suite::skipped),
+        suites.iter().map(seconds).sum::<f64>()
+    );
+    for s in suites {
+        let _ = writeln!(
+            x,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\">",
+            escape(&s.name),
+            s.cases.len(),
+            s.failures(),
+            s.errors(),
+            s.skipped(),
+            seconds(s)
+        );
+        for c in &s.cases {
+            let _ = write!(
+                x,
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
+                escape(&c.class),
+                escape(&c.name),
+                c.seconds
+            );
+            match &c.outcome {
+                Outcome::Passed => x.push_str("/>\n"),
+                Outcome::Failed { message, detail } => {
+                    let _ = write!(
+                        x,
+                        ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                        escape(message),
+                        escape(detail)
+                    );
+                }
+                Outcome::Error { message } => {
+                    let _ = write!(
+                        x,
+                        ">\n      <error message=\"{}\"/>\n    </testcase>\n",
+                        escape(message)
+                    );
+                }
+                Outcome::Skipped { message } => {
+                    let _ = write!(
+                        x,
+                        ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                        escape(message)
+                    );
+                }
+            }
+        }
+        x.push_str("  </testsuite>\n");
+    }
+    x.push_str("</testsuites>\n");
+    x
+}
+
+/// Writes the document of `suites` to `path` (creating its directory); the error names the file.
+pub fn write(path: &Path, suites: &[Suite]) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(path, render(suites)).with_context(|| format!("writing {}", path.display()))
+}
+
+/// `listsync check`: a testcase per configuration × property (passed when the verdict is the
+/// expected one: a known-bad configuration's violation is the model checker doing its job; the
+/// failure names the counterexample trace under `traces`), and one per configuration for its
+/// named situations and the progress pass.
+pub fn from_check(report: &SuiteReport, traces: &Path) -> Suite {
+    let mut cases = Vec::new();
+    for c in &report.configs {
+        let class = format!("check.{}", c.name);
+        let share = c.seconds / (c.properties.len() + 1) as f64;
+        for (p, r) in &c.properties {
+            let want = c.expected.get(p).copied();
+            let evidence = r
+                .trace
+                .as_ref()
+                .map(|t| format!(" (counterexample: {})", traces.join(t).display()))
+                .unwrap_or_default();
+            let outcome = match want {
+                Some(w) if w != r.verdict => Outcome::Failed {
+                    message: format!("{p}: {:?}, expected {w:?}{evidence}", r.verdict),
+                    detail: format!(
+                        "configuration {} ({}): {} unique states explored",
+                        c.name, c.about, c.unique_states
+                    ),
+                },
+                _ => Outcome::Passed,
+            };
+            cases.push(Case {
+                class: class.clone(),
+                name: p.to_string(),
+                seconds: share,
+                outcome,
+            });
+        }
+        let unreached = c.unreached();
+        let outcome = if !unreached.is_empty() {
+            Outcome::Failed {
+                message: format!("situations never reached: {unreached:?}"),
+                detail: String::new(),
+            }
+        } else if c.progress.stuck > 0 {
+            Outcome::Failed {
+                message: format!("{} states cannot reach quiescence", c.progress.stuck),
+                detail: c.progress.stuck_path.join("\n"),
+            }
+        } else {
+            Outcome::Passed
+        };
+        cases.push(Case {
+            class,
+            name: "situations-and-progress".into(),
+            seconds: share,
+            outcome,
+        });
+    }
+    Suite {
+        name: "listsync check".into(),
+        cases,
+    }
+}
+
+/// `listsync sim`: one testcase for the seed campaign, failed when it did not come out as
+/// expected; the message names each violated property with its shrunk trace (under `out`).
+pub fn from_sim(s: &Summary) -> Suite {
+    let last = s.first_seed + s.seeds.saturating_sub(1);
+    let name = format!(
+        "{} strategy, {} faults, seeds {}..={last}{}",
+        s.strategy,
+        s.faults,
+        s.first_seed,
+        if s.shard.is_empty() {
+            String::new()
+        } else {
+            format!(" shard {}", s.shard)
+        }
+    );
+    let found: Vec<String> = s
+        .violations
+        .iter()
+        .map(|(p, v)| {
+            let evidence = v
+                .trace
+                .as_ref()
+                .map(|t| format!(", trace {}", t.file))
+                .or_else(|| v.history.as_ref().map(|h| format!(", history {h}")))
+                .unwrap_or_default();
+            format!(
+                "{p} violated in {} runs (first seed {}{evidence})",
+                v.runs, v.first_seed
+            )
+        })
+        .collect();
+    let outcome = if s.as_expected {
+        Outcome::Passed
+    } else {
+        Outcome::Failed {
+            message: format!(
+                "expected {}; found {}",
+                s.expected,
+                if found.is_empty() {
+                    "no violation".into()
+                } else {
+                    found.join("; ")
+                }
+            ),
+            detail: if s.anomalies > 0 {
+                format!(
+                    "{} simulator anomalies, seeds {:?}",
+                    s.anomalies, s.anomaly_seeds
+                )
+            } else {
+                String::new()
+            },
+        }
+    };
+    Suite {
+        name: "listsync sim".into(),
+        cases: vec![Case {
+            class: format!("sim.{:?}", s.level).to_lowercase(),
+            name,
+            seconds: s.wall_seconds,
+            outcome,
+        }],
+    }
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "nothing".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// `listsync replay`: a testcase per trace × implementation, failed as `listsync replay`'s exit
+/// status says: when the run diverged from the trace or its verdicts differ from the shadow
+/// world's (the model's strategies for the implementation: the reference algorithm for an SDK);
+/// an error when the harness could not run it; skipped when it does not apply. `logs` is the
+/// directory the runs' message logs (`RunReport::log`) are relative to.
+pub fn from_replays(runs: &[RunReport], logs: &Path) -> Suite {
+    from_runs("listsync replay", runs, logs, true)
+}
+
+/// `listsync matrix`: a testcase per run (a corpus trace or a generated scenario against one
+/// row: implementation, role, variant, era), failed when the row violated a property (a run may
+/// leave a trace's lockstep and still be judged, as the report does); a validation run of a
+/// known-bad strategy fails when its trace did not catch it. Errors and skips as for replays.
+pub fn from_matrix(runs: &[RunReport], logs: &Path) -> Suite {
+    from_runs("listsync matrix", runs, logs, false)
+}
+
+fn from_runs(suite: &str, runs: &[RunReport], logs: &Path, lockstep: bool) -> Suite {
+    let cases = runs
+        .iter()
+        .map(|r| {
+            let (target, shows) = match &r.target {
+                Target::Trace { name, shows } => (name.clone(), *shows),
+                Target::Exercise { name } => (format!("scenario {name}"), None),
+            };
+            let class = format!("{}:{}@{}.{}", r.imp, r.role, r.variant, r.era);
+            let violated: Vec<String> = r
+                .judged
+                .iter()
+                .filter(|(_, v)| **v == Verdict::Violated)
+                .map(|(p, _)| p.to_string())
+                .collect();
+            let log = r
+                .log
+                .as_ref()
+                .map(|l| format!(" (message log: {})", logs.join(l).display()))
+                .unwrap_or_default();
+            let validation = r.id.starts_with("validation.");
+            let outcome = match r.status {
+                RunStatus::Unsupported => Outcome::Skipped {
+                    message: r.detail.clone().unwrap_or_else(|| "not applicable".into()),
+                },
+                RunStatus::Failed => Outcome::Error {
+                    message: r.detail.clone().unwrap_or_else(|| "the run failed".into()) + &log,
+                },
+                _ if validation => match shows {
+                    Some(p) if r.judged.get(&p) != Some(&Verdict::Violated) => Outcome::Failed {
+                        message: format!("{target} shows {p}, which this run did not catch{log}"),
+                        detail: r.notes.join("\n"),
+                    },
+                    _ => Outcome::Passed,
+                },
+                // A replay: judged against the shadow world, as `listsync replay`'s exit status.
+                _ if lockstep && r.model.is_some() => {
+                    let agrees = r.model.as_ref().is_some_and(|m| agrees(&r.judged, m));
+                    if r.status == RunStatus::Completed && agrees {
+                        Outcome::Passed
+                    } else {
+                        let why = if r.status == RunStatus::Diverged {
+                            format!(
+                                "diverged from the trace ({})",
+                                r.detail.as_deref().unwrap_or("-")
+                            )
+                        } else {
+                            "the verdicts differ from the model's".into()
+                        };
+                        Outcome::Failed {
+                            message: format!("{target}: {why}; violated: {}{log}", list(&violated)),
+                            detail: r.notes.join("\n"),
+                        }
+                    }
+                }
+                // A generated scenario: judged by the properties alone.
+                _ if !violated.is_empty() => Outcome::Failed {
+                    message: format!("{target}: violated {}{log}", list(&violated)),
+                    detail: r.notes.join("\n"),
+                },
+                _ => Outcome::Passed,
+            };
+            Case {
+                class: if validation {
+                    format!("validation.{class}")
+                } else {
+                    class
+                },
+                name: target,
+                seconds: r.duration_ms as f64 / 1000.0,
+                outcome,
+            }
+        })
+        .collect();
+    Suite {
+        name: suite.into(),
+        cases,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(name: &str, outcome: Outcome) -> Case {
+        Case {
+            class: "c".into(),
+            name: name.into(),
+            seconds: 0.5,
+            outcome,
+        }
+    }
+
+    #[test]
+    fn the_document_parses_and_counts_each_outcome() {
+        let s = Suite {
+            name: "listsync x".into(),
+            cases: vec![
+                case("ok", Outcome::Passed),
+                case(
+                    "bad",
+                    Outcome::Failed {
+                        message: "violated (trace: t.json)".into(),
+                        detail: "line 1\nline 2".into(),
+                    },
+                ),
+                case(
+                    "err",
+                    Outcome::Error {
+                        message: "did not start".into(),
+                    },
+                ),
+                case(
+                    "na",
+                    Outcome::Skipped {
+                        message: "not applicable".into(),
+                    },
+                ),
+            ],
+        };
+        let xml = render(&[s]);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let root = doc.root_element();
+        assert_eq!(root.tag_name().name(), "testsuites");
+        assert_eq!(root.attribute("tests"), Some("4"));
+        let suite = root.children().find(|n| n.is_element()).unwrap();
+        for (attr, want) in [
+            ("failures", "1"),
+            ("errors", "1"),
+            ("skipped", "1"),
+            ("time", "2.000"),
+        ] {
+            assert_eq!(suite.attribute(attr), Some(want), "{attr}");
+        }
+        let cases: Vec<_> = suite
+            .children()
+            .filter(|n| n.has_tag_name("testcase"))
+            .collect();
+        assert_eq!(cases.len(), 4);
+        let failure = cases[1]
+            .children()
+            .find(|n| n.has_tag_name("failure"))
+            .unwrap();
+        assert_eq!(
+            failure.attribute("message"),
+            Some("violated (trace: t.json)")
+        );
+        assert_eq!(failure.text(), Some("line 1\nline 2"));
+        assert!(cases[2].children().any(|n| n.has_tag_name("error")));
+        assert!(cases[3].children().any(|n| n.has_tag_name("skipped")));
+        assert_eq!(cases[0].children().count(), 0);
+    }
+
+    #[test]
+    fn markup_and_characters_xml_cannot_carry_are_escaped() {
+        let nasty = "a<b>&\"c\"'d'\u{0}\u{1b}[31m\u{FFFF}é";
+        let s = Suite {
+            name: nasty.into(),
+            cases: vec![case(
+                nasty,
+                Outcome::Failed {
+                    message: nasty.into(),
+                    detail: format!("</failure><testcase name=\"{nasty}\"/>"),
+                },
+            )],
+        };
+        let xml = render(&[s]);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let tc = doc
+            .descendants()
+            .find(|n| n.has_tag_name("testcase"))
+            .unwrap();
+        let want = "a<b>&\"c\"'d'\u{FFFD}\u{FFFD}[31m\u{FFFD}é";
+        assert_eq!(tc.attribute("name"), Some(want));
+        let f = tc.children().find(|n| n.has_tag_name("failure")).unwrap();
+        assert_eq!(f.attribute("message"), Some(want));
+        assert!(f.text().unwrap().starts_with("</failure><testcase"));
+        assert_eq!(
+            doc.descendants()
+                .filter(|n| n.has_tag_name("testcase"))
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn write_creates_the_directory() {
+        let dir = std::env::temp_dir().join(format!("listsync-junit-{}", std::process::id()));
+        let path = dir.join("a/b/junit.xml");
+        write(&path, &[]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        roxmltree::Document::parse(&text).unwrap();
+        assert!(text.contains("tests=\"0\""));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
