@@ -559,7 +559,10 @@ mod tests {
         v["runs"][0]["judged"]["notify_after_commit"] = "holds".into();
         let d = |v: &serde_json::Value| Conformance::parse(&v.to_string()).unwrap();
         let page = render(Some(&d(&v)), &|_| None);
-        assert!(page.contains("differs from the model: notify judged holds / model -"), "{page}");
+        assert!(
+            page.contains("differs from the model: notify judged holds / model -"),
+            "{page}"
+        );
         v["runs"][0]["model"] = serde_json::Value::Null;
         let page = render(Some(&d(&v)), &|_| None);
         assert!(!page.contains("differs from the model"), "{page}");

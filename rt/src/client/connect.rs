@@ -259,6 +259,9 @@ pub(crate) async fn open(
     bearer: Option<&str>,
     warn: sniff::Report,
 ) -> Result<RunningService<RoleClient, Notifier>, String> {
+    // Only Streamable HTTP presents a token.
+    #[cfg(not(feature = "http"))]
+    let _ = bearer;
     match endpoint {
         Endpoint::Io(factory) => {
             let io = factory(auth).await.map_err(|e| e.to_string())?;
