@@ -1,4 +1,4 @@
-//! `listsync audit FILE... [--json]`: judges session logs (`listsync_session::audit_file`);
+//! `listsync audit FILE... [--json] [--junit FILE]`: judges session logs (`listsync_session::audit_file`);
 //! exit 1 if any property is violated, 2 if a log cannot be read.
 
 use std::path::PathBuf;
@@ -13,6 +13,9 @@ pub struct Args {
     /// One JSON document (an array, one object per log) instead of text.
     #[arg(long)]
     json: bool,
+    /// Also write a JUnit XML report (one testcase per log × property) to this file.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
 /// Audits every log.
@@ -27,6 +30,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         for a in &all {
             print!("{}", listsync_session::render(a));
         }
+    }
+    if let Some(f) = &args.junit {
+        listsync_report::junit::write(f, &[listsync_session::junit(&all)])?;
     }
     let violated = all.iter().any(|a| a.audit.violated());
     Ok(if violated {

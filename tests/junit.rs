@@ -1,4 +1,4 @@
-//! `--junit FILE` on `check`, `sim` and `replay`, through the CLI: each file parses as XML, holds
+//! `--junit FILE` on `check`, `sim` and `replay`, through the CLI (`audit`'s in tests/record_audit.rs): each file parses as XML, holds
 //! the testcases the command's unit is made of (configuration × property, seed campaign,
 //! trace × implementation), counts its outcomes in the suite's attributes, and a failure names
 //! its evidence (the message log of the replay that failed). The matrix's file is checked by

@@ -238,6 +238,36 @@ async fn naive_client_breaks_bounded_refresh() {
         text.starts_with("<svg") && text.contains("bounded_refresh"),
         "{svg:?}"
     );
+    // `--junit`: one testcase per property of the log; the violated one fails naming the diagram.
+    let junit = log.with_file_name("audit.xml");
+    let out = std::process::Command::new(EXE)
+        .args(["audit", "--junit"])
+        .arg(&junit)
+        .arg(&log)
+        .output()
+        .expect("run audit");
+    assert_eq!(out.status.code(), Some(1));
+    let xml = std::fs::read_to_string(&junit).expect("junit written");
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("not XML: {e}\n{xml}"));
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(cases.len(), Property::ALL.len(), "{xml}");
+    let bounded = cases
+        .iter()
+        .find(|c| c.attribute("name") == Some("bounded_refresh"))
+        .expect("a bounded_refresh testcase");
+    let failure = bounded
+        .children()
+        .find(|n| n.has_tag_name("failure"))
+        .unwrap_or_else(|| panic!("bounded_refresh did not fail: {xml}"));
+    assert!(
+        failure
+            .attribute("message")
+            .is_some_and(|m| m.contains("session.jsonl.bounded_refresh.svg")),
+        "{xml}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -56,6 +56,50 @@ pub fn audit_file(file: &Path) -> Result<Audited, String> {
     })
 }
 
+/// The JUnit testsuite of audited logs: one testcase per log × property (class `audit.LOG`);
+/// a violation fails with its detail and the diagram's path, a property the wire cannot show or
+/// that never happened is skipped, saying which.
+pub fn junit(audited: &[Audited]) -> listsync_report::junit::Suite {
+    use listsync_report::junit::{Case, Outcome, Suite};
+    let mut cases = Vec::new();
+    for a in audited {
+        let log = a.file.display().to_string();
+        for v in &a.audit.verdicts {
+            let outcome = match v.status {
+                audit::Status::Violated => {
+                    let diagram = a
+                        .diagrams
+                        .iter()
+                        .find(|d| {
+                            d.to_string_lossy()
+                                .ends_with(&format!(".{}.svg", v.property))
+                        })
+                        .map(|d| format!(" (diagram {})", d.display()))
+                        .unwrap_or_default();
+                    Outcome::Failed {
+                        message: format!("{} violated in {log}{diagram}", v.property),
+                        detail: v.detail.clone(),
+                    }
+                }
+                audit::Status::HoldsAsObserved => Outcome::Passed,
+                audit::Status::NotObserved | audit::Status::NotApplicable => Outcome::Skipped {
+                    message: format!("{}: {}", v.status.as_str(), v.detail),
+                },
+            };
+            cases.push(Case {
+                class: format!("audit.{log}"),
+                name: v.property.as_str().to_owned(),
+                seconds: 0.0,
+                outcome,
+            });
+        }
+    }
+    Suite {
+        name: "listsync audit".into(),
+        cases,
+    }
+}
+
 /// The audit as text: one line per property, the evidence of each violation, the caveats.
 pub fn render(a: &Audited) -> String {
     let mut s = String::new();
