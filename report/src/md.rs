@@ -1,9 +1,7 @@
 //! Small Markdown helpers shared by the report pages: links, table-cell escaping, number
-//! formatting, and a table of arbitrary JSON records (for tools whose JSON the report does not
-//! model field by field).
+//! formatting. Every page renders a typed document; there is no untyped JSON table.
 
-use serde_json::Value;
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 /// A Markdown link.
 pub struct Link<'a> {
@@ -41,71 +39,5 @@ pub fn num(x: f64) -> String {
         format!("{x:.2}")
     } else {
         format!("{x:.3}")
-    }
-}
-
-/// A JSON scalar as a table cell; objects and arrays compactly.
-pub fn value_cell(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), num),
-        Value::String(s) => cell_escape(s),
-        Value::Array(a) if a.is_empty() => String::new(),
-        other => {
-            let t = other.to_string();
-            let t = if t.chars().count() > 80 {
-                format!("{}…", t.chars().take(79).collect::<String>())
-            } else {
-                t
-            };
-            format!("`{}`", cell_escape(&t))
-        }
-    }
-}
-
-/// A table of JSON objects: one column per key (in first-seen order), one row per object.
-pub fn records_table(records: &[Value]) -> String {
-    let mut keys: Vec<String> = Vec::new();
-    for r in records {
-        if let Value::Object(m) = r {
-            for k in m.keys() {
-                if !keys.contains(k) {
-                    keys.push(k.clone());
-                }
-            }
-        }
-    }
-    let mut s = String::new();
-    if keys.is_empty() {
-        return s;
-    }
-    let _ = writeln!(s, "| {} |", keys.join(" | "));
-    let _ = writeln!(s, "|{}", "---|".repeat(keys.len()));
-    for r in records {
-        let cells: Vec<String> = keys
-            .iter()
-            .map(|k| r.get(k).map(value_cell).unwrap_or_default())
-            .collect();
-        let _ = writeln!(s, "| {} |", cells.join(" | "));
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn records_become_a_table() {
-        let rows = vec![
-            serde_json::json!({"a": 1, "b": "x|y"}),
-            serde_json::json!({"b": "z", "c": true}),
-        ];
-        let t = records_table(&rows);
-        assert_eq!(
-            t,
-            "| a | b | c |\n|---|---|---|\n| 1.00 | x\\|y |  |\n|  | z | true |\n"
-        );
     }
 }
