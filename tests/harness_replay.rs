@@ -15,7 +15,7 @@
 
 mod harness_support;
 
-use harness_support::{REPLAY_LIMIT, paths, repo};
+use harness_support::{REPLAY_LIMIT, listsync, paths, repo};
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_core::trace::Trace;
@@ -24,7 +24,6 @@ use listsync_harness::outcome::{RunReport, RunStatus};
 use listsync_harness::replay::{agrees, plan, replay, trace_role};
 use listsync_harness::run::Bounds;
 use listsync_harness::timeline::{Body, Fact};
-use std::process::Command;
 
 fn corpus() -> Vec<(String, Trace)> {
     let (traces, errors) = listsync_harness::matrix::corpus(&repo().join("traces"));
@@ -261,19 +260,6 @@ async fn a_predicted_message_that_never_comes_is_a_divergence_not_a_hang() {
     );
     assert!(divergence_fact(&r).is_some());
     assert!(r.server.starts_with("rmcp"), "{}", r.server);
-}
-
-fn listsync(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_listsync"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("run listsync");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]
