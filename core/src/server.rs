@@ -72,6 +72,10 @@ impl Default for ServerConfig {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 struct Session {
     initialized: bool,
+    /// The authorization context of the session's latest request (a connection's context is
+    /// fixed over HTTP; in the model a client may switch): notifications go only to sessions
+    /// whose context sees the change. `None` until the first request: told of every change.
+    auth: Option<AuthCtx>,
     /// Open `subscriptions/listen` stream: id, kinds honoured, URIs watched.
     listen: Option<(SubId, KindSet, Vec<Name>)>,
     /// `resources/subscribe` URIs (2025-11-25).
@@ -93,6 +97,10 @@ pub enum ServerInput {
     Apply(Batch),
     /// (`notify-before-commit` only) the staged batch becomes visible.
     CommitStaged,
+    /// The driver learned a session's authorization context apart from a request (a stream
+    /// registered before its caller was authenticated), or that it is not known yet (`None`:
+    /// the session is told of every change until it is).
+    Identified(ClientId, Option<AuthCtx>),
 }
 
 /// Something the server machine asks its driver to do, or reports.
@@ -216,7 +224,7 @@ impl Registry {
         if version <= self.version || version <= pending {
             return false;
         }
-        let changed = changed_kinds(&self.catalog, &catalog);
+        let changed = self.changes(&self.catalog, &catalog);
         let contents = changed_contents(&self.catalog, &catalog);
         if self.cfg.strategy.installs_after_notifying() {
             // The bug: announce first, load later. The lying registry claims the announced
@@ -227,12 +235,12 @@ impl Registry {
                 self.version
             };
             self.staged_install = Some((version, catalog));
-            self.notify(changed, &contents, version, visible, 1, out);
+            self.notify(&changed, &contents, version, visible, 1, out);
             return true;
         }
         self.version = version;
         self.catalog = catalog;
-        self.notify(changed, &contents, version, version, 1, out);
+        self.notify(&changed, &contents, version, version, 1, out);
         true
     }
 
@@ -289,6 +297,11 @@ impl Registry {
                 }
             }
             ServerInput::Request(c, msg) => self.request(c, msg, out),
+            ServerInput::Identified(c, auth) => {
+                if let Some(s) = self.sessions.get_mut(&c) {
+                    s.auth = auth;
+                }
+            }
         }
     }
 
@@ -315,7 +328,7 @@ impl Registry {
         if next == *self.catalog {
             return;
         }
-        let changed = changed_kinds(&self.catalog, &next);
+        let changed = self.changes(&self.catalog, &next);
         let contents = changed_contents(&self.catalog, &next);
         let next = Arc::new(next);
         let announced = self.version + 1;
@@ -333,7 +346,7 @@ impl Registry {
                 self.version
             };
             self.staged = Some(next);
-            self.notify(changed, &contents, announced, claimed, 1, out);
+            self.notify(&changed, &contents, announced, claimed, 1, out);
             return;
         }
         self.version = announced;
@@ -342,14 +355,14 @@ impl Registry {
             version: self.version,
             catalog: self.catalog.clone(),
         }));
-        self.notify(changed, &contents, announced, self.version, copies, out);
+        self.notify(&changed, &contents, announced, self.version, copies, out);
     }
 
     /// Sends list_changed for each changed kind group (and resources/updated for changed
     /// contents) to every session entitled to it.
     fn notify(
         &self,
-        changed: KindSet,
+        changed: &Changes,
         contents: &[Name],
         announces: u64,
         visible: u64,
@@ -359,12 +372,28 @@ impl Registry {
         self.notify_sessions(None, changed, contents, announces, visible, copies, out);
     }
 
+    /// What changed between `old` and `new`, as each current session's context sees it.
+    fn changes(&self, old: &Catalog, new: &Catalog) -> Changes {
+        let by_auth = self
+            .sessions
+            .values()
+            .filter_map(|s| s.auth)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .map(|a| (a, changed_kinds_for(old, new, a)))
+            .collect();
+        Changes {
+            any: changed_kinds(old, new),
+            by_auth,
+        }
+    }
+
     /// [`Registry::notify`], to one client's session only if `only` says so.
     #[allow(clippy::too_many_arguments)]
     fn notify_sessions(
         &self,
         only: Option<ClientId>,
-        changed: KindSet,
+        changed: &Changes,
         contents: &[Name],
         announces: u64,
         visible: u64,
@@ -380,7 +409,7 @@ impl Registry {
                 (Era::V2026_07_28, Some((id, _, _))) => Some(*id),
                 _ => continue,
             };
-            for kind in changed.iter() {
+            for kind in changed.seen_by(s.auth).iter() {
                 let wanted = match &s.listen {
                     Some((_, kinds, _)) => {
                         kind.notification_group().iter().any(|k| kinds.contains(*k))
@@ -426,6 +455,9 @@ impl Registry {
     fn request(&mut self, c: ClientId, msg: ClientMsg, out: &mut Vec<ServerOutput>) {
         let ClientMsg { id, auth, req } = msg;
         let lane = req.reply_lane();
+        if let Some(s) = self.sessions.get_mut(&c) {
+            s.auth = Some(auth);
+        }
         let resp = match req {
             Request::Initialize => {
                 if let Some(s) = self.sessions.get_mut(&c) {
@@ -462,7 +494,8 @@ impl Registry {
                 if self.cfg.notify_on_list {
                     // The hostile server: "the list changed", in reply to every list.
                     let v = self.version;
-                    self.notify_sessions(Some(c), KindSet::only(group_of(kind)), &[], v, v, 1, out);
+                    let echo = Changes::all(KindSet::only(group_of(kind)));
+                    self.notify_sessions(Some(c), &echo, &[], v, v, 1, out);
                 }
                 return;
             }
@@ -701,6 +734,39 @@ pub fn changed_kinds(a: &Catalog, b: &Catalog) -> KindSet {
         })
         .map(group_of)
         .collect()
+}
+
+/// The notification groups whose list, as a request under `auth` sees it, differs between two
+/// catalogs.
+pub fn changed_kinds_for(a: &Catalog, b: &Catalog, auth: AuthCtx) -> KindSet {
+    Kind::ALL
+        .into_iter()
+        .filter(|k| a.visible(*k, auth) != b.visible(*k, auth))
+        .map(group_of)
+        .collect()
+}
+
+/// The list changes of one batch or install: in all, and as each session context sees them.
+#[derive(Clone, Debug)]
+struct Changes {
+    any: KindSet,
+    by_auth: BTreeMap<AuthCtx, KindSet>,
+}
+
+impl Changes {
+    /// `kinds` changed for everyone.
+    fn all(kinds: KindSet) -> Self {
+        Changes {
+            any: kinds,
+            by_auth: BTreeMap::new(),
+        }
+    }
+
+    /// The kinds a session under `auth` is told of (every change when its context is unknown).
+    fn seen_by(&self, auth: Option<AuthCtx>) -> KindSet {
+        auth.and_then(|a| self.by_auth.get(&a).copied())
+            .unwrap_or(self.any)
+    }
 }
 
 /// Resource URIs whose content differs between two catalogs.
@@ -993,6 +1059,52 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Who is told of a batch: the clients whose list_changed goes out.
+    fn told(out: &[ServerOutput]) -> Vec<ClientId> {
+        out.iter()
+            .filter_map(|o| match o {
+                ServerOutput::Send {
+                    to,
+                    msg: ServerMsg::Notification(Notification::ListChanged { .. }),
+                    ..
+                } => Some(*to),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_change_one_context_cannot_see_notifies_only_the_sessions_that_can() {
+        let mut r = reg(ServerStrategy::Reference, 0);
+        let mut out = Vec::new();
+        r.step(ServerInput::Connect(1), &mut out);
+        r.step(
+            ServerInput::Request(
+                1,
+                ClientMsg {
+                    id: 0,
+                    auth: AuthCtx(1),
+                    req: Request::Initialize,
+                },
+            ),
+            &mut out,
+        );
+        let add = apply(
+            &mut r,
+            vec![Op::Add {
+                kind: Kind::Tools,
+                name: "s".into(),
+                def: "s1".into(),
+                scope: Scope::Only(AuthCtx(1)),
+            }],
+        );
+        assert_eq!(told(&add), vec![1], "only auth1 sees the added item");
+        let public = apply(&mut r, vec![Op::add(Kind::Tools, "d", "d1")]);
+        assert_eq!(told(&public), vec![0, 1], "everyone sees a public item");
+        let remove = apply(&mut r, vec![Op::remove(Kind::Tools, "s")]);
+        assert_eq!(told(&remove), vec![1], "only auth1 saw the removed item");
     }
 
     #[test]

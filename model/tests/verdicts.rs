@@ -13,7 +13,7 @@ const REFERENCE_STATES: &[(&str, usize)] = &[
     ("reference-2026", 9707),
     ("reference-2026-lossy", 2174),
     ("reference-multi-client", 169610),
-    ("reference-auth", 7421),
+    ("reference-auth", 2598),
     ("reference-resources", 165),
     ("reference-faults", 9289),
     ("reference-cluster", 791527),

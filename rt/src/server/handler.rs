@@ -228,7 +228,9 @@ impl Handler {
 
     /// Registers a listen stream in the registry (its notifications queue until `listen`
     /// attaches the sink).
-    fn register_listen(&self, accepted: &SubscriptionFilter) -> ClientId {
+    /// `auth` is the caller's context if known; an unknown one is told of every change until
+    /// [`Handler::listen`] learns it.
+    fn register_listen(&self, accepted: &SubscriptionFilter, auth: Option<AuthCtx>) -> ClientId {
         let c = self.conn.new_session();
         lock(&self.shared.outlets).insert(c, Outlet::Pending(Vec::new()));
         let mut kinds = KindSet::EMPTY;
@@ -252,10 +254,13 @@ impl Handler {
             c,
             ClientMsg {
                 id: 0,
-                auth: AuthCtx(0),
+                auth: auth.unwrap_or(AuthCtx(0)),
                 req: Request::Listen { kinds, uris },
             },
         ));
+        if auth.is_none() {
+            self.shared.step(ServerInput::Identified(c, None));
+        }
         c
     }
 }
@@ -449,7 +454,12 @@ impl ServerHandler for Handler {
         // Register now, before rmcp sends the acknowledgement, with exactly what rmcp will
         // accept (requested ∩ advertised).
         let accepted = requested.supported_by(&self.capabilities());
-        let c = self.register_listen(&accepted);
+        // rmcp does not show this call the request: the caller is known only if the
+        // connection is bound to one.
+        let known = self
+            .auth
+            .or_else(|| lock(&self.conn.pinned).as_ref().map(|p| p.auth));
+        let c = self.register_listen(&accepted, known);
         match tokio::task::try_id() {
             Some(task) => {
                 lock(&self.conn.pending_listens).insert(task, c);
@@ -462,6 +472,18 @@ impl ServerHandler for Handler {
     async fn listen(&self, ctx: SubscriptionContext) -> Result<(), McpError> {
         let registered =
             tokio::task::try_id().and_then(|task| lock(&self.conn.pending_listens).remove(&task));
+        let auth = match self.auth {
+            Some(auth) => auth,
+            None => match self.conn.admit_caller(caller_of(ctx.request_context())) {
+                Ok(auth) => auth,
+                Err(refused) => {
+                    if let Some(c) = registered {
+                        self.conn.end_session(c);
+                    }
+                    return Err(refused);
+                }
+            },
+        };
         let c = match registered {
             Some(c) => c,
             None => {
@@ -470,7 +492,7 @@ impl ServerHandler for Handler {
                 // announces the ground truth as of just before the stream was registered (a
                 // commit after that notifies the stream by itself, announcing its own version).
                 let announces = self.shared.truth_version();
-                let c = self.register_listen(ctx.accepted());
+                let c = self.register_listen(ctx.accepted(), Some(auth));
                 let a = ctx.accepted();
                 let mut catch_up = Vec::new();
                 for (flag, kind) in [
@@ -494,6 +516,8 @@ impl ServerHandler for Handler {
                 c
             }
         };
+        // From now on the stream hears only of changes its caller can see.
+        self.shared.step(ServerInput::Identified(c, Some(auth)));
         self.shared
             .attach(c, Outlet::Sink(ctx.sink().clone()))
             .await;
