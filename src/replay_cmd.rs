@@ -37,6 +37,10 @@ pub struct Args {
     /// Also write a JUnit XML report to this file (docs/ci.md).
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
+    /// Also write each run's wire as a session log (`*.session.jsonl` beside its message log),
+    /// for `listsync audit` (docs/session-log.md).
+    #[arg(long)]
+    session_logs: bool,
 }
 
 /// Runs the replays; exit 0 when every replay ran in lockstep and agreed with the model, 1 when
@@ -95,6 +99,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             listsync_harness::msglog::write(&log, &report, p.client.kinds)
                 .with_context(|| format!("writing {}", log.display()))?;
             println!("  message log: {}", log.display());
+            if args.session_logs {
+                let session = log.with_extension("session.jsonl");
+                listsync_session::from_run::write(
+                    &session,
+                    &listsync_session::from_run::session_log(&report),
+                )
+                .with_context(|| format!("writing {}", session.display()))?;
+                println!("  session log: {}", session.display());
+            }
             report.log = Some(log.display().to_string());
         }
         let code = exit_code(&report);

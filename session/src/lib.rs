@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod diagram;
+pub mod from_run;
 pub mod log;
 pub mod record;
 pub mod wire;
