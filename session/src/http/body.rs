@@ -156,6 +156,15 @@ impl<B> Tap<B> {
         Tap::new(None, inner, Watch::Nothing, None)
     }
 
+    /// Logs a counted body as too long, once. Called at its end, or when it is dropped: hyper
+    /// stops polling a body once it has sent the `Content-Length` it announced.
+    fn finish(&mut self) {
+        if let (Watch::Count { preview, len }, Some(s)) = (&self.watch, &self.sink) {
+            s.log.body(s.conn, s.dir, preview, *len);
+            self.watch = Watch::Nothing;
+        }
+    }
+
     fn read(&mut self, bytes: &[u8]) {
         match (&mut self.watch, &self.sink) {
             (Watch::Events(r), Some(s)) => {
@@ -168,6 +177,12 @@ impl<B> Tap<B> {
             }
             _ => {}
         }
+    }
+}
+
+impl<B> Drop for Tap<B> {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 
@@ -207,10 +222,7 @@ where
                 Poll::Ready(Some(Err(e)))
             }
             None => {
-                if let (Watch::Count { preview, len }, Some(s)) = (&this.watch, &this.sink) {
-                    s.log.body(s.conn, s.dir, preview, *len);
-                    this.watch = Watch::Nothing;
-                }
+                this.finish();
                 Poll::Ready(None)
             }
         }
