@@ -259,7 +259,7 @@ async fn requests_and_responses_cross_byte_for_byte() {
     let _ = stop.send(());
     task.await.unwrap();
     let l = read_log(&log);
-    assert_eq!(l.header.server, [up.clone()]);
+    assert_eq!(l.header.server, [up.as_str()]);
     let e = entries(&l);
     // The batch is one entry per element, logged under the session its response assigned.
     assert_eq!(e[0].0, 0);
