@@ -313,16 +313,30 @@ async fn closed(log: &Path) {
     .await
 }
 
-/// Waits until every walk in the log so far went to its last page or failed (the client is
-/// between refreshes, not between two pages).
+/// Waits until the client has settled: every walk in the log went to its last page or failed,
+/// and one started after the last list_changed (the refresh that answers it). Every walk ended
+/// is not enough: a client that coalesces starts its one more walk a moment after the walk in
+/// progress ends, and a client killed in that moment leaves a torn walk in the log.
 async fn walks_ended(log: &Path) {
-    within("every walk to end", async {
+    within("the client to settle", async {
         loop {
             if let Ok(l) = listsync_session::log::read(log) {
                 let w = listsync_session::wire::observe(&l.entries);
-                if w.walks
+                let last_notice = w
+                    .delivered
                     .iter()
-                    .all(|w| matches!(w.fate, Fate::Complete | Fate::Failed(_)))
+                    .filter(|d| {
+                        d.json["method"]
+                            .as_str()
+                            .is_some_and(|m| m.ends_with("/list_changed"))
+                    })
+                    .map(|d| d.seq)
+                    .max();
+                let answered = last_notice.is_none_or(|n| w.walks.iter().any(|x| x.start() > n));
+                if answered
+                    && w.walks
+                        .iter()
+                        .all(|w| matches!(w.fate, Fate::Complete | Fate::Failed(_)))
                 {
                     return;
                 }
@@ -1014,4 +1028,32 @@ fn record_forwards_every_byte_unchanged() {
     let (code, doc) = audit(&log);
     assert_eq!(code, 0, "{doc:#}");
     assert!(doc[0]["notes"].as_array().unwrap().len() >= 8, "{doc:#}");
+}
+
+/// `record --http` refuses a non-loopback address (unless asked) and a TLS upstream, in one
+/// line, before creating the log.
+#[test]
+fn record_http_refuses_a_non_loopback_address_and_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("never.jsonl");
+    let cases = [
+        (
+            ["0.0.0.0:0", "http://127.0.0.1:1/mcp"],
+            "not a loopback address",
+        ),
+        (["127.0.0.1:0", "https://127.0.0.1:1/mcp"], "no TLS"),
+    ];
+    for ([listen, upstream], want) in cases {
+        let out = std::process::Command::new(EXE)
+            .args(["record", "--out"])
+            .arg(&log)
+            .args(["--http", listen, "--upstream", upstream])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.contains(want), "{err}");
+        assert!(!log.exists(), "{listen} {upstream}: a log was created");
+    }
 }
