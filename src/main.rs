@@ -90,7 +90,8 @@ enum Cmd {
     /// Regenerate every page under reports/ (tables, sequence diagrams, bench plots) from the
     /// tools' JSON outputs.
     Report(report_cmd::Args),
-    /// Record a real MCP session: an interposing stdio proxy that logs every message.
+    /// Record a real MCP session: an interposing stdio proxy, or a Streamable HTTP reverse
+    /// proxy (`--http ADDR --upstream URL`), that logs every message.
     Record(record_cmd::Args),
     /// Judge recorded session logs per property; exit 1 on any violation.
     Audit(audit_cmd::Args),

@@ -1,6 +1,10 @@
 //! `listsync record --out FILE -- SERVER_COMMAND...`: the interposing stdio proxy to configure in
-//! an MCP client in place of the server command (`listsync_session::record`).
+//! an MCP client in place of the server command (`listsync_session::record`); `listsync record
+//! --out FILE --http 127.0.0.1:PORT --upstream URL`: the Streamable HTTP reverse proxy to point
+//! an MCP client at instead of the server's URL (`listsync_session::http`), until SIGINT or
+//! SIGTERM.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,16 +14,51 @@ pub struct Args {
     /// The session log to write (JSON Lines, docs/session-log.md); truncated if it exists.
     #[arg(long)]
     out: PathBuf,
-    /// The server command and its arguments.
-    #[arg(last = true, required = true)]
+    /// Record Streamable HTTP: listen on this address (port 0 picks a free one; the URL is
+    /// printed on stderr) and forward to --upstream.
+    #[arg(long, value_name = "127.0.0.1:PORT", requires = "upstream")]
+    http: Option<SocketAddr>,
+    /// The server's Streamable HTTP endpoint (http://HOST:PORT/PATH).
+    #[arg(long, value_name = "URL", requires = "http")]
+    upstream: Option<String>,
+    /// Listen on an address that is not loopback (the recorder has no authentication of its
+    /// own: whoever reaches it reaches the server).
+    #[arg(long, requires = "http")]
+    allow_non_loopback: bool,
+    /// The server command and its arguments (stdio).
+    #[arg(last = true, required_unless_present = "http", conflicts_with = "http")]
     command: Vec<String>,
 }
 
-/// Runs the proxy until the server exits; exits with its status.
+/// Runs the proxy: stdio until the server exits (exits with its status), HTTP until SIGINT
+/// or SIGTERM.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    if let (Some(listen), Some(upstream)) = (args.http, args.upstream) {
+        let opts = listsync_session::http::Options {
+            listen,
+            upstream,
+            out: args.out,
+            allow_non_loopback: args.allow_non_loopback,
+        };
+        rt.block_on(async {
+            let recorder = listsync_session::http::Recorder::bind(&opts).await?;
+            eprintln!(
+                "listsync record: listening on {} (upstream {}, log {}; stop with Ctrl-C)",
+                recorder.url(),
+                opts.upstream,
+                opts.out.display()
+            );
+            recorder
+                .run_until(listsync_session::http::interrupted())
+                .await;
+            Ok::<_, String>(())
+        })
+        .map_err(anyhow::Error::msg)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let status = rt.block_on(listsync_session::record::record_stdio(
         &args.out,
         &args.command,

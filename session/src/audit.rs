@@ -11,7 +11,7 @@
 //! `list_changed`) differs, it was sent before its change was visible; the end of a connection
 //! with nothing unanswered is quiescence; a complete walk is what the client published.
 
-use crate::log::{SessionLog, line_of};
+use crate::log::{SessionLog, Transport, line_of};
 use crate::wire::{Fate, Walk, Wire, observe};
 use listsync_core::history::{ClientId, Event, RefreshOutcome, Restart};
 use listsync_core::monitor::judge;
@@ -63,6 +63,9 @@ pub struct Verdict {
     pub detail: String,
     /// Log lines (1-based, the header is line 1) that show it.
     pub evidence: Vec<u64>,
+    /// The connections (MCP sessions) it was violated on, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conns: Vec<u32>,
 }
 
 /// A judged session log.
@@ -103,30 +106,52 @@ fn items_of(list: &[NamedItem]) -> ItemList {
         .collect()
 }
 
-/// What was observed for a property in one connection, beyond its violations.
+/// A violation: the first explanation, the evidence lines, the connections it was seen on.
+type Flagged = (String, BTreeSet<u64>, Vec<u32>);
+
+/// What was observed for a property across the connections, beyond its violations.
 #[derive(Default)]
 struct Seen {
-    violations: BTreeMap<Property, (String, BTreeSet<u64>)>,
+    violations: BTreeMap<Property, Flagged>,
     observed: BTreeSet<Property>,
     history: Vec<(u64, String)>,
     notes: Vec<String>,
+    /// The connection being judged.
+    conn: u32,
+    /// Whether explanations name their connection (an HTTP log, or several connections).
+    name_conns: bool,
 }
 
 impl Seen {
     fn flag(&mut self, p: Property, detail: String, lines: impl IntoIterator<Item = u64>) {
-        let e = self
-            .violations
-            .entry(p)
-            .or_insert_with(|| (detail, BTreeSet::new()));
+        let conn = self.conn;
+        let named = self.name_conns;
+        let e = self.violations.entry(p).or_insert_with(|| {
+            let detail = if named {
+                format!("connection {conn}: {detail}")
+            } else {
+                detail
+            };
+            (detail, BTreeSet::new(), Vec::new())
+        });
         e.1.extend(lines);
+        if !e.2.contains(&conn) {
+            e.2.push(conn);
+        }
     }
 }
 
 /// Judges a log.
 pub fn audit(log: &SessionLog) -> Audit {
     let wire = observe(&log.entries);
-    let mut seen = Seen::default();
+    let mut seen = Seen {
+        name_conns: log.header.transport == Transport::Http || wire.conns.len() > 1,
+        ..Seen::default()
+    };
+    // Each connection (an MCP session) is judged on its own: its own walks, notifications,
+    // versions and end; a property is violated if it is on some connection.
     for conn in &wire.conns {
+        seen.conn = *conn;
         judge_connection(&wire, *conn, &mut seen);
     }
     let mut notes = wire.notes.clone();
@@ -146,12 +171,21 @@ pub fn audit(log: &SessionLog) -> Audit {
 }
 
 fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
-    if let Some((detail, lines)) = seen.violations.get(&p) {
+    if let Some((detail, lines, conns)) = seen.violations.get(&p) {
+        let mut detail = detail.clone();
+        if conns.len() > 1 {
+            let others: Vec<String> = conns.iter().skip(1).map(u32::to_string).collect();
+            detail.push_str(&format!(
+                " (violated on connection(s) {} too)",
+                others.join(", ")
+            ));
+        }
         return Verdict {
             property: p,
             status: Status::Violated,
-            detail: detail.clone(),
+            detail,
             evidence: lines.iter().copied().collect(),
+            conns: conns.clone(),
         };
     }
     let (status, detail) = match p {
@@ -175,6 +209,7 @@ fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
         status,
         detail,
         evidence: Vec::new(),
+        conns: Vec::new(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! A violated property's evidence as a sequence diagram (the SVG renderer of counterexample
 //! traces, `listsync_report::diagram`): lanes client, link and server; one row per log entry
-//! around the evidence (at most [`MAX_ROWS`]); each message an arrow through the link lane;
+//! around the evidence, of the evidence's connections only (at most [`MAX_ROWS`]); each message
+//! an arrow through the link lane;
 //! the evidence rows highlighted, the first one carrying the explanation.
 
 use crate::audit::Verdict;
@@ -16,11 +17,19 @@ pub fn svg(log: &SessionLog, v: &Verdict, title: &str) -> String {
     let lines: Vec<u64> = v.evidence.clone();
     let lo = lines.first().copied().unwrap_or(2).saturating_sub(4).max(2);
     let hi = lines.last().copied().unwrap_or(2) + 2;
+    // The connections of the evidence: other sessions' entries in between are left out.
+    let conns: std::collections::BTreeSet<u32> = log
+        .entries
+        .iter()
+        .filter(|e| lines.contains(&line_of(e.seq)))
+        .map(|e| e.conn)
+        .collect();
     let mut picked: Vec<usize> = log
         .entries
         .iter()
         .enumerate()
         .filter(|(_, e)| (lo..=hi).contains(&line_of(e.seq)))
+        .filter(|(_, e)| conns.is_empty() || conns.contains(&e.conn))
         .map(|(i, _)| i)
         .collect();
     if picked.len() > MAX_ROWS {

@@ -2,7 +2,8 @@
 //! and server and logs every JSON-RPC message with its time, direction and connection
 //! ([`log`], format in docs/session-log.md; [`record`]); `listsync audit` judges such a log per
 //! property with the project's checkers as far as the wire allows ([`wire`], [`audit`]) and
-//! draws each violation's evidence as a sequence diagram ([`diagram`]).
+//! draws each violation's evidence as a sequence diagram ([`diagram`]). [`record`] is the
+//! stdio proxy, [`http`] the Streamable HTTP reverse proxy.
 //!
 //! A crate of its own because it stands on both the harness (the wire vocabulary: JSON-RPC
 //! framing, list kinds and items, the events a delivered message is, shared with the replay's
@@ -12,6 +13,7 @@
 pub mod audit;
 pub mod diagram;
 pub mod from_run;
+pub mod http;
 pub mod log;
 pub mod record;
 pub mod wire;

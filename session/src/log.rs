@@ -375,6 +375,26 @@ impl Writer {
         };
         self.append(conn, what);
     }
+
+    /// Logs one HTTP body or server-sent event's data that crossed the proxy: a JSON array (a
+    /// JSON-RPC batch) as one message per element, other JSON as one message, anything else as
+    /// an `invalid` entry. `body` holds at most [`MAX_LINE_BYTES`] of it; `len` is its full
+    /// length (longer: logged as `invalid`, not kept).
+    pub fn body(&self, conn: u32, dir: Dir, body: &[u8], len: usize) {
+        if len > body.len() {
+            return self.line(conn, dir, body, len);
+        }
+        match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Array(batch)) if !batch.is_empty() => {
+                for json in batch {
+                    self.append(conn, What::Msg { dir, json });
+                }
+            }
+            Ok(json) => self.append(conn, What::Msg { dir, json }),
+            // Not JSON: `line` says why.
+            Err(_) => self.line(conn, dir, body, len),
+        }
+    }
 }
 
 fn preview(line: &[u8]) -> String {
