@@ -118,6 +118,9 @@ pub struct Wire {
 enum Req {
     List(usize),
     Call(usize),
+    /// A `subscriptions/listen`: its stream stays open by design, so its acknowledgement
+    /// answers it.
+    Listen,
     Other,
 }
 
@@ -197,10 +200,12 @@ pub fn observe(entries: &[Entry]) -> Wire {
                         answer: None,
                     });
                     Req::Call(w.calls.len() - 1)
-                } else {
-                    if method == "subscriptions/listen" && !w.listened.contains(&e.conn) {
+                } else if method == "subscriptions/listen" {
+                    if !w.listened.contains(&e.conn) {
                         w.listened.push(e.conn);
                     }
+                    Req::Listen
+                } else {
                     Req::Other
                 };
                 pending.insert((e.conn, id), req);
@@ -235,8 +240,31 @@ pub fn observe(entries: &[Entry]) -> Wire {
                             && r.get("isError").and_then(Value::as_bool) != Some(true);
                         w.calls[i].answer = Some((e.seq, ok));
                     }
-                    Some(Req::Other) | None => {}
+                    Some(Req::Listen | Req::Other) | None => {}
                 }
+            }
+            (
+                Dir::ServerToClient,
+                Frame::Notification {
+                    method: "notifications/subscriptions/acknowledged",
+                },
+            ) => {
+                // The listen it acknowledges (named by its subscription id, else every listen
+                // of the connection) is answered; the open stream is not an unanswered request.
+                let sub = jsonrpc::params(v)
+                    .get("_meta")
+                    .and_then(|m| m.get("io.modelcontextprotocol/subscriptionId"))
+                    .map(jsonrpc::id_key);
+                pending.retain(|(conn, id), req| {
+                    !(*conn == e.conn
+                        && matches!(req, Req::Listen)
+                        && sub.as_ref().is_none_or(|s| s == id))
+                });
+                w.delivered.push(Delivered {
+                    conn: e.conn,
+                    seq: e.seq,
+                    json: v.clone(),
+                });
             }
             (
                 Dir::ClientToServer,
