@@ -136,6 +136,16 @@ pub struct Tap<B> {
 }
 
 impl<B> Tap<B> {
+    /// Forwards a body longer than the limit whole (`head`, its bytes read so far, then
+    /// `rest`), counting it for a `too long` entry in `sink`'s log when it ends.
+    pub fn oversized(head: Bytes, rest: B, sink: Sink) -> Self {
+        let watch = Watch::Count {
+            preview: Vec::new(),
+            len: 0,
+        };
+        Tap::new(Some(head), rest, watch, Some(sink))
+    }
+
     /// Forwards `head` (bytes already read, if any) and then `inner`.
     pub fn new(head: Option<Bytes>, inner: B, watch: Watch, sink: Option<Sink>) -> Self {
         let mut tap = Tap {

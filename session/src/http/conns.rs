@@ -142,20 +142,8 @@ impl Conns {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::tests::Shared;
     use crate::log::{Transport, read_from};
-    use std::io::Write;
-
-    #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-    impl Write for Shared {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     #[test]
     fn one_conn_per_session_opened_and_closed_once() {

@@ -323,17 +323,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         Read::Over { head, rest } => {
             // On the session's connection, or the sessionless one if the request names none.
             let conn = known.unwrap_or_else(|| shared.conns.sessionless());
-            let watch = Watch::Count {
-                preview: Vec::new(),
-                len: 0,
-            };
-            Tap::new(
-                Some(head),
-                rest,
-                watch,
-                Some(sink(conn, Dir::ClientToServer)),
-            )
-            .boxed()
+            Tap::oversized(head, rest, sink(conn, Dir::ClientToServer)).boxed()
         }
     };
     let resp = match shared
@@ -394,17 +384,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
                 full(b)
             }
             Ok(Read::Over { head, rest }) => {
-                let watch = Watch::Count {
-                    preview: Vec::new(),
-                    len: 0,
-                };
-                Tap::new(
-                    Some(head),
-                    rest,
-                    watch,
-                    Some(sink(conn, Dir::ServerToClient)),
-                )
-                .boxed()
+                Tap::oversized(head, rest, sink(conn, Dir::ServerToClient)).boxed()
             }
             Err(e) => {
                 tracing::warn!("record: a response body from the server was {e}");
