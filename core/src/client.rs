@@ -426,6 +426,14 @@ pub enum ClientOutput {
         /// Content.
         text: Arc<str>,
     },
+    /// (2026-07-28) The server does not serve `subscriptions/listen` (it answered "method not
+    /// found"): the client goes on without change notifications, and its lists are refreshed
+    /// when their `ttlMs` runs out or when the application asks. Say so: the application is
+    /// not told of changes as they happen.
+    ListenRefused {
+        /// The server's answer.
+        error: RpcError,
+    },
     /// A history event.
     Event(Event),
 }
@@ -849,6 +857,18 @@ impl CatalogClient {
             (Pending::Initialize, _) => {
                 // A server that refuses to initialize: stay offline; the driver reconnects.
                 self.phase = Phase::Offline;
+            }
+            (Pending::Listen, Response::Error(e))
+                if e.code == crate::wire::METHOD_NOT_FOUND && self.phase == Phase::Listening =>
+            {
+                // A server without listen streams: reconnecting would be refused the same way
+                // for ever. List now; `ttlMs` and the application's refreshes keep it current.
+                self.sub = None;
+                self.honoured = KindSet::EMPTY;
+                self.phase = Phase::Ready;
+                out.push(ClientOutput::ListenRefused { error: e });
+                let kinds = self.cfg.kinds;
+                self.wake(kinds, Cause::Startup, out);
             }
             (Pending::Listen, Response::Error(_)) => {
                 self.phase = Phase::Offline;
@@ -1475,4 +1495,75 @@ fn absorb(w: &mut Walk, page: &Page, limits: &Limits) -> Option<ClientError> {
         w.items.push(item.clone());
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 2026-07-28 client started, and the id of its listen request.
+    fn started() -> (CatalogClient, ReqId) {
+        let cfg = ClientConfig::tools(ClientStrategy::Reference, Era::V2026_07_28);
+        let mut c = CatalogClient::new(0, Arc::new(cfg));
+        let mut out = Vec::new();
+        c.step(ClientInput::Start, &mut out);
+        let id = out
+            .iter()
+            .find_map(|o| match o {
+                ClientOutput::Send(ClientMsg {
+                    id,
+                    req: Request::Listen { .. },
+                    ..
+                }) => Some(*id),
+                _ => None,
+            })
+            .expect("a listen request");
+        (c, id)
+    }
+
+    fn refused(c: &mut CatalogClient, id: ReqId, code: i32) -> Vec<ClientOutput> {
+        let mut out = Vec::new();
+        let resp = Response::Error(RpcError {
+            code,
+            reason: ErrorReason::Other("no".into()),
+        });
+        c.step(
+            ClientInput::Receive(ServerMsg::Response { id, resp }),
+            &mut out,
+        );
+        out
+    }
+
+    fn lists(out: &[ClientOutput]) -> bool {
+        out.iter().any(|o| {
+            matches!(
+                o,
+                ClientOutput::Send(ClientMsg {
+                    req: Request::List { cursor: None, .. },
+                    ..
+                })
+            )
+        })
+    }
+
+    #[test]
+    fn a_server_without_listen_streams_is_listed_without_one_and_said_so() {
+        let (mut c, id) = started();
+        let out = refused(&mut c, id, crate::wire::METHOD_NOT_FOUND);
+        assert!(
+            out.iter()
+                .any(|o| matches!(o, ClientOutput::ListenRefused { .. })),
+            "{out:?}"
+        );
+        assert!(lists(&out), "lists at once: {out:?}");
+        assert!(c.is_ready());
+    }
+
+    #[test]
+    fn another_refusal_of_the_listen_takes_the_client_offline() {
+        let (mut c, id) = started();
+        let out = refused(&mut c, id, crate::wire::INTERNAL_ERROR);
+        assert!(!lists(&out), "{out:?}");
+        assert!(!c.is_ready());
+    }
 }

@@ -79,6 +79,14 @@ pub enum Note {
         /// Why.
         error: String,
     },
+    /// (2026-07-28) The server refused a client's `subscriptions/listen` as an unknown method:
+    /// the client goes on without change notifications.
+    ListenRefused {
+        /// Client.
+        client: ClientId,
+        /// The server's answer.
+        error: String,
+    },
     /// A client's tool call finished.
     CallDone {
         /// Client.
@@ -210,6 +218,7 @@ impl Note {
             | Note::RetryArmed { client: c, .. }
             | Note::WalkHeld { client: c, .. }
             | Note::RefreshFailed { client: c, .. }
+            | Note::ListenRefused { client: c, .. }
             | Note::CallDone { client: c, .. }
             | Note::Content { client: c, .. }
             | Note::ClientMoves { client: c, .. }
@@ -258,6 +267,10 @@ impl fmt::Display for Note {
                 kind,
                 error,
             } => write!(f, "c{client} refresh of {kind} failed: {error}"),
+            Note::ListenRefused { client, error } => write!(
+                f,
+                "c{client} listen refused ({error}): no change notifications"
+            ),
             Note::CallDone {
                 client,
                 name,

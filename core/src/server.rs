@@ -541,7 +541,7 @@ impl Registry {
             Request::Listen { kinds, uris } => {
                 if self.cfg.era != Era::V2026_07_28 {
                     Response::Error(RpcError {
-                        code: -32601,
+                        code: crate::wire::METHOD_NOT_FOUND,
                         reason: ErrorReason::Other("subscriptions/listen needs 2026-07-28".into()),
                     })
                 } else {

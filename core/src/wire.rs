@@ -14,6 +14,8 @@ pub const INVALID_PARAMS: i32 = -32602;
 pub const RESOURCE_NOT_FOUND: i32 = -32002;
 /// JSON-RPC "internal error".
 pub const INTERNAL_ERROR: i32 = -32603;
+/// JSON-RPC "method not found" (e.g. `subscriptions/listen` on a server that does not serve it).
+pub const METHOD_NOT_FOUND: i32 = -32601;
 
 /// A request id, unique per connection.
 pub type ReqId = u32;

@@ -438,6 +438,10 @@ impl World {
                     kind,
                     error: error.to_string(),
                 }),
+                ClientOutput::ListenRefused { error } => note(rec, || Note::ListenRefused {
+                    client: c,
+                    error: error.to_string(),
+                }),
                 ClientOutput::CallDone { name, result } => note(rec, || Note::CallDone {
                     client: c,
                     name,

@@ -447,6 +447,12 @@ impl<'a> Builder<'a> {
                 Tone::Warn,
                 lines,
             ),
+            Note::ListenRefused { client: c, error } => client(
+                *c,
+                format!("listen refused ({error}): no change notifications"),
+                Tone::Warn,
+                lines,
+            ),
             Note::CallDone {
                 client: c,
                 name,

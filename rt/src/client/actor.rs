@@ -883,6 +883,14 @@ impl Actor {
                 self.now.last_error = Some(text);
                 self.notice(ClientNotice::RefreshFailed { kind, error });
             }
+            ClientOutput::ListenRefused { error } => {
+                let text = format!(
+                    "the server refused subscriptions/listen ({error}): no change notifications; lists refresh when their ttlMs runs out and on request"
+                );
+                tracing::warn!("{text}");
+                self.now.last_error = Some(text.clone());
+                self.notice(ClientNotice::Log(text));
+            }
             ClientOutput::CallDone { name, result } => {
                 let meta = match &result {
                     Ok(_) => self.call_meta.get_mut(&name).and_then(|q| q.pop_front()),
