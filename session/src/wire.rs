@@ -244,29 +244,6 @@ pub fn observe(entries: &[Entry]) -> Wire {
                 }
             }
             (
-                Dir::ServerToClient,
-                Frame::Notification {
-                    method: "notifications/subscriptions/acknowledged",
-                },
-            ) => {
-                // The listen it acknowledges (named by its subscription id, else every listen
-                // of the connection) is answered; the open stream is not an unanswered request.
-                let sub = jsonrpc::params(v)
-                    .get("_meta")
-                    .and_then(|m| m.get("io.modelcontextprotocol/subscriptionId"))
-                    .map(jsonrpc::id_key);
-                pending.retain(|(conn, id), req| {
-                    !(*conn == e.conn
-                        && matches!(req, Req::Listen)
-                        && sub.as_ref().is_none_or(|s| s == id))
-                });
-                w.delivered.push(Delivered {
-                    conn: e.conn,
-                    seq: e.seq,
-                    json: v.clone(),
-                });
-            }
-            (
                 Dir::ClientToServer,
                 Frame::Notification {
                     method: "notifications/cancelled",
@@ -279,11 +256,27 @@ pub fn observe(entries: &[Entry]) -> Wire {
                     w.walks[i].ended_at = Some(e.seq);
                 }
             }
-            (Dir::ServerToClient, Frame::Notification { .. }) => w.delivered.push(Delivered {
-                conn: e.conn,
-                seq: e.seq,
-                json: v.clone(),
-            }),
+            (Dir::ServerToClient, Frame::Notification { method }) => {
+                if method == "notifications/subscriptions/acknowledged" {
+                    // The listen it acknowledges (named by its subscription id, else every
+                    // listen of the connection) is answered: its open stream is not an
+                    // unanswered request.
+                    let sub = jsonrpc::params(v)
+                        .get("_meta")
+                        .and_then(|m| m.get("io.modelcontextprotocol/subscriptionId"))
+                        .map(jsonrpc::id_key);
+                    pending.retain(|(conn, id), req| {
+                        !(*conn == e.conn
+                            && matches!(req, Req::Listen)
+                            && sub.as_ref().is_none_or(|s| s == id))
+                    });
+                }
+                w.delivered.push(Delivered {
+                    conn: e.conn,
+                    seq: e.seq,
+                    json: v.clone(),
+                });
+            }
             (_, Frame::Invalid(why)) => w.notes.push(format!(
                 "line {}: JSON but not JSON-RPC ({why})",
                 crate::log::line_of(e.seq)
