@@ -8,6 +8,7 @@ use super::node::{Node, NodeEvents};
 use super::{LIMIT, eventually, within};
 use listsync_cluster::store::RedisStore;
 use listsync_cluster::testkit::TestRedis;
+use listsync_core::client::Pacing;
 use listsync_core::history::{ClientId, Event};
 use listsync_core::vocab::{AuthCtx, Catalog, Era, Kind, KindSet};
 use listsync_rt::client::{ClientHandle as Client, ClientSettings, Endpoint};
@@ -50,6 +51,8 @@ pub struct Rig {
     pub(super) listener_seq: u32,
     /// Items per page.
     pub page_size: u16,
+    /// Pacing of the clients added from now on (default: the reference client's).
+    pub client_pacing: Pacing,
     pub(super) initial: Value,
 }
 
@@ -91,6 +94,7 @@ impl Rig {
             dir,
             listener_seq: 0,
             page_size: 2,
+            client_pacing: Pacing::default(),
             initial: initial_ops(),
         }
     }
@@ -101,6 +105,7 @@ impl Rig {
         let lb = Forward::start(self.nodes[node].addr).await;
         let mut s = ClientSettings::new(self.era, KindSet::only(Kind::Tools));
         s.id = id;
+        s.client.pacing = self.client_pacing;
         s.history = Some(self.history.clone());
         s.request_timeout = Duration::from_secs(10);
         s.connect_timeout = Duration::from_secs(10);
