@@ -68,14 +68,31 @@ impl Default for ServerConfig {
     }
 }
 
+/// Most authorization contexts a session is told of changes for one by one; a session that used
+/// more is told of every change (bounded memory against a client cycling through contexts).
+pub const MAX_SESSION_CONTEXTS: usize = 8;
+
+/// The authorization contexts a session is told of changes for: every context its requests have
+/// used (a connection's context is fixed over HTTP; in the model a client may switch, and a
+/// request of the context it left may still arrive after one of the context it switched to, so
+/// the latest request's context alone would miss changes the client's current lists see).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+enum Contexts {
+    /// No request yet (or a stream whose caller is not authenticated yet): told of every change.
+    #[default]
+    Unknown,
+    /// Told of a change any of these sees.
+    Used(BTreeSet<AuthCtx>),
+    /// More than [`MAX_SESSION_CONTEXTS`]: told of every change.
+    Many,
+}
+
 /// What a server knows about one client connection.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 struct Session {
     initialized: bool,
-    /// The authorization context of the session's latest request (a connection's context is
-    /// fixed over HTTP; in the model a client may switch): notifications go only to sessions
-    /// whose context sees the change. `None` until the first request: told of every change.
-    auth: Option<AuthCtx>,
+    /// The authorization contexts the session is told of changes for.
+    auth: Contexts,
     /// Open `subscriptions/listen` stream: id, kinds honoured, URIs watched.
     listen: Option<(SubId, KindSet, Vec<Name>)>,
     /// `resources/subscribe` URIs (2025-11-25).
@@ -299,7 +316,8 @@ impl Registry {
             ServerInput::Request(c, msg) => self.request(c, msg, out),
             ServerInput::Identified(c, auth) => {
                 if let Some(s) = self.sessions.get_mut(&c) {
-                    s.auth = auth;
+                    s.auth =
+                        auth.map_or(Contexts::Unknown, |a| Contexts::Used(BTreeSet::from([a])));
                 }
             }
         }
@@ -377,7 +395,12 @@ impl Registry {
         let by_auth = self
             .sessions
             .values()
-            .filter_map(|s| s.auth)
+            .filter_map(|s| match &s.auth {
+                Contexts::Used(set) => Some(set),
+                _ => None,
+            })
+            .flatten()
+            .copied()
             .collect::<BTreeSet<_>>()
             .into_iter()
             .map(|a| (a, changed_kinds_for(old, new, a)))
@@ -409,7 +432,7 @@ impl Registry {
                 (Era::V2026_07_28, Some((id, _, _))) => Some(*id),
                 _ => continue,
             };
-            for kind in changed.seen_by(s.auth).iter() {
+            for kind in changed.seen_by(&s.auth).iter() {
                 let wanted = match &s.listen {
                     Some((_, kinds, _)) => {
                         kind.notification_group().iter().any(|k| kinds.contains(*k))
@@ -456,7 +479,18 @@ impl Registry {
         let ClientMsg { id, auth, req } = msg;
         let lane = req.reply_lane();
         if let Some(s) = self.sessions.get_mut(&c) {
-            s.auth = Some(auth);
+            s.auth = match std::mem::take(&mut s.auth) {
+                Contexts::Unknown => Contexts::Used(BTreeSet::from([auth])),
+                Contexts::Used(mut set) => {
+                    set.insert(auth);
+                    if set.len() > MAX_SESSION_CONTEXTS {
+                        Contexts::Many
+                    } else {
+                        Contexts::Used(set)
+                    }
+                }
+                Contexts::Many => Contexts::Many,
+            };
         }
         let resp = match req {
             Request::Initialize => {
@@ -762,10 +796,20 @@ impl Changes {
         }
     }
 
-    /// The kinds a session under `auth` is told of (every change when its context is unknown).
-    fn seen_by(&self, auth: Option<AuthCtx>) -> KindSet {
-        auth.and_then(|a| self.by_auth.get(&a).copied())
-            .unwrap_or(self.any)
+    /// The kinds a session with contexts `auths` is told of: what any of them sees change
+    /// (every change when its contexts are unknown or too many).
+    fn seen_by(&self, auths: &Contexts) -> KindSet {
+        let Contexts::Used(auths) = auths else {
+            return self.any;
+        };
+        let mut kinds = KindSet::EMPTY;
+        for a in auths {
+            match self.by_auth.get(a) {
+                Some(k) => kinds = k.iter().fold(kinds, KindSet::with),
+                None => return self.any,
+            }
+        }
+        kinds
     }
 }
 
@@ -1105,6 +1149,54 @@ mod tests {
         assert_eq!(told(&public), vec![0, 1], "everyone sees a public item");
         let remove = apply(&mut r, vec![Op::remove(Kind::Tools, "s")]);
         assert_eq!(told(&remove), vec![1], "only auth1 saw the removed item");
+    }
+
+    /// A client that switched from auth1 to auth0 and back can have its auth0 request reach the
+    /// server last; a change only auth1 sees must still be announced to it (the machine
+    /// simulator's seed 4616 found the session told by its latest request's context only).
+    #[test]
+    fn a_session_is_told_of_changes_any_context_it_used_sees() {
+        let mut r = reg(ServerStrategy::Reference, 0);
+        let mut out = Vec::new();
+        r.step(ServerInput::Connect(1), &mut out);
+        for (id, auth, req) in [
+            (0, 1, Request::Initialize),
+            (
+                1,
+                0,
+                Request::List {
+                    kind: Kind::Tools,
+                    cursor: None,
+                },
+            ),
+        ] {
+            let msg = ClientMsg {
+                id,
+                auth: AuthCtx(auth),
+                req,
+            };
+            r.step(ServerInput::Request(1, msg), &mut out);
+        }
+        let add = apply(
+            &mut r,
+            vec![Op::Add {
+                kind: Kind::Tools,
+                name: "s".into(),
+                def: "s1".into(),
+                scope: Scope::Only(AuthCtx(1)),
+            }],
+        );
+        assert_eq!(told(&add), vec![1], "auth1 was used on client 1's session");
+        let other = apply(
+            &mut r,
+            vec![Op::Add {
+                kind: Kind::Tools,
+                name: "t".into(),
+                def: "t1".into(),
+                scope: Scope::Only(AuthCtx(2)),
+            }],
+        );
+        assert_eq!(told(&other), Vec::<ClientId>::new(), "nobody used auth2");
     }
 
     #[test]

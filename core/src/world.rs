@@ -146,8 +146,8 @@ pub enum Step {
         /// List kind.
         kind: Kind,
     },
-    /// (cluster) A change event on the bus reaches a node, which loads the store's latest
-    /// version and makes it visible.
+    /// (cluster) A change event on the bus reaches a node, which makes the version and catalog
+    /// the event carries visible if it is newer than what the node serves.
     BusDeliver {
         /// Node.
         node: u8,
@@ -238,8 +238,12 @@ pub struct World {
     /// store of a cluster). Versions count the changes that made the catalog differ. This is
     /// the world's own ground truth, which the observer judges the server against.
     pub truth: (u64, Arc<Catalog>),
-    /// (cluster) Change events (versions) in flight to each node; unordered.
-    pub bus: Vec<Vec<u64>>,
+    /// (cluster) Change events in flight to each node; unordered.
+    pub bus: Vec<Vec<BusEvent>>,
+    /// (cluster) Per node, the newest committed version that has reached it: carried by a bus
+    /// event the world delivered, or read from the store by a poll. What a node's
+    /// `list_changed` announces (the world saw it arrive; the node's own report is not used).
+    pub reached: Vec<u64>,
     /// (cluster) Faults used: bus duplicates, bus drops, migrations.
     pub bus_used: [u32; 3],
     /// The clients, indexed by `ClientId`.
@@ -279,10 +283,10 @@ impl World {
             .map(|c| scn.cluster.as_ref().map_or(0, |cl| cl.node_of_client(c)))
             .collect();
         let truth = (1, Arc::new(initial));
-        let bus = if scn.cluster.is_some() {
-            vec![Vec::new(); n_nodes]
+        let (bus, reached) = if scn.cluster.is_some() {
+            (vec![Vec::new(); n_nodes], vec![truth.0; n_nodes])
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         let clients = scn
             .clients
@@ -303,6 +307,7 @@ impl World {
             node_of,
             truth,
             bus,
+            reached,
             bus_used: [0; 3],
         };
         let first = Event::Committed {
@@ -457,7 +462,8 @@ impl World {
     }
 
     /// The observed event of a `list_changed` of `kind` that node `node` puts on the wire to
-    /// `client`: it announces the latest committed version; the version visible is what a list
+    /// `client`: it announces the latest committed version (in a cluster: the newest that has
+    /// reached the node, by a bus event or a read of the store); the version visible is what a list
     /// request to that node would be served now, found by probing the node through its wire
     /// interface (a throwaway copy walks every page) under every authorization context of the
     /// scenario, and matching each probe against the committed versions (the earliest match
@@ -469,7 +475,8 @@ impl World {
         client: ClientId,
         kind: Kind,
     ) -> Event {
-        let announces = self.truth.0;
+        // A node of a cluster announces what has reached it; a single server, its own commit.
+        let announces = self.reached.get(node).copied().unwrap_or(self.truth.0);
         let mut visible = announces;
         for auth in scn.auth_contexts() {
             for k in kind.notification_group() {
@@ -511,9 +518,26 @@ impl World {
         })
     }
 
-    /// (cluster) Node `node` makes the store's latest version visible (if newer) and notifies.
+    /// (cluster) Node `node` makes the store's latest version visible (if newer) and notifies:
+    /// a poll, or an event announcing a version without its catalog.
     fn load_latest(&mut self, scn: &Scenario, node: u8, rec: &mut dyn Recorder) {
         let (v, cat) = self.truth.clone();
+        self.install(scn, node, v, cat, rec);
+    }
+
+    /// (cluster) Node `node` makes version `v` (catalog `cat`) visible if it is newer than what
+    /// the node serves, and notifies: core's one install-if-newer decision, whether the version
+    /// came with a change event or from reading the store.
+    fn install(
+        &mut self,
+        scn: &Scenario,
+        node: u8,
+        v: u64,
+        cat: Arc<Catalog>,
+        rec: &mut dyn Recorder,
+    ) {
+        let r = &mut self.reached[usize::from(node)];
+        *r = (*r).max(v);
         let mut out = Vec::new();
         if self.nodes[usize::from(node)].install(v, cat, &mut out) {
             note(rec, || Note::NodeTakes { node, version: v });
@@ -630,6 +654,7 @@ impl World {
             node_of,
             truth: self.truth.clone(),
             bus: self.bus.clone(),
+            reached: self.reached.clone(),
             bus_used: self.bus_used,
             clients,
             links,
@@ -799,7 +824,7 @@ impl World {
                         // One atomic commit to the shared store, then a change event to every
                         // node.
                         for q in self.bus.iter_mut() {
-                            insert_sorted(q, v);
+                            insert_sorted(q, BusEvent::of(&self.truth));
                         }
                         note(rec, || Note::StoreCommits { version: v });
                     }
@@ -845,8 +870,9 @@ impl World {
                             ));
                         }
                         self.bus_used[0] += 1;
-                        let v = q[i];
-                        insert_sorted(q, v);
+                        let e = q[i].clone();
+                        let v = e.version;
+                        insert_sorted(q, e);
                         note(rec, || Note::BusDuplicates { node, version: v });
                     }
                     Step::BusDrop { .. } => {
@@ -854,13 +880,16 @@ impl World {
                             return Err(format!("the scenario allows {} bus drops", cl.bus_drop));
                         }
                         self.bus_used[1] += 1;
-                        let v = q.remove(i);
+                        let v = q.remove(i).version;
                         note(rec, || Note::BusLoses { node, version: v });
                     }
                     _ => {
-                        let v = q.remove(i);
-                        note(rec, || Note::BusDelivers { node, version: v });
-                        self.load_latest(scn, node, rec);
+                        let e = q.remove(i);
+                        note(rec, || Note::BusDelivers {
+                            node,
+                            version: e.version,
+                        });
+                        self.install(scn, node, e.version, e.catalog, rec);
                     }
                 }
             }
@@ -1132,6 +1161,52 @@ fn walk(r: &mut Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
 
 /// Unordered links are kept sorted, so two states that differ only in the arrival order of
 /// messages that may overtake one another are one state.
+/// (cluster) A change event on the bus: the version a commit made, and the catalog it carries
+/// (as rt's nodes publish it). Events are ordered, compared and hashed by version alone: one
+/// version has one catalog.
+#[derive(Clone, Debug)]
+pub struct BusEvent {
+    /// The committed version.
+    pub version: u64,
+    /// Its catalog.
+    pub catalog: Arc<Catalog>,
+}
+
+impl BusEvent {
+    fn of((version, catalog): &(u64, Arc<Catalog>)) -> BusEvent {
+        BusEvent {
+            version: *version,
+            catalog: catalog.clone(),
+        }
+    }
+}
+
+impl PartialEq for BusEvent {
+    fn eq(&self, other: &Self) -> bool {
+        self.version == other.version
+    }
+}
+
+impl Eq for BusEvent {}
+
+impl PartialOrd for BusEvent {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for BusEvent {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.version.cmp(&other.version)
+    }
+}
+
+impl std::hash::Hash for BusEvent {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.version.hash(state);
+    }
+}
+
 fn insert_sorted<M: Ord>(q: &mut Vec<M>, m: M) {
     let at = q.partition_point(|x| *x <= m);
     q.insert(at, m);

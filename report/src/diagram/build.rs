@@ -73,7 +73,7 @@ fn in_flight(w: &World) -> Vec<(Place, String, String, MsgKind)> {
         }
     }
     for (n, q) in w.bus.iter().enumerate() {
-        for ver in q {
+        for ver in q.iter().map(|e| e.version) {
             v.push((
                 Place::Bus(n as u8),
                 ver.to_string(),
@@ -749,7 +749,8 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
                 .bus
                 .get(usize::from(node))
                 .and_then(|q| q.get(usize::from(index)))
-                .map(|v| {
+                .map(|e| {
+                    let v = e.version;
                     (
                         Place::Bus(node),
                         v.to_string(),
