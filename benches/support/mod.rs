@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each bench target uses a different part of this module
 
 pub mod rig;
+pub mod two_phase;
 
 use criterion::Criterion;
 use listsync_report::bench::{BenchFile, RunInfo};

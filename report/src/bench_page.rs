@@ -1,7 +1,7 @@
 //! `reports/bench.md` from `reports/bench.json`: the headline comparison at K = 1000, the
 //! snapshot-store ratios, the full matrices, and links to the plots.
 
-use crate::bench::{BenchFile, ChurnRow, Dist, Group, RefreshRow, RunInfo};
+use crate::bench::{BenchFile, ChurnRow, Dist, Group, ModelRow, RefreshRow, RunInfo};
 use crate::md::num;
 use crate::{bench_cluster, bench_refresh};
 use std::fmt::Write as _;
@@ -241,6 +241,10 @@ fn model_section(s: &mut String, b: &BenchFile) {
     };
     let _ = writeln!(s, "{}\n", run_line("model_throughput", &g.run, &g.driver));
     notes(s, g);
+    for line in model_against_example(g) {
+        let _ = writeln!(s, "- **{line}**");
+    }
+    let _ = writeln!(s);
     let _ = writeln!(
         s,
         "| config | search | threads | unique states | seconds (mean) | states/s |"
@@ -259,6 +263,44 @@ fn model_section(s: &mut String, b: &BenchFile) {
         );
     }
     let _ = writeln!(s);
+}
+
+/// The example model's rows are named for it (`two-phase-commit-<n>rm`).
+const MODEL_EXAMPLE: &str = "two-phase-commit";
+
+/// Per thread count: our reference configurations' breadth-first states/s beside the example
+/// model's, measured in the same run.
+fn model_against_example(g: &Group<ModelRow>) -> Vec<String> {
+    let mut out = Vec::new();
+    for ex in g
+        .rows
+        .iter()
+        .filter(|r| r.config.starts_with(MODEL_EXAMPLE))
+    {
+        let ours: Vec<&ModelRow> = g
+            .rows
+            .iter()
+            .filter(|r| {
+                !r.config.starts_with(MODEL_EXAMPLE) && r.search == "bfs" && r.threads == ex.threads
+            })
+            .collect();
+        if ours.is_empty() {
+            continue;
+        }
+        let states: u64 = ours.iter().map(|r| r.unique_states).sum();
+        let secs: f64 = ours.iter().map(|r| r.seconds.mean).sum();
+        let rate = states as f64 / secs.max(1e-9);
+        out.push(format!(
+            "{} thread(s), breadth-first: our reference configurations {} states/s, the \
+             `{}` example {} states/s in the same run ({}× ours)",
+            ex.threads,
+            num(rate),
+            ex.config,
+            num(ex.states_per_sec),
+            num(ex.states_per_sec / rate.max(1e-9))
+        ));
+    }
+    out
 }
 
 fn replay_section(s: &mut String, b: &BenchFile) {
