@@ -12,6 +12,7 @@
 //! property.
 
 pub mod configs;
+pub mod memory;
 pub mod pacing;
 pub mod progress;
 pub mod suite;

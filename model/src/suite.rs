@@ -51,6 +51,10 @@ pub struct ConfigReport {
     pub seconds: f64,
     /// Unique states per second of wall time.
     pub states_per_second: f64,
+    /// Peak resident memory of the process while this configuration was checked, progress pass
+    /// included (Linux only; see [`crate::memory`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<u64>,
     /// Whether the whole state space was explored.
     pub exhaustive: bool,
     /// Per property: verdict and counterexample.
@@ -169,8 +173,10 @@ pub fn run(
 ) -> SuiteRun {
     let started = Instant::now();
     let mut results = Vec::new();
+    let mut peaks = Vec::new();
     for c in &selected {
         let name = c.name().to_owned();
+        crate::memory::reset_peak();
         results.push(check(
             &c.scenario,
             c.search,
@@ -178,12 +184,17 @@ pub fn run(
             threads,
             &mut |states, secs| progress(&name, states, secs),
         ));
+        peaks.push(crate::memory::peak_bytes());
     }
     let total_seconds = started.elapsed().as_secs_f64();
     let configs: Vec<ConfigReport> = selected
         .iter()
         .zip(&results)
-        .map(|(c, r)| config_report(c, r))
+        .zip(peaks)
+        .map(|((c, r), peak)| ConfigReport {
+            peak_memory_bytes: peak,
+            ..config_report(c, r)
+        })
         .collect();
     let report = SuiteReport {
         tool: concat!("listsync ", env!("CARGO_PKG_VERSION")).into(),
@@ -250,6 +261,7 @@ fn config_report(c: &Config, r: &CheckResult) -> ConfigReport {
         max_depth: r.max_depth as u64,
         seconds: r.seconds,
         states_per_second: r.unique_states as f64 / r.seconds.max(1e-9),
+        peak_memory_bytes: None,
         exhaustive: r.exhaustive,
         properties,
         expected: c.expected(),

@@ -77,12 +77,22 @@ pub fn render(m: &SuiteReport) -> String {
             "SOME VERDICTS DIFFER from the expected ones, or a required situation was not reached"
         }
     );
-    let _ = write!(s, "| config | client | server | states | depth | s |");
+    let _ = writeln!(
+        s,
+        "*Peak MiB* is the process's resident high-water mark while the configuration was \
+         checked, progress pass included (Linux). Memory that earlier configurations left with \
+         the allocator counts too, so it is an upper bound; `listsync check NAME` gives one \
+         configuration's own figure.\n"
+    );
+    let _ = write!(
+        s,
+        "| config | client | server | states | depth | s | peak MiB |"
+    );
     for p in Property::ALL {
         let _ = write!(s, " {p} |");
     }
     let _ = writeln!(s, " situations | progress | verdict |");
-    let _ = write!(s, "|---|---|---|---:|---:|---:|");
+    let _ = write!(s, "|---|---|---|---:|---:|---:|---:|");
     for _ in Property::ALL {
         let _ = write!(s, "---|");
     }
@@ -90,13 +100,14 @@ pub fn render(m: &SuiteReport) -> String {
     for c in &m.configs {
         let _ = write!(
             s,
-            "| `{}` | {} | {} | {} | {} | {:.2} |",
+            "| `{}` | {} | {} | {} | {} | {:.2} | {} |",
             c.name,
             c.strategies.client,
             c.strategies.server,
             c.unique_states,
             c.max_depth,
-            c.seconds
+            c.seconds,
+            mib(c.peak_memory_bytes)
         );
         for p in Property::ALL {
             let cell = match c.properties.get(&p) {
@@ -232,6 +243,7 @@ pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
         "{:26} {:10} {:>8} {:>5} {:>7} {:>9}",
         "CONFIG", "ERA", "STATES", "DEPTH", "TIME", "STATES/S"
     );
+    let _ = write!(s, " {:>6}", "MIB");
     for p in Property::ALL {
         let _ = write!(s, " {:>6}", short(p));
     }
@@ -242,6 +254,7 @@ pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
             "{:26} {:10} {:>8} {:>5} {:>6.2}s {:>9.0}",
             c.name, c.era, c.unique_states, c.max_depth, c.seconds, c.states_per_second
         );
+        let _ = write!(s, " {:>6}", mib(c.peak_memory_bytes));
         for p in Property::ALL {
             let cell = match c.properties.get(&p) {
                 Some(x) if x.verdict == Verdict::Holds => "ok".to_owned(),
@@ -277,4 +290,12 @@ pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
         traces.display()
     );
     s
+}
+
+/// Peak memory in MiB, or `-` where the platform does not report it.
+fn mib(bytes: Option<u64>) -> String {
+    bytes.map_or_else(
+        || "-".to_owned(),
+        |b| format!("{:.0}", b as f64 / f64::from(1 << 20)),
+    )
 }
