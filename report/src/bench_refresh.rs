@@ -259,7 +259,15 @@ pub fn section(s: &mut String, b: &BenchFile) {
         s,
         "Each debounce point: whether the reference dominates it, then its round trips and \
          median ms. The claim is about a burst onto a refresh in flight (parked, served); the \
-         spaced cells show what the coalescing gap trades instead.\n"
+         spaced cells show what the coalescing gap trades instead. At P = 1 the request in \
+         flight is the whole walk: for every strategy that waits for it, the final list is its \
+         answer, so the times differ only by how fast the burst is taken in (the reference's \
+         client takes in every notification; a debounce in the tap drops them before the \
+         client parses them), by tenths of a millisecond that change sign between runs. In the \
+         served P = 1 cells a debounce-0ms client that walks while the burst goes on can hold \
+         the final list from a walk served mid-burst, before the parked request returns, at \
+         several times the round trips: no client that keeps one request in flight can be \
+         earlier there.\n"
     );
     let debounces: Vec<String> = {
         let mut v: Vec<String> = Vec::new();
