@@ -1106,6 +1106,16 @@ mod tests {
     }
 
     /// Who is told of a batch: the clients whose list_changed goes out.
+    /// Adding tool `name` (definition `def`) that only authorization context `auth` sees.
+    fn tool_only(name: &str, def: &str, auth: u8) -> Op {
+        Op::Add {
+            kind: Kind::Tools,
+            name: name.into(),
+            def: def.into(),
+            scope: Scope::Only(AuthCtx(auth)),
+        }
+    }
+
     fn told(out: &[ServerOutput]) -> Vec<ClientId> {
         out.iter()
             .filter_map(|o| match o {
@@ -1135,15 +1145,7 @@ mod tests {
             ),
             &mut out,
         );
-        let add = apply(
-            &mut r,
-            vec![Op::Add {
-                kind: Kind::Tools,
-                name: "s".into(),
-                def: "s1".into(),
-                scope: Scope::Only(AuthCtx(1)),
-            }],
-        );
+        let add = apply(&mut r, vec![tool_only("s", "s1", 1)]);
         assert_eq!(told(&add), vec![1], "only auth1 sees the added item");
         let public = apply(&mut r, vec![Op::add(Kind::Tools, "d", "d1")]);
         assert_eq!(told(&public), vec![0, 1], "everyone sees a public item");
@@ -1177,25 +1179,9 @@ mod tests {
             };
             r.step(ServerInput::Request(1, msg), &mut out);
         }
-        let add = apply(
-            &mut r,
-            vec![Op::Add {
-                kind: Kind::Tools,
-                name: "s".into(),
-                def: "s1".into(),
-                scope: Scope::Only(AuthCtx(1)),
-            }],
-        );
+        let add = apply(&mut r, vec![tool_only("s", "s1", 1)]);
         assert_eq!(told(&add), vec![1], "auth1 was used on client 1's session");
-        let other = apply(
-            &mut r,
-            vec![Op::Add {
-                kind: Kind::Tools,
-                name: "t".into(),
-                def: "t1".into(),
-                scope: Scope::Only(AuthCtx(2)),
-            }],
-        );
+        let other = apply(&mut r, vec![tool_only("t", "t1", 2)]);
         assert_eq!(told(&other), Vec::<ClientId>::new(), "nobody used auth2");
     }
 
