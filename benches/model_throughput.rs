@@ -47,6 +47,44 @@ fn explore(model: ListModel, dfs_symmetric: bool, threads: usize) -> (Duration, 
     (t.elapsed(), n)
 }
 
+/// Times `explore` (one exhaustive check: its time and unique states) under criterion as
+/// `config/search` on `threads` threads; None when the benchmark is filtered out.
+fn measure(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    config: &str,
+    search: &str,
+    threads: usize,
+    mut explore: impl FnMut() -> (Duration, usize),
+) -> Option<ModelRow> {
+    let mut secs = Vec::new();
+    let mut states = 0;
+    let id = BenchmarkId::new(format!("{config}/{search}"), format!("{threads}t"));
+    group.bench_function(id, |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let (d, n) = explore();
+                states = n;
+                secs.push(d.as_secs_f64());
+                total += d;
+            }
+            total
+        })
+    });
+    if secs.is_empty() {
+        return None;
+    }
+    let seconds = Dist::of(&mut secs);
+    Some(ModelRow {
+        config: config.to_owned(),
+        search: search.to_owned(),
+        threads: threads as u32,
+        unique_states: states as u64,
+        states_per_sec: states as f64 / seconds.mean.max(1e-9),
+        seconds,
+    })
+}
+
 fn bench(c: &mut Criterion) {
     let clock = support::RunClock::start();
     let names: &[&str] = if support::quick() {
@@ -72,66 +110,17 @@ fn bench(c: &mut Criterion) {
         };
         for (search, dfs) in [("bfs", false), ("dfs_symmetric", true)] {
             for threads in [1usize, 2] {
-                let mut secs = Vec::new();
-                let mut states = 0;
-                let id = BenchmarkId::new(format!("{name}/{search}"), format!("{threads}t"));
-                group.bench_function(id, |b| {
-                    b.iter_custom(|iters| {
-                        let mut total = Duration::ZERO;
-                        for _ in 0..iters {
-                            let model = ListModel::first_only(cfg.scenario.clone());
-                            let (d, n) = explore(model, dfs, threads);
-                            states = n;
-                            secs.push(d.as_secs_f64());
-                            total += d;
-                        }
-                        total
-                    })
-                });
-                if secs.is_empty() {
-                    continue; // filtered out
-                }
-                let seconds = Dist::of(&mut secs);
-                rows.push(ModelRow {
-                    config: (*name).to_owned(),
-                    search: search.to_owned(),
-                    threads: threads as u32,
-                    unique_states: states as u64,
-                    states_per_sec: states as f64 / seconds.mean.max(1e-9),
-                    seconds,
-                });
+                rows.extend(measure(&mut group, name, search, threads, || {
+                    explore(ListModel::first_only(cfg.scenario.clone()), dfs, threads)
+                }));
             }
         }
     }
     let example = format!("two-phase-commit-{TWO_PHASE_RMS}rm");
     for threads in [1usize, 2] {
-        let mut secs = Vec::new();
-        let mut states = 0;
-        let id = BenchmarkId::new(format!("{example}/bfs"), format!("{threads}t"));
-        group.bench_function(id, |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let (d, n) = explore_two_phase(threads);
-                    states = n;
-                    secs.push(d.as_secs_f64());
-                    total += d;
-                }
-                total
-            })
-        });
-        if secs.is_empty() {
-            continue;
-        }
-        let seconds = Dist::of(&mut secs);
-        rows.push(ModelRow {
-            config: example.clone(),
-            search: "bfs".to_owned(),
-            threads: threads as u32,
-            unique_states: states as u64,
-            states_per_sec: states as f64 / seconds.mean.max(1e-9),
-            seconds,
-        });
+        rows.extend(measure(&mut group, &example, "bfs", threads, || {
+            explore_two_phase(threads)
+        }));
     }
     group.finish();
     let mut file = BenchFile::new();

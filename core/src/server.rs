@@ -805,7 +805,7 @@ impl Changes {
         let mut kinds = KindSet::EMPTY;
         for a in auths {
             match self.by_auth.get(a) {
-                Some(k) => kinds = k.iter().fold(kinds, KindSet::with),
+                Some(k) => kinds = kinds.union(*k),
                 None => return self.any,
             }
         }

@@ -124,6 +124,11 @@ impl KindSet {
         KindSet(self.0 | (1 << kind as u8))
     }
 
+    /// The kinds in either set.
+    pub fn union(self, other: KindSet) -> Self {
+        KindSet(self.0 | other.0)
+    }
+
     /// The kinds in the set, in `Kind::ALL` order.
     pub fn iter(self) -> impl Iterator<Item = Kind> {
         Kind::ALL.into_iter().filter(move |k| self.contains(*k))

@@ -518,8 +518,8 @@ impl World {
         })
     }
 
-    /// (cluster) Node `node` makes the store's latest version visible (if newer) and notifies:
-    /// a poll, or an event announcing a version without its catalog.
+    /// (cluster) Node `node` reads the store (a poll) and makes its latest version visible (if
+    /// newer), notifying.
     fn load_latest(&mut self, scn: &Scenario, node: u8, rec: &mut dyn Recorder) {
         let (v, cat) = self.truth.clone();
         self.install(scn, node, v, cat, rec);
@@ -1159,8 +1159,6 @@ fn walk(r: &mut Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
     None
 }
 
-/// Unordered links are kept sorted, so two states that differ only in the arrival order of
-/// messages that may overtake one another are one state.
 /// (cluster) A change event on the bus: the version a commit made, and the catalog it carries
 /// (as rt's nodes publish it). Events are ordered, compared and hashed by version alone: one
 /// version has one catalog.
@@ -1207,6 +1205,8 @@ impl std::hash::Hash for BusEvent {
     }
 }
 
+/// Unordered links are kept sorted, so two states that differ only in the arrival order of
+/// messages that may overtake one another are one state.
 fn insert_sorted<M: Ord>(q: &mut Vec<M>, m: M) {
     let at = q.partition_point(|x| *x <= m);
     q.insert(at, m);

@@ -191,10 +191,7 @@ pub fn run(
         .iter()
         .zip(&results)
         .zip(peaks)
-        .map(|((c, r), peak)| ConfigReport {
-            peak_memory_bytes: peak,
-            ..config_report(c, r)
-        })
+        .map(|((c, r), peak)| config_report(c, r, peak))
         .collect();
     let report = SuiteReport {
         tool: concat!("listsync ", env!("CARGO_PKG_VERSION")).into(),
@@ -215,7 +212,7 @@ pub fn trace_file(config: &str, p: Property) -> String {
     format!("{config}.{p}.json")
 }
 
-fn config_report(c: &Config, r: &CheckResult) -> ConfigReport {
+fn config_report(c: &Config, r: &CheckResult, peak_memory_bytes: Option<u64>) -> ConfigReport {
     let properties = r
         .verdicts
         .iter()
@@ -261,7 +258,7 @@ fn config_report(c: &Config, r: &CheckResult) -> ConfigReport {
         max_depth: r.max_depth as u64,
         seconds: r.seconds,
         states_per_second: r.unique_states as f64 / r.seconds.max(1e-9),
-        peak_memory_bytes: None,
+        peak_memory_bytes,
         exhaustive: r.exhaustive,
         properties,
         expected: c.expected(),
