@@ -53,7 +53,11 @@ pub struct Monitor {
     announced: BTreeMap<(ClientId, Kind), u64>,
     acked_unlisted: BTreeMap<ClientId, KindSet>,
     windows: BTreeMap<(ClientId, Kind, AuthCtx), Vec<Window>>,
-    first: [Option<Arc<str>>; 9],
+    /// Per (client, kind, authorization context): the version the session's last list page of
+    /// that kind under that context was served at (dated by the observer). The contexts a session
+    /// listed under, and what it last knew of each list.
+    listed: BTreeMap<(ClientId, Kind, AuthCtx), u64>,
+    first: [Option<Arc<str>>; 10],
     observed: usize,
     /// Per (kind, auth): the range of committed versions whose visible list has each digest;
     /// derived from `commits`, so left out of equality and hashing.
@@ -100,6 +104,7 @@ impl PartialEq for Monitor {
             && self.announced == o.announced
             && self.acked_unlisted == o.acked_unlisted
             && self.windows == o.windows
+            && self.listed == o.listed
             && self.first == o.first
     }
 }
@@ -113,6 +118,7 @@ impl Hash for Monitor {
         self.announced.hash(h);
         self.acked_unlisted.hash(h);
         self.windows.hash(h);
+        self.listed.hash(h);
         self.first.hash(h);
     }
 }
@@ -236,6 +242,11 @@ impl Monitor {
                 .iter()
                 .map(|((c, k, a), v)| ((m(c), *k, *a), v.clone()))
                 .collect(),
+            listed: self
+                .listed
+                .iter()
+                .map(|((c, k, a), v)| ((m(c), *k, *a), *v))
+                .collect(),
             first: self.first.clone(),
             observed: self.observed,
             memo: self.memo.clone(),
@@ -258,6 +269,11 @@ impl Monitor {
         }
         self.acked_unlisted.get(&c).hash(h);
         for ((cc, k, a), v) in &self.windows {
+            if *cc == c {
+                (k, a, v).hash(h);
+            }
+        }
+        for ((cc, k, a), v) in &self.listed {
             if *cc == c {
                 (k, a, v).hash(h);
             }
@@ -299,6 +315,12 @@ impl Monitor {
                     );
                 }
                 let prev = self.announced.insert((*client, *kind), *announces);
+                // A second announcement of the same version is bounded_refresh's to judge.
+                if prev != Some(*announces)
+                    && let Some(detail) = self.spurious(*client, *kind, prev, *announces)
+                {
+                    self.flag(&mut out, Property::NoSpuriousNotify, detail);
+                }
                 if prev == Some(*announces) {
                     self.flag(
                         &mut out,
@@ -309,10 +331,20 @@ impl Monitor {
                     );
                 }
             }
-            Event::Served { .. } | Event::CallRejected { .. } | Event::MarkedStale { .. } => {}
+            Event::Served {
+                client,
+                kind,
+                auth,
+                version,
+                ..
+            } => {
+                self.listed.insert((*client, *kind, *auth), *version);
+            }
+            Event::CallRejected { .. } | Event::MarkedStale { .. } => {}
             Event::Connected { client } => {
-                // A new session: its notifications are counted afresh.
+                // A new session: its notifications are counted afresh, and it has listed nothing.
                 self.announced.retain(|(c, _), _| c != client);
+                self.listed.retain(|(c, _, _), _| c != client);
             }
             Event::Dispatched {
                 client,
@@ -469,6 +501,78 @@ impl Monitor {
         }
         self.observed += 1;
         out
+    }
+
+    /// The catalog committed at `version`, if the history committed it.
+    fn catalog_at(&self, version: u64) -> Option<&Arc<Catalog>> {
+        self.commits
+            .binary_search_by_key(&version, |(v, _)| *v)
+            .ok()
+            .map(|i| &self.commits[i].1)
+    }
+
+    /// no_spurious_notify: why a `list_changed` of notification group `group` to `client` that
+    /// announces `announces` (not what its previous one announced: a repeat is bounded_refresh's
+    /// to judge) is spurious, or `None` if some list it covers changed since the
+    /// session last knew it. The session knew each list it was served (at the version the
+    /// observer dated the page) and what its previous notification of the group (`prev`)
+    /// announced, whichever is newer; a session that has listed nothing yet knew the whole group
+    /// as of its previous notification. Where the history says too little (no earlier version
+    /// to compare with, a version it never committed, more contexts than a server keeps per
+    /// session) the notification is given the benefit of the doubt.
+    fn spurious(
+        &self,
+        client: ClientId,
+        group: Kind,
+        prev: Option<u64>,
+        announces: u64,
+    ) -> Option<String> {
+        let kinds = group.notification_group();
+        let now = self.catalog_at(announces)?;
+        let contexts: std::collections::BTreeSet<AuthCtx> = self
+            .listed
+            .range((client, Kind::ALL[0], AuthCtx(0))..)
+            .take_while(|((c, _, _), _)| *c == client)
+            .map(|((_, _, a), _)| *a)
+            .collect();
+        if contexts.len() > crate::server::MAX_SESSION_CONTEXTS {
+            return None;
+        }
+        if contexts.is_empty() {
+            let then = self.catalog_at(prev?)?;
+            let pick = |c: &Catalog| {
+                c.items
+                    .iter()
+                    .filter(|((k, _), _)| kinds.contains(k))
+                    .map(|(key, e)| (key.clone(), e.clone()))
+                    .collect::<Vec<_>>()
+            };
+            return (pick(then) == pick(now)).then(|| {
+                format!(
+                    "c{client} was sent a {group} list_changed announcing v{announces}, but no {group} item changed since v{} (its previous one)",
+                    prev.unwrap_or_default()
+                )
+            });
+        }
+        for auth in &contexts {
+            for k in kinds {
+                let base = match (self.listed.get(&(client, *k, *auth)), prev) {
+                    (Some(l), Some(p)) => (*l).max(p),
+                    (Some(l), None) => *l,
+                    (None, Some(p)) => p,
+                    (None, None) => return None,
+                };
+                let then = self.catalog_at(base)?;
+                if then.visible(*k, *auth) != now.visible(*k, *auth) {
+                    return None;
+                }
+            }
+        }
+        let names: Vec<String> = contexts.iter().map(ToString::to_string).collect();
+        Some(format!(
+            "c{client} was sent a {group} list_changed announcing v{announces}, but its {group} list under {} is what it last knew",
+            names.join(", ")
+        ))
     }
 
     /// The properties judged at quiescence (converges, no_lost_wakeup, listen_then_list), for
@@ -790,5 +894,83 @@ mod tests {
         };
         let v = violated(&[c, leak]);
         assert!(v.contains(&Property::AuthIsolation), "{v:?}");
+    }
+
+    fn served(client: ClientId, auth: u8, version: u64) -> Event {
+        Event::Served {
+            client,
+            kind: Kind::Tools,
+            auth: AuthCtx(auth),
+            version,
+            items: 0,
+            more: false,
+        }
+    }
+
+    fn notified(client: ClientId, announces: u64) -> Event {
+        Event::Notified {
+            client,
+            kind: Kind::Tools,
+            announces,
+            visible: announces,
+        }
+    }
+
+    fn scoped(name: &str, def: &str, auth: u8) -> Op {
+        Op::Add {
+            kind: Kind::Tools,
+            name: name.into(),
+            def: def.into(),
+            scope: Scope::Only(AuthCtx(auth)),
+        }
+    }
+
+    #[test]
+    fn a_notification_that_changes_nothing_the_session_listed_is_spurious() {
+        let a = Op::add(Kind::Tools, "a", "a1");
+        // v2 adds s for auth1 only; v3 adds public b.
+        let h = |events: &[Event]| {
+            let mut all = vec![
+                commit(1, std::slice::from_ref(&a)),
+                commit(2, &[a.clone(), scoped("s", "s1", 1)]),
+                commit(3, &[a.clone(), scoped("s", "s1", 1), Op::add(Kind::Tools, "b", "b1")]),
+            ];
+            all.extend_from_slice(events);
+            violated(&all)
+        };
+        // Listed under auth0 at v1: v2 changes nothing it sees, v3 does.
+        assert_eq!(h(&[served(0, 0, 1), notified(0, 2)]), [Property::NoSpuriousNotify]);
+        assert_eq!(h(&[served(0, 0, 1), notified(0, 3)]), []);
+        // Also listed under auth1: v2 is news.
+        assert_eq!(h(&[served(0, 0, 1), served(0, 1, 1), notified(0, 2)]), []);
+        // A rebuild announced as a change: the version it was served at, announced again.
+        assert_eq!(h(&[served(0, 0, 3), notified(0, 3)]), [Property::NoSpuriousNotify]);
+        // Listed nothing: compared over every context with its previous notification; the
+        // first one has nothing to compare with.
+        assert_eq!(h(&[notified(0, 1), notified(0, 2)]), []);
+        // A repeat of the same version is bounded_refresh's, not this property's.
+        assert_eq!(h(&[served(0, 0, 2), notified(0, 3), notified(0, 3)]), [Property::BoundedRefresh]);
+        // A new session has listed nothing yet.
+        assert_eq!(
+            h(&[served(0, 0, 1), Event::Connected { client: 0 }, notified(0, 2)]),
+            []
+        );
+    }
+
+    /// What a session knew of a list under a context is the newer of its last page of it and its
+    /// last notification: a change that came and went while the session did not list under that
+    /// context is news once it has.
+    #[test]
+    fn a_context_listed_later_is_judged_from_when_it_was_listed() {
+        let a = Op::add(Kind::Tools, "a", "a1");
+        let h = [
+            commit(1, &[a.clone(), scoped("s", "s1", 1)]),
+            served(0, 0, 1),
+            commit(2, std::slice::from_ref(&a)),
+            served(0, 1, 2),
+            commit(3, &[a.clone(), scoped("s", "s1", 1)]),
+            notified(0, 3),
+        ];
+        assert_eq!(violated(&h), []);
     }
 }

@@ -38,11 +38,15 @@ pub enum Property {
     /// (2026-07-28) A client that opens `subscriptions/listen` lists after the acknowledgement.
     #[serde(rename = "listen_then_list")]
     ListenThenList,
+    /// No `list_changed` reaches a session unless the list it announces differs, for some
+    /// authorization context the session has listed under, from what the session last knew.
+    #[serde(rename = "no_spurious_notify")]
+    NoSpuriousNotify,
 }
 
 impl Property {
     /// Every property, in report order.
-    pub const ALL: [Property; 9] = [
+    pub const ALL: [Property; 10] = [
         Property::NoTornSnapshot,
         Property::NoStaleOverwrite,
         Property::Converges,
@@ -52,6 +56,7 @@ impl Property {
         Property::BoundedRefresh,
         Property::AuthIsolation,
         Property::ListenThenList,
+        Property::NoSpuriousNotify,
     ];
 
     /// The fixed name.
@@ -66,6 +71,23 @@ impl Property {
             Property::BoundedRefresh => "bounded_refresh",
             Property::AuthIsolation => "auth_isolation",
             Property::ListenThenList => "listen_then_list",
+            Property::NoSpuriousNotify => "no_spurious_notify",
+        }
+    }
+
+    /// A short column header for tables (terminal and pages).
+    pub fn short(self) -> &'static str {
+        match self {
+            Property::NoTornSnapshot => "torn",
+            Property::NoStaleOverwrite => "stale",
+            Property::Converges => "conv",
+            Property::NoLostWakeup => "wake",
+            Property::NotifyAfterCommit => "commit",
+            Property::NoCallToRemoved => "call",
+            Property::BoundedRefresh => "bound",
+            Property::AuthIsolation => "auth",
+            Property::ListenThenList => "listen",
+            Property::NoSpuriousNotify => "quiet",
         }
     }
 
@@ -135,7 +157,8 @@ mod tests {
                 "no_call_to_removed",
                 "bounded_refresh",
                 "auth_isolation",
-                "listen_then_list"
+                "listen_then_list",
+                "no_spurious_notify"
             ]
         );
         for p in Property::ALL {

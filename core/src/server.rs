@@ -9,7 +9,7 @@
 
 use crate::history::{ClientId, Event};
 use crate::strategy::ServerStrategy;
-use crate::vocab::{AuthCtx, Batch, Catalog, Era, Kind, KindSet, Name};
+use crate::vocab::{AuthCtx, Batch, Catalog, Era, Kind, KindSet, Name, Op};
 use crate::wire::{
     CacheScope, Caps, ClientMsg, ErrorReason, INVALID_PARAMS, Lane, Notification, Page,
     RESOURCE_NOT_FOUND, Request, Response, RpcError, ServerCursor, ServerMsg, SubId,
@@ -72,10 +72,13 @@ impl Default for ServerConfig {
 /// more is told of every change (bounded memory against a client cycling through contexts).
 pub const MAX_SESSION_CONTEXTS: usize = 8;
 
-/// The authorization contexts a session is told of changes for: every context its requests have
-/// used (a connection's context is fixed over HTTP; in the model a client may switch, and a
-/// request of the context it left may still arrive after one of the context it switched to, so
-/// the latest request's context alone would miss changes the client's current lists see).
+/// The authorization contexts a session is told of changes for: every context it has listed
+/// under (a connection's context is fixed over HTTP; in the model a client may switch, and a
+/// list request of the context it left may still arrive after one of the context it switched to,
+/// so the latest request's context alone would miss changes the client's current lists see).
+/// Only list requests count: a session holds lists only of the contexts it listed under, so a
+/// change no such context sees is no news to it (no_spurious_notify); a call, a read or a listen
+/// under another context changes nothing it was told.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 enum Contexts {
     /// No request yet (or a stream whose caller is not authenticated yet): told of every change.
@@ -342,11 +345,21 @@ impl Registry {
             }
         }
         // A batch whose net effect is nothing (an add and a remove of the same item, a
-        // definition set to what it was) is no change: no new version, no notification.
+        // definition set to what it was, a rebuild) is no change: no new version, no
+        // notification.
         if next == *self.catalog {
+            if self.cfg.strategy == ServerStrategy::NotifyOnNoop {
+                // The bug: every list the batch touched is announced as changed, to everyone.
+                let touched = batch.iter().filter_map(Op::kind).map(group_of).collect();
+                self.notify(&Changes::all(touched), &[], self.version, self.version, 1, out);
+            }
             return;
         }
-        let changed = self.changes(&self.catalog, &next);
+        let changed = if self.cfg.strategy == ServerStrategy::NotifyOnNoop {
+            Changes::all(changed_kinds(&self.catalog, &next))
+        } else {
+            self.changes(&self.catalog, &next)
+        };
         let contents = changed_contents(&self.catalog, &next);
         let next = Arc::new(next);
         let announced = self.version + 1;
@@ -478,7 +491,9 @@ impl Registry {
     fn request(&mut self, c: ClientId, msg: ClientMsg, out: &mut Vec<ServerOutput>) {
         let ClientMsg { id, auth, req } = msg;
         let lane = req.reply_lane();
-        if let Some(s) = self.sessions.get_mut(&c) {
+        if matches!(req, Request::List { .. })
+            && let Some(s) = self.sessions.get_mut(&c)
+        {
             s.auth = match std::mem::take(&mut s.auth) {
                 Contexts::Unknown => Contexts::Used(BTreeSet::from([auth])),
                 Contexts::Used(mut set) => {
@@ -1129,21 +1144,36 @@ mod tests {
             .collect()
     }
 
+    /// Client `c` sends each (auth, request) in turn.
+    fn requests(r: &mut Registry, c: ClientId, reqs: Vec<(u8, Request)>) {
+        let mut out = Vec::new();
+        for (id, (auth, req)) in reqs.into_iter().enumerate() {
+            let msg = ClientMsg {
+                id: id as _,
+                auth: AuthCtx(auth),
+                req,
+            };
+            r.step(ServerInput::Request(c, msg), &mut out);
+        }
+    }
+
+    fn list_tools() -> Request {
+        Request::List {
+            kind: Kind::Tools,
+            cursor: None,
+        }
+    }
+
     #[test]
     fn a_change_one_context_cannot_see_notifies_only_the_sessions_that_can() {
         let mut r = reg(ServerStrategy::Reference, 0);
+        list(&mut r, None);
         let mut out = Vec::new();
         r.step(ServerInput::Connect(1), &mut out);
-        r.step(
-            ServerInput::Request(
-                1,
-                ClientMsg {
-                    id: 0,
-                    auth: AuthCtx(1),
-                    req: Request::Initialize,
-                },
-            ),
-            &mut out,
+        requests(
+            &mut r,
+            1,
+            vec![(1, Request::Initialize), (1, list_tools())],
         );
         let add = apply(&mut r, vec![tool_only("s", "s1", 1)]);
         assert_eq!(told(&add), vec![1], "only auth1 sees the added item");
@@ -1157,32 +1187,59 @@ mod tests {
     /// server last; a change only auth1 sees must still be announced to it (the machine
     /// simulator's seed 4616 found the session told by its latest request's context only).
     #[test]
-    fn a_session_is_told_of_changes_any_context_it_used_sees() {
+    fn a_session_is_told_of_changes_any_context_it_listed_under_sees() {
+        let mut r = reg(ServerStrategy::Reference, 0);
+        list(&mut r, None);
+        let mut out = Vec::new();
+        r.step(ServerInput::Connect(1), &mut out);
+        requests(
+            &mut r,
+            1,
+            vec![(1, Request::Initialize), (1, list_tools()), (0, list_tools())],
+        );
+        let add = apply(&mut r, vec![tool_only("s", "s1", 1)]);
+        assert_eq!(told(&add), vec![1], "client 1 listed under auth1");
+        let other = apply(&mut r, vec![tool_only("t", "t1", 2)]);
+        assert_eq!(told(&other), Vec::<ClientId>::new(), "nobody listed under auth2");
+    }
+
+    /// Only list requests tell the server which lists a session holds: a call under another
+    /// context does not make that context's changes news to the session, and a session that has
+    /// listed nothing yet is told of every change.
+    #[test]
+    fn only_list_requests_add_a_context_to_a_session() {
         let mut r = reg(ServerStrategy::Reference, 0);
         let mut out = Vec::new();
         r.step(ServerInput::Connect(1), &mut out);
-        for (id, auth, req) in [
-            (0, 1, Request::Initialize),
-            (
-                1,
-                0,
-                Request::List {
-                    kind: Kind::Tools,
-                    cursor: None,
-                },
-            ),
+        requests(&mut r, 1, vec![(1, Request::Initialize)]);
+        let unlisted = apply(&mut r, vec![tool_only("s", "s1", 1)]);
+        assert_eq!(told(&unlisted), vec![0, 1], "neither session has listed yet");
+        list(&mut r, None);
+        requests(
+            &mut r,
+            1,
+            vec![(0, list_tools()), (1, Request::CallTool { name: "s".into() })],
+        );
+        let auth1 = apply(&mut r, vec![Op::remove(Kind::Tools, "s")]);
+        assert_eq!(told(&auth1), Vec::<ClientId>::new(), "both listed under auth0 only");
+    }
+
+    /// A rebuild that leaves the catalog as it was commits nothing and announces nothing; the
+    /// known-bad `notify-on-noop` announces it, and a change one context sees, to everyone.
+    #[test]
+    fn a_no_op_rebuild_is_announced_only_by_notify_on_noop() {
+        for (strategy, rebuild, hidden) in [
+            (ServerStrategy::Reference, vec![], vec![]),
+            (ServerStrategy::NotifyOnNoop, vec![0], vec![0]),
         ] {
-            let msg = ClientMsg {
-                id,
-                auth: AuthCtx(auth),
-                req,
-            };
-            r.step(ServerInput::Request(1, msg), &mut out);
+            let mut r = reg(strategy, 0);
+            list(&mut r, None);
+            let out = apply(&mut r, vec![Op::update(Kind::Tools, "a", "a1")]);
+            assert_eq!(told(&out), rebuild, "{strategy}: rebuild");
+            assert_eq!(r.version(), 1, "{strategy}: a rebuild is no new version");
+            let out = apply(&mut r, vec![tool_only("s", "s1", 1)]);
+            assert_eq!(told(&out), hidden, "{strategy}: a change only auth1 sees");
         }
-        let add = apply(&mut r, vec![tool_only("s", "s1", 1)]);
-        assert_eq!(told(&add), vec![1], "auth1 was used on client 1's session");
-        let other = apply(&mut r, vec![tool_only("t", "t1", 2)]);
-        assert_eq!(told(&other), Vec::<ClientId>::new(), "nobody used auth2");
     }
 
     #[test]

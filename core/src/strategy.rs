@@ -69,6 +69,11 @@ pub enum ServerStrategy {
     /// believing the server catches it.
     #[serde(rename = "lying-registry")]
     LyingRegistry,
+    /// Announces every list a batch touched, to every session: a rebuild that leaves the
+    /// catalog as it was still sends `list_changed`, and a change only one authorization context
+    /// sees is announced to sessions that cannot see it.
+    #[serde(rename = "notify-on-noop")]
+    NotifyOnNoop,
 }
 
 macro_rules! names {
@@ -118,6 +123,7 @@ names!(
     StaleDispatch = "stale-dispatch",
     ClusterNotifyBeforeVisible = "cluster-notify-before-visible",
     LyingRegistry = "lying-registry",
+    NotifyOnNoop = "notify-on-noop",
 );
 
 impl ClientStrategy {
@@ -179,6 +185,7 @@ impl ServerStrategy {
             ServerStrategy::OffsetCursor => Some(Property::NoTornSnapshot),
             ServerStrategy::NotifyPerMutation => Some(Property::BoundedRefresh),
             ServerStrategy::StaleDispatch => Some(Property::NoCallToRemoved),
+            ServerStrategy::NotifyOnNoop => Some(Property::NoSpuriousNotify),
         }
     }
 }

@@ -202,6 +202,7 @@ fn must_reach(name: &str) -> &'static [Situation] {
         "offset-cursor" => &[NotifyMidWalk, ResponseOvertakesResponse],
         "stale-dispatch" | "lying-registry" => &[CallInFlightDuringRemoval],
         "cluster-notify-before-visible" => &[NodeBehindStore],
+        "notify-on-noop" => &[NotifyDuringRefresh],
         "reference-burst" | "reference-burst-paced" => &[
             NotifyMidWalk,
             BurstDuringRefresh,
@@ -271,12 +272,16 @@ pub fn all() -> Vec<Config> {
 
     let mut s = Spec::new("reference-auth");
     s.page_size = 0;
-    s.script = vec![vec![Op::Add {
-        kind: Kind::Tools,
-        name: "s".into(),
-        def: "s1".into(),
-        scope: Scope::Only(AuthCtx(1)),
-    }]];
+    s.script = vec![
+        vec![Op::Add {
+            kind: Kind::Tools,
+            name: "s".into(),
+            def: "s1".into(),
+            scope: Scope::Only(AuthCtx(1)),
+        }],
+        // A rebuild that leaves every list as it was: no version, no notification.
+        vec![Op::update(Kind::Tools, "a", "a1")],
+    ];
     let mut s = s.build();
     s.initial.push(Op::Add {
         kind: Kind::Tools,
@@ -291,7 +296,7 @@ pub fn all() -> Vec<Config> {
     s.clients[0].calls_by_name = true;
     out.push(cfg(
         s,
-        "two authorization contexts: the client switches to auth1 and back while items scoped to auth1 are added, and calls an auth1-only tool at any moment; caches are per context, calls answered per context",
+        "two authorization contexts: the client switches to auth1 and back while items scoped to auth1 are added, and calls an auth1-only tool at any moment; caches are per context, calls answered per context; a rebuild that changes nothing, and a change only auth1 sees, are announced only to whom they change something",
         &[],
     ));
 
@@ -555,6 +560,24 @@ pub fn all() -> Vec<Config> {
         s,
         "a registry that notifies before commit and runs a removed tool while claiming the announced version is visible and the tool present: the world's observer judges the wire, so both are caught",
         &[NotifyAfterCommit, NoCallToRemoved, Converges],
+    ));
+
+    let mut s = Spec::bad("notify-on-noop");
+    s.server = ServerStrategy::NotifyOnNoop;
+    s.page_size = 0;
+    s.script = vec![
+        vec![Op::update(Kind::Tools, "a", "a1")],
+        vec![Op::Add {
+            kind: Kind::Tools,
+            name: "s".into(),
+            def: "s1".into(),
+            scope: Scope::Only(AuthCtx(1)),
+        }],
+    ];
+    out.push(cfg(
+        s.build(),
+        "a rebuild that changes nothing is announced as a change, and so is a change only another authorization context sees: the client re-lists for nothing",
+        &[NoSpuriousNotify],
     ));
 
     out

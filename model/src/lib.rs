@@ -178,6 +178,7 @@ impl Model for ListModel {
             always!(Property::BoundedRefresh),
             always!(Property::AuthIsolation),
             always!(Property::ListenThenList),
+            always!(Property::NoSpuriousNotify),
             sometimes!(Situation::NotifyDuringRefresh),
             sometimes!(Situation::NotifyMidWalk),
             sometimes!(Situation::BurstDuringRefresh),

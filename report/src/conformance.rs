@@ -15,21 +15,6 @@ pub use listsync_harness::report::{Conformance, FORMAT};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Column name of a property.
-fn short(p: Property) -> &'static str {
-    match p {
-        Property::NoTornSnapshot => "torn",
-        Property::NoStaleOverwrite => "stale",
-        Property::Converges => "converges",
-        Property::NoLostWakeup => "wakeup",
-        Property::NotifyAfterCommit => "notify",
-        Property::NoCallToRemoved => "call",
-        Property::BoundedRefresh => "bounded",
-        Property::AuthIsolation => "auth",
-        Property::ListenThenList => "listen",
-    }
-}
-
 /// Links for a corpus trace file name: its diagram (if rendered) and its JSON.
 fn trace_links(name: &str, diagram: &dyn Fn(&str) -> Option<String>) -> String {
     let stem = name.strip_suffix(".json").unwrap_or(name);
@@ -86,7 +71,7 @@ pub fn render(json: Option<&Conformance>, diagram: &dyn Fn(&str) -> Option<Strin
         runs.len(),
         props
             .iter()
-            .map(|p| format!("{} = `{p}`", short(*p)))
+            .map(|p| format!("{} = `{p}`", p.short()))
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -107,7 +92,7 @@ fn matrix(
 ) {
     let _ = write!(s, "| implementation | version | role | era | variant |");
     for p in props {
-        let _ = write!(s, " {} |", short(*p));
+        let _ = write!(s, " {} |", p.short());
     }
     let _ = writeln!(s);
     let _ = writeln!(s, "|---|---|---|---|---|{}", "---|".repeat(props.len()));
@@ -386,7 +371,7 @@ fn run_table(
         let violated: Vec<&str> = props
             .iter()
             .filter(|p| r.judged.get(*p) == Some(&Verdict::Violated))
-            .map(|p| short(*p))
+            .map(|p| p.short())
             .collect();
         let mut notes = r.detail.clone().unwrap_or_default();
         // Only a run with a model verdict (a replay of a model trace) can differ from it.
@@ -400,7 +385,7 @@ fn run_table(
                 .map(|p| {
                     format!(
                         "{} judged {} / model {}",
-                        short(*p),
+                        p.short(),
                         verdict(r.judged.get(p)),
                         verdict(model(p))
                     )

@@ -218,21 +218,6 @@ fn situations(s: &mut String, m: &SuiteReport) {
     }
 }
 
-/// Short column header of a property for the terminal table.
-fn short(p: Property) -> &'static str {
-    match p {
-        Property::NoTornSnapshot => "torn",
-        Property::NoStaleOverwrite => "stale",
-        Property::Converges => "conv",
-        Property::NoLostWakeup => "wake",
-        Property::NotifyAfterCommit => "commit",
-        Property::NoCallToRemoved => "call",
-        Property::BoundedRefresh => "bound",
-        Property::AuthIsolation => "auth",
-        Property::ListenThenList => "listen",
-    }
-}
-
 /// The configuration × property table `listsync check` prints; `traces` names the directory
 /// the counterexamples were written to.
 pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
@@ -245,7 +230,7 @@ pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
     );
     let _ = write!(s, " {:>6}", "MIB");
     for p in Property::ALL {
-        let _ = write!(s, " {:>6}", short(p));
+        let _ = write!(s, " {:>6}", p.short());
     }
     let _ = writeln!(s, " {:>7} {:>5}  VERDICT", "REACHED", "LIVE");
     for c in &r.configs {
