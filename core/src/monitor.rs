@@ -933,26 +933,46 @@ mod tests {
             let mut all = vec![
                 commit(1, std::slice::from_ref(&a)),
                 commit(2, &[a.clone(), scoped("s", "s1", 1)]),
-                commit(3, &[a.clone(), scoped("s", "s1", 1), Op::add(Kind::Tools, "b", "b1")]),
+                commit(
+                    3,
+                    &[
+                        a.clone(),
+                        scoped("s", "s1", 1),
+                        Op::add(Kind::Tools, "b", "b1"),
+                    ],
+                ),
             ];
             all.extend_from_slice(events);
             violated(&all)
         };
         // Listed under auth0 at v1: v2 changes nothing it sees, v3 does.
-        assert_eq!(h(&[served(0, 0, 1), notified(0, 2)]), [Property::NoSpuriousNotify]);
+        assert_eq!(
+            h(&[served(0, 0, 1), notified(0, 2)]),
+            [Property::NoSpuriousNotify]
+        );
         assert_eq!(h(&[served(0, 0, 1), notified(0, 3)]), []);
         // Also listed under auth1: v2 is news.
         assert_eq!(h(&[served(0, 0, 1), served(0, 1, 1), notified(0, 2)]), []);
         // A rebuild announced as a change: the version it was served at, announced again.
-        assert_eq!(h(&[served(0, 0, 3), notified(0, 3)]), [Property::NoSpuriousNotify]);
+        assert_eq!(
+            h(&[served(0, 0, 3), notified(0, 3)]),
+            [Property::NoSpuriousNotify]
+        );
         // Listed nothing: compared over every context with its previous notification; the
         // first one has nothing to compare with.
         assert_eq!(h(&[notified(0, 1), notified(0, 2)]), []);
         // A repeat of the same version is bounded_refresh's, not this property's.
-        assert_eq!(h(&[served(0, 0, 2), notified(0, 3), notified(0, 3)]), [Property::BoundedRefresh]);
+        assert_eq!(
+            h(&[served(0, 0, 2), notified(0, 3), notified(0, 3)]),
+            [Property::BoundedRefresh]
+        );
         // A new session has listed nothing yet.
         assert_eq!(
-            h(&[served(0, 0, 1), Event::Connected { client: 0 }, notified(0, 2)]),
+            h(&[
+                served(0, 0, 1),
+                Event::Connected { client: 0 },
+                notified(0, 2)
+            ]),
             []
         );
     }

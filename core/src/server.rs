@@ -351,7 +351,14 @@ impl Registry {
             if self.cfg.strategy == ServerStrategy::NotifyOnNoop {
                 // The bug: every list the batch touched is announced as changed, to everyone.
                 let touched = batch.iter().filter_map(Op::kind).map(group_of).collect();
-                self.notify(&Changes::all(touched), &[], self.version, self.version, 1, out);
+                self.notify(
+                    &Changes::all(touched),
+                    &[],
+                    self.version,
+                    self.version,
+                    1,
+                    out,
+                );
             }
             return;
         }
@@ -1170,11 +1177,7 @@ mod tests {
         list(&mut r, None);
         let mut out = Vec::new();
         r.step(ServerInput::Connect(1), &mut out);
-        requests(
-            &mut r,
-            1,
-            vec![(1, Request::Initialize), (1, list_tools())],
-        );
+        requests(&mut r, 1, vec![(1, Request::Initialize), (1, list_tools())]);
         let add = apply(&mut r, vec![tool_only("s", "s1", 1)]);
         assert_eq!(told(&add), vec![1], "only auth1 sees the added item");
         let public = apply(&mut r, vec![Op::add(Kind::Tools, "d", "d1")]);
@@ -1195,12 +1198,20 @@ mod tests {
         requests(
             &mut r,
             1,
-            vec![(1, Request::Initialize), (1, list_tools()), (0, list_tools())],
+            vec![
+                (1, Request::Initialize),
+                (1, list_tools()),
+                (0, list_tools()),
+            ],
         );
         let add = apply(&mut r, vec![tool_only("s", "s1", 1)]);
         assert_eq!(told(&add), vec![1], "client 1 listed under auth1");
         let other = apply(&mut r, vec![tool_only("t", "t1", 2)]);
-        assert_eq!(told(&other), Vec::<ClientId>::new(), "nobody listed under auth2");
+        assert_eq!(
+            told(&other),
+            Vec::<ClientId>::new(),
+            "nobody listed under auth2"
+        );
     }
 
     /// Only list requests tell the server which lists a session holds: a call under another
@@ -1213,15 +1224,26 @@ mod tests {
         r.step(ServerInput::Connect(1), &mut out);
         requests(&mut r, 1, vec![(1, Request::Initialize)]);
         let unlisted = apply(&mut r, vec![tool_only("s", "s1", 1)]);
-        assert_eq!(told(&unlisted), vec![0, 1], "neither session has listed yet");
+        assert_eq!(
+            told(&unlisted),
+            vec![0, 1],
+            "neither session has listed yet"
+        );
         list(&mut r, None);
         requests(
             &mut r,
             1,
-            vec![(0, list_tools()), (1, Request::CallTool { name: "s".into() })],
+            vec![
+                (0, list_tools()),
+                (1, Request::CallTool { name: "s".into() }),
+            ],
         );
         let auth1 = apply(&mut r, vec![Op::remove(Kind::Tools, "s")]);
-        assert_eq!(told(&auth1), Vec::<ClientId>::new(), "both listed under auth0 only");
+        assert_eq!(
+            told(&auth1),
+            Vec::<ClientId>::new(),
+            "both listed under auth0 only"
+        );
     }
 
     /// A rebuild that leaves the catalog as it was commits nothing and announces nothing; the

@@ -31,7 +31,10 @@ fn the_model_checks_every_property() {
     let m = listsync_model::ListModel::new(configs::all()[0].scenario.clone());
     let names: Vec<&str> = m.properties().iter().map(|p| p.name).collect();
     for p in Property::ALL {
-        assert!(names.contains(&p.as_str()), "{p} is not checked by the model");
+        assert!(
+            names.contains(&p.as_str()),
+            "{p} is not checked by the model"
+        );
     }
 }
 

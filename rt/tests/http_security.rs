@@ -315,6 +315,107 @@ async fn contexts_never_share_private_items_with_real_tokens() {
     }
 }
 
+/// no_spurious_notify over HTTP with real tokens: a rebuild that changes nothing is announced to
+/// nobody, a change only alice's context sees only to alice's session, a public change to both;
+/// the observer's history judges every notification sound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_told_only_of_changes_they_can_see() {
+    for era in Era::ALL {
+        let history = SharedHistory::new();
+        let server = server(ServerSettings::new(era, 2), &scoped_initial(), &history);
+        let options = HttpOptions {
+            auth: tokens(),
+            ..HttpOptions::default()
+        };
+        let ep = within(
+            "bind",
+            server.serve_http_with("127.0.0.1:0".parse().unwrap(), options),
+        )
+        .await
+        .unwrap();
+        let mut bob = client_settings(era, KindSet::only(Kind::Tools), 0, &history);
+        bob.bearer.insert(AuthCtx(0), BOB.to_owned());
+        let mut alice = client_settings(era, KindSet::only(Kind::Tools), 1, &history);
+        alice.bearer.insert(AuthCtx(1), ALICE.to_owned());
+        alice.client.auth = AuthCtx(1);
+        let bob = ClientHandle::spawn(bob, Endpoint::Http { url: ep.url() });
+        let alice = ClientHandle::spawn(alice, Endpoint::Http { url: ep.url() });
+        settle(&server, &[&bob, &alice]).await;
+        let before = notified(&history);
+        assert_eq!(alice.tools().items.len(), 3, "{era}: alice sees the secret");
+
+        let rebuild: Vec<Op> = scoped_initial()
+            .into_iter()
+            .filter_map(|op| match op {
+                Op::Add {
+                    kind, name, def, ..
+                } => Some(Op::update(kind, &name, &def)),
+                _ => None,
+            })
+            .collect();
+        within("rebuild", server.apply(&rebuild)).await;
+        settle(&server, &[&bob, &alice]).await;
+        assert_eq!(notified(&history), before, "{era}: a rebuild is no news");
+
+        within(
+            "scoped add",
+            server.apply(&[Op::Add {
+                kind: Kind::Tools,
+                name: "secret2".into(),
+                def: "also for auth1".into(),
+                scope: Scope::Only(AuthCtx(1)),
+            }]),
+        )
+        .await;
+        settle(&server, &[&bob, &alice]).await;
+        let scoped = notified(&history);
+        assert_eq!(scoped.len(), before.len() + 1, "{era}: one session told");
+        within(
+            "public add",
+            server.apply(&[Op::add(Kind::Tools, "t9", "t9 v1")]),
+        )
+        .await;
+        settle(&server, &[&bob, &alice]).await;
+        let public = notified(&history);
+        assert_eq!(public.len(), scoped.len() + 2, "{era}: both sessions told");
+        let alice_session = scoped.last().unwrap();
+        assert_eq!(
+            public[scoped.len()..]
+                .iter()
+                .filter(|c| *c == alice_session)
+                .count(),
+            1,
+            "{era}: the scoped change went to the session that got one of the public ones"
+        );
+        history.quiescent(vec![
+            (0, Kind::Tools, AuthCtx(0)),
+            (1, Kind::Tools, AuthCtx(1)),
+        ]);
+        assert_eq!(
+            alice.tools().items.len(),
+            5,
+            "{era}: alice has both secrets"
+        );
+        assert_eq!(bob.tools().items.len(), 3, "{era}: bob has no secret");
+        assert_holds(&history);
+        bob.shutdown();
+        alice.shutdown();
+        ep.shutdown().await;
+    }
+}
+
+/// The sessions the server's `list_changed` went to, in history order.
+fn notified(history: &SharedHistory) -> Vec<listsync_core::history::ClientId> {
+    history
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            listsync_core::history::Event::Notified { client, .. } => Some(client),
+            _ => None,
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disallowed_origins_get_403() {
     let options = HttpOptions {

@@ -507,12 +507,28 @@ impl Shared {
     }
 
     /// Records the registry's outputs among `out` (call with the registry locked): the events
-    /// the server is the only witness of (a session opened, a page served) go to the history;
-    /// its claims about itself go to the debug log and to observers as claims, never to the
-    /// history (the observer records the judged events).
+    /// the server is the only witness of (a session opened, a page served) go to the history,
+    /// a page dated by the observer's ground truth rather than the registry's word; its claims
+    /// about itself go to the debug log and to observers as claims, never to the history (the
+    /// observer records the judged events).
     fn record(&self, out: &[ServerOutput]) {
         for o in out {
             match o {
+                ServerOutput::Event(Event::Served {
+                    client,
+                    kind,
+                    auth,
+                    items,
+                    more,
+                    ..
+                }) => self.record_observed(&Event::Served {
+                    client: *client,
+                    kind: *kind,
+                    auth: *auth,
+                    version: self.truth_version(),
+                    items: *items,
+                    more: *more,
+                }),
                 ServerOutput::Event(e) => self.record_observed(e),
                 ServerOutput::Claim(e) => {
                     tracing::debug!(claim = %e, "registry claim (not judged)");
