@@ -197,6 +197,10 @@ fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
             Status::NotApplicable,
             "one authorization context per connection; what a client caches is not on the wire".into(),
         ),
+        Property::NoSpuriousNotify => (
+            Status::NotApplicable,
+            "the server's catalog is not on the wire: a list_changed followed by the same list may announce a change to another context, or one undone since".into(),
+        ),
         Property::ListenThenList if wire.listened.is_empty() => (
             Status::NotApplicable,
             "no subscriptions/listen (2025-11-25 or a client that does not listen)".into(),

@@ -347,6 +347,8 @@ pub mod streams {
     pub const CALLS: u64 = 4;
     /// Authorization switches.
     pub const AUTH: u64 = 5;
+    /// Which scripted batches are rebuilds.
+    pub const REBUILD: u64 = 6;
     /// The environment's timing (batches, calls, cuts, crashes).
     pub const ENV: u64 = 10;
     /// The network (latency, reordering, duplication, loss).
@@ -360,6 +362,8 @@ pub mod streams {
 }
 
 const POOL: usize = 6;
+/// The item a rebuild batch registers and takes away again (outside the name pool).
+const REBUILT: &str = "rebuilt";
 
 fn pool_name(kind: Kind, i: usize) -> String {
     match kind {
@@ -444,6 +448,22 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
                     }
                 })
                 .collect()
+        })
+        .collect();
+    // Rebuilds (drawn apart, so the other batches stay what the seed made them): a batch that
+    // registers an item and takes it away again leaves every list as it was.
+    let mut r = stream(seed, streams::REBUILD);
+    let script: Vec<Vec<Op>> = script
+        .into_iter()
+        .map(|ops| {
+            if r.random_ratio(plan.rebuild_permille, 1000) {
+                vec![
+                    Op::add(kinds[0], REBUILT, "rebuilt"),
+                    Op::remove(kinds[0], REBUILT),
+                ]
+            } else {
+                ops
+            }
         })
         .collect();
 
