@@ -8,6 +8,7 @@
 //! | `Committed` | the server adapter's `catalog` (ground truth) read after each mutation; a new version when it differs from the last. Dated at the administrator's action that made it (the first `mutate` command not yet seen in a catalog, even when the server parks the commit, as the model's ground truth does; else the release of a parked commit); the initial catalog is version 1, before anything |
 //! | `Connected` | start of the run |
 //! | `Notified` | a `list_changed` of a tracked kind reaching the proxy from the server. `announces` = the version the latest mutation issued before it produced; `visible` = the version whose list equals what the harness's own probe (`tools/list` injected on the link right after the notification arrived, every page) returned. 2026-07-28: only the client's first listen stream counts (further streams are the client's own choice) |
+//! | `Served` | a list result passing the proxy to the client, answering a list request that passed up (same JSON-RPC id); dated at the ground-truth version of that moment |
 //! | `Woken` | a `list_changed` delivered to the client by the proxy |
 //! | `ListenAcked` | a `notifications/subscriptions/acknowledged` delivered to the client |
 //! | `RefreshStarted` / `RefreshEnded` | the client adapter's reports: its core `history` entries when it sends them (our runtime), else `refresh_started`, ended by the next `published` or `refresh_failed` of that kind (oldest first) |
@@ -204,8 +205,22 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
         }
     };
 
+    // List requests on their way up, by JSON-RPC id: the page that answers one was served.
+    let mut listing: HashMap<String, Kind> = HashMap::new();
     for r in records {
         match &r.body {
+            Body::Msg {
+                dir: Dir::Up,
+                json: Some(v),
+                ..
+            } => {
+                let method = v.get("method").and_then(Value::as_str);
+                if let (Some(m), Some(id)) = (method, v.get("id"))
+                    && let Some(k) = Kind::ALL.into_iter().find(|k| k.list_method() == m)
+                {
+                    listing.insert(id.to_string(), k);
+                }
+            }
             Body::Msg {
                 dir: Dir::Down,
                 json: Some(v),
@@ -215,6 +230,28 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
                 let method = v.get("method").and_then(Value::as_str);
                 let is_notification = method.is_some() && v.get("id").is_none_or(Value::is_null);
                 if !is_notification {
+                    let page = v.get("result").filter(|_| method.is_none());
+                    if let (Some(page), Some(id)) = (page, v.get("id"))
+                        && let Some(kind) = listing.remove(&id.to_string())
+                    {
+                        let items = ["tools", "prompts", "resources", "resourceTemplates"]
+                            .into_iter()
+                            .find_map(|f| page.get(f).and_then(Value::as_array))
+                            .map_or(0, Vec::len);
+                        push(
+                            &mut out,
+                            r.seq,
+                            1,
+                            Event::Served {
+                                client: CLIENT,
+                                kind,
+                                auth: AUTH,
+                                version: version_at(r.seq),
+                                items: u32::try_from(items).unwrap_or(u32::MAX),
+                                more: page.get("nextCursor").is_some_and(|c| !c.is_null()),
+                            },
+                        );
+                    }
                     continue;
                 }
                 let method = method.unwrap_or_default();
