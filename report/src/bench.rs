@@ -105,6 +105,10 @@ pub struct Dist {
     pub p999: f64,
     /// Largest.
     pub max: f64,
+    /// A 95 % confidence interval of the median, distribution-free (two order statistics of
+    /// the sample); absent below 6 samples, and in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ci: Option<(f64, f64)>,
 }
 
 impl Dist {
@@ -125,8 +129,32 @@ impl Dist {
             p99: at(0.99),
             p999: at(0.999),
             max: samples[n - 1],
+            p50_ci: median_ci(samples),
         }
     }
+
+    /// Whether the medians of two samples cannot be told apart: their 95 % intervals overlap
+    /// (false when either has none).
+    pub fn median_ties(&self, other: &Dist) -> bool {
+        match (self.p50_ci, other.p50_ci) {
+            (Some((lo, hi)), Some((olo, ohi))) => lo <= ohi && olo <= hi,
+            _ => false,
+        }
+    }
+}
+
+/// The 95 % confidence interval of the median of sorted `samples`: the order statistics of
+/// ranks n/2 ± 1.96·√n/2 (normal approximation of the binomial; no assumption about the
+/// distribution of the samples). None below 6 samples, where it would be the whole range.
+fn median_ci(sorted: &[f64]) -> Option<(f64, f64)> {
+    let n = sorted.len();
+    if n < 6 {
+        return None;
+    }
+    let half = 1.96 * (n as f64).sqrt() / 2.0;
+    let lo = ((n as f64) / 2.0 - half).floor().max(1.0) as usize;
+    let hi = ((n as f64) / 2.0 + half + 1.0).ceil().min(n as f64) as usize;
+    Some((sorted[lo - 1], sorted[hi - 1]))
 }
 
 /// (1) One cell of the refresh-contention matrix.
@@ -350,6 +378,18 @@ impl BenchFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// For 100 samples the distribution-free 95 % interval of the median is the 40th and 61st
+    /// order statistics (the textbook table's ranks).
+    #[test]
+    fn the_median_interval_is_two_order_statistics() {
+        let mut x: Vec<f64> = (1..=100).map(f64::from).rev().collect();
+        let d = Dist::of(&mut x);
+        assert_eq!(d.p50_ci, Some((40.0, 61.0)));
+        assert_eq!(Dist::of(&mut [1.0, 2.0, 3.0]).p50_ci, None);
+        let far = Dist::of(&mut (200..300).map(f64::from).collect::<Vec<_>>());
+        assert!(!d.median_ties(&far) && d.median_ties(&d));
+    }
 
     #[test]
     fn dist_percentiles() {

@@ -123,6 +123,7 @@ mod tests {
             p99,
             p999: p99,
             max: p99 + 1.0,
+            p50_ci: None,
         };
         ClusterRow {
             setup,

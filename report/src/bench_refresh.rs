@@ -44,17 +44,30 @@ impl Cell<'_> {
         self.rows.iter().copied().find(|r| r.strategy == strategy)
     }
 
-    /// The debounce points the reference does not dominate (or that have no figures to compare).
+    /// The debounce points the reference neither dominates nor ties with (or that have no
+    /// figures to compare).
     pub fn undominated(&self) -> Option<Vec<String>> {
         let r = self.get(REFERENCE).filter(|r| r.converged > 0)?;
         Some(
             self.rows
                 .iter()
                 .filter(|d| d.strategy.starts_with("debounce-"))
-                .filter(|d| !dominates(r, d))
+                .filter(|d| versus(r, d) == Versus::No)
                 .map(|d| d.strategy.clone())
                 .collect(),
         )
+    }
+
+    /// The debounce points the reference ties with (see [`Versus::Ties`]).
+    pub fn tied(&self) -> Vec<String> {
+        let Some(r) = self.get(REFERENCE) else {
+            return Vec::new();
+        };
+        self.rows
+            .iter()
+            .filter(|d| d.strategy.starts_with("debounce-") && versus(r, d) == Versus::Ties)
+            .map(|d| d.strategy.clone())
+            .collect()
     }
 
     fn label(&self) -> String {
@@ -70,6 +83,33 @@ pub fn dominates(a: &RefreshRow, b: &RefreshRow) -> bool {
     }
     a.requests.mean <= b.requests.mean
         && (b.converged == 0 || a.converge_ms.p50 < b.converge_ms.p50)
+}
+
+/// How the reference point `a` compares with a debounce point `b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Versus {
+    /// `a` dominates `b`.
+    Dominates,
+    /// No more round trips, and a median time that is higher but not measurably so: the 95 %
+    /// intervals of the two medians overlap. The run cannot tell the two points apart in time.
+    Ties,
+    /// Neither.
+    No,
+}
+
+/// Compares the reference point `a` with a debounce point `b`.
+pub fn versus(a: &RefreshRow, b: &RefreshRow) -> Versus {
+    if dominates(a, b) {
+        Versus::Dominates
+    } else if a.converged > 0
+        && b.converged > 0
+        && a.requests.mean <= b.requests.mean
+        && a.converge_ms.median_ties(&b.converge_ms)
+    {
+        Versus::Ties
+    } else {
+        Versus::No
+    }
 }
 
 /// The frontier's cells (readers = 0): parked, served, then spaced; by P and K.
@@ -119,16 +159,27 @@ pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
             .filter(|(_, u)| !u.is_empty())
             .map(|(c, u)| format!("{} ({})", c.label(), u.join(", ")))
             .collect();
+        let ties: Vec<String> = judged
+            .iter()
+            .filter(|(c, _)| !c.tied().is_empty())
+            .map(|(c, _)| format!("{} ({})", c.label(), c.tied().join(", ")))
+            .collect();
         out.push(format!(
             "Coalescing frontier, a burst onto a refresh in flight (parked and served): the \
              reference (adaptive coalescing, the default) dominates every debounce point — no \
-             more list round trips per burst at a lower median time to the final list — in \
-             **{won} of {}** cells{}",
+             more list round trips per burst at a lower median time to the final list — or \
+             ties with it (as many round trips or fewer, medians within each other's 95 % \
+             interval) in **{won} of {}** cells{}{}",
             judged.len(),
             if missed.is_empty() {
                 ".".to_owned()
             } else {
                 format!("; not in: {}.", missed.join("; "))
+            },
+            if ties.is_empty() {
+                String::new()
+            } else {
+                format!(" Ties: {}.", ties.join("; "))
             }
         ));
     }
@@ -243,7 +294,10 @@ pub fn section(s: &mut String, b: &BenchFile) {
          among them (first-page requests, restarts included). Each strategy is one point of \
          the frontier per cell: fewer round trips is cheaper, less time to the final list is \
          fresher. A point *dominates* another when it has no more round trips (mean) at a lower \
-         median time.\n"
+         median time; the reference *ties* with a point when it has no more round trips and a \
+         median time that is higher but within the run's noise: the 95 % confidence intervals \
+         of the two medians (distribution-free, from the order statistics of each sample) \
+         overlap.\n"
     );
     for n in &g.notes {
         let _ = writeln!(s, "- {n}");
@@ -257,8 +311,8 @@ pub fn section(s: &mut String, b: &BenchFile) {
     let _ = writeln!(s, "### Does the reference dominate each debounce point?\n");
     let _ = writeln!(
         s,
-        "Each debounce point: whether the reference dominates it, then its round trips and \
-         median ms. The claim is about a burst onto a refresh in flight (parked, served); the \
+        "Each debounce point: whether the reference dominates it (yes), ties with it (tie) or \
+         neither (**no**), then its round trips and median ms. The claim is about a burst onto a refresh in flight (parked, served); the \
          spaced cells show what the coalescing gap trades instead. At P = 1 the request in \
          flight is the whole walk: for every strategy that waits for it, the final list is its \
          answer, so the times differ only by how fast the burst is taken in (the reference's \
@@ -298,7 +352,11 @@ pub fn section(s: &mut String, b: &BenchFile) {
                 None => "–".into(),
                 Some(x) => format!(
                     "{} — {}, {} ms",
-                    if dominates(r, x) { "yes" } else { "**no**" },
+                    match versus(r, x) {
+                        Versus::Dominates => "yes",
+                        Versus::Ties => "tie",
+                        Versus::No => "**no**",
+                    },
                     num(x.requests.mean),
                     if x.converged > 0 {
                         num(x.converge_ms.p50)
@@ -403,6 +461,42 @@ mod tests {
             converge_ms: d(ms),
             read_ns: Dist::default(),
         }
+    }
+
+    /// A debounce point a little faster at the median, but within the noise, is a tie; one
+    /// measurably faster is not; one with more round trips is dominated if it is slower.
+    #[test]
+    fn a_median_within_the_noise_is_a_tie() {
+        let timed = |strategy: &str, rt: f64, ms: &[f64]| {
+            let mut r = row(strategy, true, 1000, rt, rt, 0.0);
+            r.converge_ms = Dist::of(&mut ms.to_vec());
+            r
+        };
+        let spread: Vec<f64> = (0..40).map(|i| 1.0 + f64::from(i) / 10.0).collect();
+        let reference = timed(REFERENCE, 1.0, &spread);
+        let close: Vec<f64> = spread.iter().map(|v| v - 0.2).collect();
+        let far: Vec<f64> = spread.iter().map(|v| v - 3.0).collect();
+        let slow: Vec<f64> = spread.iter().map(|v| v + 1.0).collect();
+        assert_eq!(
+            versus(&reference, &timed("debounce-50ms", 1.0, &close)),
+            Versus::Ties
+        );
+        assert_eq!(
+            versus(&reference, &timed("debounce-50ms", 1.0, &far)),
+            Versus::No
+        );
+        assert_eq!(
+            versus(&reference, &timed("debounce-0ms", 3.0, &close)),
+            Versus::Ties
+        );
+        assert_eq!(
+            versus(&reference, &timed("debounce-0ms", 3.0, &slow)),
+            Versus::Dominates
+        );
+        assert_eq!(
+            versus(&reference, &timed("debounce-0ms", 0.5, &close)),
+            Versus::No
+        );
     }
 
     #[test]

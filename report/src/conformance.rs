@@ -545,7 +545,7 @@ mod tests {
         let d = |v: &serde_json::Value| Conformance::parse(&v.to_string()).unwrap();
         let page = render(Some(&d(&v)), &|_| None);
         assert!(
-            page.contains("differs from the model: notify judged holds / model -"),
+            page.contains("differs from the model: commit judged holds / model -"),
             "{page}"
         );
         v["runs"][0]["model"] = serde_json::Value::Null;

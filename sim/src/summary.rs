@@ -199,7 +199,8 @@ pub struct Summary {
     /// first notification, one more for all that arrived meanwhile (coalescing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub walk_bound: Option<u32>,
-    /// (machine level, runs of at most 16 clients) Runs that watched for situations.
+    /// Runs that watched for situations: at the machine level, runs of at most 16 clients; at
+    /// the stack level, every run (as its network sees them, `sim::stack::seen`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub situation_runs: u64,
     /// Per situation (`core::situation`), how many of those runs reached it.

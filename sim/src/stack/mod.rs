@@ -29,6 +29,7 @@
 //! reproduces the same history (the determinism test runs seeds twice and compares).
 
 pub mod net;
+mod seen;
 
 use crate::case::{roll, stream, streams, uniform};
 use crate::engine::{Budget, Found, Recording, RunOpts, RunResult};
@@ -522,7 +523,7 @@ async fn drive(
         .unwrap_or_else(|e| e.into_inner())
         .last_publish
         .clone();
-    let out = outcome(OutcomeParts {
+    let mut out = outcome(OutcomeParts {
         scn,
         events: &events,
         steps,
@@ -533,6 +534,7 @@ async fn drive(
         aborted,
         record: opts.record.then(|| (net.take_log(), &history)),
     });
+    out.situations = Some(net.situations());
     let report = StackReport {
         net: net.counts(),
         connections,

@@ -20,6 +20,7 @@
 
 use crate::case::{roll, stream, streams, uniform};
 use crate::plan::{FaultPlan, Micros};
+use crate::stack::seen::Seen;
 use listsync_core::history::ClientId;
 use listsync_core::vocab::AuthCtx;
 use rand_chacha::ChaCha8Rng;
@@ -169,6 +170,8 @@ struct State {
     /// No connection is accepted before this time (a crashed server restarting).
     down_until: Micros,
     log: Option<Vec<String>>,
+    /// The situations the lines show.
+    seen: Seen,
 }
 
 /// The network of one run (cheap to clone).
@@ -247,6 +250,8 @@ impl State {
             return;
         }
         c.alive = false;
+        self.seen.cut(conn);
+        let c = &mut self.conns[conn as usize];
         let mut lost = 0u64;
         for l in c.links.iter_mut() {
             for (_, chunk) in l.queue.drain(..) {
@@ -281,6 +286,7 @@ impl Net {
                 pending_bytes: 0,
                 down_until: 0,
                 log: record.then(Vec::new),
+                seen: Seen::default(),
             })),
             wake: Arc::new(Notify::new()),
             base,
@@ -414,6 +420,9 @@ impl Net {
             let inbox = &mut c.inboxes[dir.index()];
             match chunk {
                 Chunk::Bytes(b) => {
+                    for line in b.split(|&x| x == b'\n').filter(|l| !l.is_empty()) {
+                        st.seen.delivered(conn, dir == Dir::Up, line);
+                    }
                     let lines = b.iter().filter(|&&x| x == b'\n').count() as u64;
                     st.counts.delivered += lines;
                     if inbox.gone {
@@ -473,6 +482,11 @@ impl Net {
         self.lock().counts
     }
 
+    /// The situations the network's lines showed so far (see [`crate::stack::seen`]).
+    pub fn situations(&self) -> std::collections::BTreeSet<listsync_core::situation::Situation> {
+        self.lock().seen.reached.clone()
+    }
+
     /// The network's log (with recording on).
     pub fn take_log(&self) -> Vec<String> {
         self.lock().log.take().unwrap_or_default()
@@ -488,10 +502,12 @@ impl Net {
         }
         let client = st.conns[conn as usize].client;
         let plan = st.plan.clone();
+        st.seen.sent(conn, dir == Dir::Up, &line);
         if dir == Dir::Down && is_list_changed(&line) {
             let c = &mut st.conns[conn as usize];
             if st.counts.duplicated < st.budget.dups && roll(&mut c.rng, plan.dup_permille) {
                 st.counts.duplicated += 1;
+                st.seen.duplicated();
                 st.log(now, || format!("#{conn} c{client} notification duplicated"));
                 let d = st.latency(conn);
                 st.enqueue(now, conn, dir, Chunk::Bytes(line.clone()), d);
