@@ -102,6 +102,11 @@ const REACH: &[(&str, &[Property], &str)] = &[
         "pages cut from two versions without a duplicate name: versions are not on the wire",
     ),
     (
+        "notify-on-noop",
+        &[],
+        "the server's catalog is not on the wire: a list_changed followed by the same list may announce a change another context sees",
+    ),
+    (
         "stale-dispatch",
         &[],
         "the call was sent before the removal was announced, so the wire cannot tell it was run after",
