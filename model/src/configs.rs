@@ -565,15 +565,18 @@ pub fn all() -> Vec<Config> {
     let mut s = Spec::bad("notify-on-noop");
     s.server = ServerStrategy::NotifyOnNoop;
     s.page_size = 0;
-    // Over stdio, without authorization contexts, so the harness replays it too; the
-    // context half of the rule is the server's unit tests' and rt's HTTP test's.
     s.script = vec![
         vec![Op::update(Kind::Tools, "a", "a1")],
-        vec![Op::add(Kind::Tools, "c", "c1")],
+        vec![Op::Add {
+            kind: Kind::Tools,
+            name: "s".into(),
+            def: "s1".into(),
+            scope: Scope::Only(AuthCtx(1)),
+        }],
     ];
     out.push(cfg(
         s.build(),
-        "a rebuild that changes nothing is announced as a change: the client re-lists for nothing",
+        "a rebuild that changes nothing, and a change only another authorization context sees, are announced to every session: the auth0 client is told of a list that did not change for it",
         &[NoSpuriousNotify],
     ));
 

@@ -404,6 +404,51 @@ async fn sessions_are_told_only_of_changes_they_can_see() {
     }
 }
 
+/// The known-bad `notify-on-noop` over the same transport: the change only alice's context
+/// sees is announced to bob too, and the observer's history judges it spurious.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_tells_everyone_is_judged_spurious() {
+    let era = Era::V2025_11_25;
+    let history = SharedHistory::new();
+    let mut ss = ServerSettings::new(era, 2);
+    ss.core.strategy = listsync_core::strategy::ServerStrategy::NotifyOnNoop;
+    let server = server(ss, &scoped_initial(), &history);
+    let options = HttpOptions {
+        auth: tokens(),
+        ..HttpOptions::default()
+    };
+    let ep = within(
+        "bind",
+        server.serve_http_with("127.0.0.1:0".parse().unwrap(), options),
+    )
+    .await
+    .unwrap();
+    let mut bob = client_settings(era, KindSet::only(Kind::Tools), 0, &history);
+    bob.bearer.insert(AuthCtx(0), BOB.to_owned());
+    let bob = ClientHandle::spawn(bob, Endpoint::Http { url: ep.url() });
+    settle(&server, &[&bob]).await;
+    assert!(violated_set(&history).is_empty(), "{}", history.render());
+    within(
+        "scoped add",
+        server.apply(&[Op::Add {
+            kind: Kind::Tools,
+            name: "secret2".into(),
+            def: "also for auth1".into(),
+            scope: Scope::Only(AuthCtx(1)),
+        }]),
+    )
+    .await;
+    settle(&server, &[&bob]).await;
+    assert_eq!(
+        violated_set(&history),
+        [listsync_core::property::Property::NoSpuriousNotify],
+        "{}",
+        history.render()
+    );
+    bob.shutdown();
+    ep.shutdown().await;
+}
+
 /// The sessions the server's `list_changed` went to, in history order.
 fn notified(history: &SharedHistory) -> Vec<listsync_core::history::ClientId> {
     history
