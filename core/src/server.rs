@@ -9,7 +9,7 @@
 
 use crate::history::{ClientId, Event};
 use crate::strategy::ServerStrategy;
-use crate::vocab::{AuthCtx, Batch, Catalog, Era, Kind, KindSet, Name, Op};
+use crate::vocab::{AuthCtx, Batch, Catalog, Era, Kind, KindSet, Name};
 use crate::wire::{
     CacheScope, Caps, ClientMsg, ErrorReason, INVALID_PARAMS, Lane, Notification, Page,
     RESOURCE_NOT_FOUND, Request, Response, RpcError, ServerCursor, ServerMsg, SubId,
@@ -347,23 +347,29 @@ impl Registry {
         // A batch whose net effect is nothing (an add and a remove of the same item, a
         // definition set to what it was, a rebuild) is no change: no new version, no
         // notification.
+        // The bug of `notify-on-noop`: every list the server has is announced as changed, to
+        // everyone, after every batch (a rebuild that re-registers everything).
+        let everything = || {
+            let has = |k: Kind| {
+                (self.catalog.items.keys().chain(next.items.keys())).any(|(kk, _)| *kk == k)
+            };
+            Changes::all(
+                Kind::ALL
+                    .into_iter()
+                    .filter(|k| has(*k))
+                    .map(group_of)
+                    .collect(),
+            )
+        };
         if next == *self.catalog {
             if self.cfg.strategy == ServerStrategy::NotifyOnNoop {
-                // The bug: every list the batch touched is announced as changed, to everyone.
-                let touched = batch.iter().filter_map(Op::kind).map(group_of).collect();
-                self.notify(
-                    &Changes::all(touched),
-                    &[],
-                    self.version,
-                    self.version,
-                    1,
-                    out,
-                );
+                let v = self.version;
+                self.notify(&everything(), &[], v, v, 1, out);
             }
             return;
         }
         let changed = if self.cfg.strategy == ServerStrategy::NotifyOnNoop {
-            Changes::all(changed_kinds(&self.catalog, &next))
+            everything()
         } else {
             self.changes(&self.catalog, &next)
         };
@@ -1247,7 +1253,8 @@ mod tests {
     }
 
     /// A rebuild that leaves the catalog as it was commits nothing and announces nothing; the
-    /// known-bad `notify-on-noop` announces it, and a change one context sees, to everyone.
+    /// known-bad `notify-on-noop` announces every list it has (here, tools) after it, and after a
+    /// change one context sees, to everyone.
     #[test]
     fn a_no_op_rebuild_is_announced_only_by_notify_on_noop() {
         for (strategy, rebuild, hidden) in [

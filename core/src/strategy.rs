@@ -69,8 +69,9 @@ pub enum ServerStrategy {
     /// believing the server catches it.
     #[serde(rename = "lying-registry")]
     LyingRegistry,
-    /// Announces every list a batch touched, to every session: a rebuild that leaves the
-    /// catalog as it was still sends `list_changed`, and a change only one authorization context
+    /// Announces every list it has, to every session, after every batch (a rebuild that re-registers
+    /// everything): a rebuild that leaves the catalog as it was still sends `list_changed`, a
+    /// change to one list announces the others too, and a change only one authorization context
     /// sees is announced to sessions that cannot see it.
     #[serde(rename = "notify-on-noop")]
     NotifyOnNoop,

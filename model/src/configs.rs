@@ -565,18 +565,16 @@ pub fn all() -> Vec<Config> {
     let mut s = Spec::bad("notify-on-noop");
     s.server = ServerStrategy::NotifyOnNoop;
     s.page_size = 0;
+    s.initial.push(Op::add(Kind::Prompts, "p", "p1"));
     s.script = vec![
         vec![Op::update(Kind::Tools, "a", "a1")],
-        vec![Op::Add {
-            kind: Kind::Tools,
-            name: "s".into(),
-            def: "s1".into(),
-            scope: Scope::Only(AuthCtx(1)),
-        }],
+        vec![Op::add(Kind::Tools, "c", "c1")],
     ];
+    let mut s = s.build();
+    s.clients[0].kinds = [Kind::Tools, Kind::Prompts].into_iter().collect();
     out.push(cfg(
-        s.build(),
-        "a rebuild that changes nothing, and a change only another authorization context sees, are announced to every session: the auth0 client is told of a list that did not change for it",
+        s,
+        "a server that announces every list after every batch: a rebuild that changes nothing, and a tool added, send prompts/list_changed too, for a prompts list that did not change (over stdio, so the harness replays it)",
         &[NoSpuriousNotify],
     ));
 
