@@ -194,6 +194,32 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// A `Served` page dated at `version`: an observer dates the pages it sees by its own ground
+    /// truth, never by the server's word (the page's client, kind, context and size are on the
+    /// wire). Any other event is returned as it is.
+    pub fn dated(self, version: u64) -> Event {
+        match self {
+            Event::Served {
+                client,
+                kind,
+                auth,
+                items,
+                more,
+                ..
+            } => Event::Served {
+                client,
+                kind,
+                auth,
+                version,
+                items,
+                more,
+            },
+            e => e,
+        }
+    }
+}
+
 impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

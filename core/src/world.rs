@@ -361,28 +361,12 @@ impl World {
         let node_of_sender = |w: &World, to: ClientId| usize::from(w.node_of[to as usize]);
         for o in out {
             match o {
-                ServerOutput::Event(Event::Served {
-                    client,
-                    kind,
-                    auth,
-                    items,
-                    more,
-                    ..
-                }) => {
-                    // The page, its list and the request's context are on the wire; the
-                    // version it is dated at is the newest that has reached the node (the
-                    // world's, not the server's word).
+                ServerOutput::Event(e @ Event::Served { client, .. }) => {
+                    // Dated at the newest version that has reached the node (the world's, not
+                    // the server's word).
                     let node = node_of_sender(self, client);
                     let version = self.reached.get(node).copied().unwrap_or(self.truth.0);
-                    let e = Event::Served {
-                        client,
-                        kind,
-                        auth,
-                        version,
-                        items,
-                        more,
-                    };
-                    self.observe(&e, rec);
+                    self.observe(&e.dated(version), rec);
                 }
                 ServerOutput::Event(e) => self.observe(&e, rec),
                 // What the server says about itself is never judged (see `ServerOutput`).

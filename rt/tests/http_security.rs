@@ -256,18 +256,7 @@ async fn the_auth_convention_is_off_by_default() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contexts_never_share_private_items_with_real_tokens() {
     for era in Era::ALL {
-        let history = SharedHistory::new();
-        let server = server(ServerSettings::new(era, 2), &scoped_initial(), &history);
-        let options = HttpOptions {
-            auth: tokens(),
-            ..HttpOptions::default()
-        };
-        let ep = within(
-            "bind",
-            server.serve_http_with("127.0.0.1:0".parse().unwrap(), options),
-        )
-        .await
-        .unwrap();
+        let (server, ep, history) = token_endpoint(ServerSettings::new(era, 2)).await;
         let mut settings = client_settings(era, KindSet::only(Kind::Tools), 0, &history);
         settings.bearer.insert(AuthCtx(0), BOB.to_owned());
         settings.bearer.insert(AuthCtx(1), ALICE.to_owned());
@@ -282,16 +271,7 @@ async fn contexts_never_share_private_items_with_real_tokens() {
         .await;
         settle(&server, &[&catalog]).await;
         assert_eq!(catalog.tools().items.len(), 3, "alice sees the secret");
-        within(
-            "scoped add",
-            server.apply(&[Op::Add {
-                kind: Kind::Tools,
-                name: "secret2".into(),
-                def: "also for auth1".into(),
-                scope: Scope::Only(AuthCtx(1)),
-            }]),
-        )
-        .await;
+        add_secret2(&server).await;
         settle(&server, &[&catalog]).await;
         history.quiescent(vec![(0, Kind::Tools, AuthCtx(1))]);
 
@@ -321,18 +301,7 @@ async fn contexts_never_share_private_items_with_real_tokens() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_are_told_only_of_changes_they_can_see() {
     for era in Era::ALL {
-        let history = SharedHistory::new();
-        let server = server(ServerSettings::new(era, 2), &scoped_initial(), &history);
-        let options = HttpOptions {
-            auth: tokens(),
-            ..HttpOptions::default()
-        };
-        let ep = within(
-            "bind",
-            server.serve_http_with("127.0.0.1:0".parse().unwrap(), options),
-        )
-        .await
-        .unwrap();
+        let (server, ep, history) = token_endpoint(ServerSettings::new(era, 2)).await;
         let mut bob = client_settings(era, KindSet::only(Kind::Tools), 0, &history);
         bob.bearer.insert(AuthCtx(0), BOB.to_owned());
         let mut alice = client_settings(era, KindSet::only(Kind::Tools), 1, &history);
@@ -357,16 +326,7 @@ async fn sessions_are_told_only_of_changes_they_can_see() {
         settle(&server, &[&bob, &alice]).await;
         assert_eq!(notified(&history), before, "{era}: a rebuild is no news");
 
-        within(
-            "scoped add",
-            server.apply(&[Op::Add {
-                kind: Kind::Tools,
-                name: "secret2".into(),
-                def: "also for auth1".into(),
-                scope: Scope::Only(AuthCtx(1)),
-            }]),
-        )
-        .await;
+        add_secret2(&server).await;
         settle(&server, &[&bob, &alice]).await;
         let scoped = notified(&history);
         assert_eq!(scoped.len(), before.len() + 1, "{era}: one session told");
@@ -409,10 +369,31 @@ async fn sessions_are_told_only_of_changes_they_can_see() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_tells_everyone_is_judged_spurious() {
     let era = Era::V2025_11_25;
-    let history = SharedHistory::new();
     let mut ss = ServerSettings::new(era, 2);
     ss.core.strategy = listsync_core::strategy::ServerStrategy::NotifyOnNoop;
-    let server = server(ss, &scoped_initial(), &history);
+    let (server, ep, history) = token_endpoint(ss).await;
+    let mut bob = client_settings(era, KindSet::only(Kind::Tools), 0, &history);
+    bob.bearer.insert(AuthCtx(0), BOB.to_owned());
+    let bob = ClientHandle::spawn(bob, Endpoint::Http { url: ep.url() });
+    settle(&server, &[&bob]).await;
+    assert!(violated_set(&history).is_empty(), "{}", history.render());
+    add_secret2(&server).await;
+    settle(&server, &[&bob]).await;
+    assert_eq!(
+        violated_set(&history),
+        [listsync_core::property::Property::NoSpuriousNotify],
+        "{}",
+        history.render()
+    );
+    bob.shutdown();
+    ep.shutdown().await;
+}
+
+/// A server over HTTP on 127.0.0.1 with the token table (bob: context 0, alice: context 1), its
+/// catalog `scoped_initial`, and its recorded history.
+async fn token_endpoint(settings: ServerSettings) -> (Server, HttpEndpoint, SharedHistory) {
+    let history = SharedHistory::new();
+    let server = server(settings, &scoped_initial(), &history);
     let options = HttpOptions {
         auth: tokens(),
         ..HttpOptions::default()
@@ -423,11 +404,11 @@ async fn a_server_that_tells_everyone_is_judged_spurious() {
     )
     .await
     .unwrap();
-    let mut bob = client_settings(era, KindSet::only(Kind::Tools), 0, &history);
-    bob.bearer.insert(AuthCtx(0), BOB.to_owned());
-    let bob = ClientHandle::spawn(bob, Endpoint::Http { url: ep.url() });
-    settle(&server, &[&bob]).await;
-    assert!(violated_set(&history).is_empty(), "{}", history.render());
+    (server, ep, history)
+}
+
+/// Adds `secret2`, which only context 1 sees.
+async fn add_secret2(server: &Server) {
     within(
         "scoped add",
         server.apply(&[Op::Add {
@@ -438,15 +419,6 @@ async fn a_server_that_tells_everyone_is_judged_spurious() {
         }]),
     )
     .await;
-    settle(&server, &[&bob]).await;
-    assert_eq!(
-        violated_set(&history),
-        [listsync_core::property::Property::NoSpuriousNotify],
-        "{}",
-        history.render()
-    );
-    bob.shutdown();
-    ep.shutdown().await;
 }
 
 /// The sessions the server's `list_changed` went to, in history order.

@@ -514,21 +514,9 @@ impl Shared {
     fn record(&self, out: &[ServerOutput]) {
         for o in out {
             match o {
-                ServerOutput::Event(Event::Served {
-                    client,
-                    kind,
-                    auth,
-                    items,
-                    more,
-                    ..
-                }) => self.record_observed(&Event::Served {
-                    client: *client,
-                    kind: *kind,
-                    auth: *auth,
-                    version: self.truth_version(),
-                    items: *items,
-                    more: *more,
-                }),
+                ServerOutput::Event(e @ Event::Served { .. }) => {
+                    self.record_observed(&e.clone().dated(self.truth_version()));
+                }
                 ServerOutput::Event(e) => self.record_observed(e),
                 ServerOutput::Claim(e) => {
                     tracing::debug!(claim = %e, "registry claim (not judged)");
