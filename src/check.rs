@@ -8,6 +8,7 @@
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use listsync_core::property::Property;
 use listsync_model::suite;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -54,6 +55,30 @@ pub fn run(args: Args) -> Result<ExitCode> {
         for c in listsync_model::configs::all() {
             println!("{:28} {}", c.name(), c.about);
         }
+        let names = |v: Vec<String>| v.join(", ");
+        use listsync_core::strategy::{ClientStrategy, ServerStrategy};
+        println!(
+            "\nproperties: {}",
+            names(Property::ALL.iter().map(ToString::to_string).collect())
+        );
+        println!(
+            "client strategies: {}",
+            names(
+                ClientStrategy::ALL
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect()
+            )
+        );
+        println!(
+            "server strategies: {}",
+            names(
+                ServerStrategy::ALL
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect()
+            )
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let selected = suite::select(&args.configs).map_err(anyhow::Error::msg)?;
