@@ -540,14 +540,7 @@ impl Monitor {
         }
         if contexts.is_empty() {
             let then = self.catalog_at(prev?)?;
-            let pick = |c: &Catalog| {
-                c.items
-                    .iter()
-                    .filter(|((k, _), _)| kinds.contains(k))
-                    .map(|(key, e)| (key.clone(), e.clone()))
-                    .collect::<Vec<_>>()
-            };
-            return (pick(then) == pick(now)).then(|| {
+            return (!crate::server::changed_kinds(then, now).contains(group)).then(|| {
                 format!(
                     "c{client} was sent a {group} list_changed announcing v{announces}, but no {group} item changed since v{} (its previous one)",
                     prev.unwrap_or_default()
