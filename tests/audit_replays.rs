@@ -107,6 +107,11 @@ const REACH: &[(&str, &[Property], &str)] = &[
         "the server's catalog is not on the wire: a list_changed followed by the same list may announce a change another context sees",
     ),
     (
+        "refresh-on-any-error",
+        &[],
+        "why a client lists again is not on the wire: a list after a failed call may be the application's or a timer's",
+    ),
+    (
         "stale-dispatch",
         &[],
         "the call was sent before the removal was announced, so the wire cannot tell it was run after",

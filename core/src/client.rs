@@ -335,7 +335,7 @@ enum Pending {
     Initialize,
     Listen,
     Page(Kind, AuthCtx, u32),
-    Call(Name),
+    Call(Name, AuthCtx),
     Subscribe,
     Read(Name),
 }
@@ -416,6 +416,8 @@ pub enum ClientOutput {
     CallDone {
         /// Tool name.
         name: Name,
+        /// Authorization context the call was made under.
+        auth: AuthCtx,
         /// The definition that ran, or why not.
         result: Result<Arc<str>, CallError>,
     },
@@ -689,12 +691,13 @@ impl CatalogClient {
                     self.send(
                         Request::CallTool { name: name.clone() },
                         auth,
-                        Pending::Call(name),
+                        Pending::Call(name, auth),
                         out,
                     );
                 } else {
                     out.push(ClientOutput::CallDone {
                         name,
+                        auth: self.auth,
                         result: Err(CallError::NotInSnapshot),
                     });
                 }
@@ -736,11 +739,9 @@ impl CatalogClient {
         self.phase = Phase::Offline;
         self.sub = None;
         for (_, p) in std::mem::take(&mut self.pending) {
-            if let Pending::Call(name) = p {
-                out.push(ClientOutput::CallDone {
-                    name,
-                    result: Err(CallError::Transport("connection lost".into())),
-                });
+            if let Pending::Call(name, auth) = p {
+                let lost = Err(CallError::Transport("connection lost".into()));
+                self.call_done(name, auth, lost, out);
             }
         }
         let keys: Vec<_> = self.lists.keys().copied().collect();
@@ -875,7 +876,7 @@ impl CatalogClient {
             }
             (Pending::Listen | Pending::Subscribe, _) => {}
             (Pending::Page(kind, auth, refresh), resp) => self.page(kind, auth, refresh, resp, out),
-            (Pending::Call(name), resp) => {
+            (Pending::Call(name, auth), resp) => {
                 let result = match resp {
                     Response::ToolResult { def, .. } => Ok(def),
                     Response::Error(e) => Err(CallError::Rpc(e)),
@@ -883,7 +884,7 @@ impl CatalogClient {
                         "unexpected response to tools/call".into(),
                     )),
                 };
-                out.push(ClientOutput::CallDone { name, result });
+                self.call_done(name, auth, result, out);
             }
             (Pending::Read(uri), Response::Content { text, .. }) => {
                 self.contents.insert(uri.clone(), text.clone());
@@ -896,12 +897,42 @@ impl CatalogClient {
     fn request_failed(&mut self, p: Pending, err: ClientError, out: &mut Vec<ClientOutput>) {
         match p {
             Pending::Page(kind, auth, refresh) => self.fail(kind, auth, refresh, err, out),
-            Pending::Call(name) => out.push(ClientOutput::CallDone {
-                name,
-                result: Err(CallError::Transport(err.to_string().into())),
-            }),
+            Pending::Call(name, auth) => {
+                let result = Err(CallError::Transport(err.to_string().into()));
+                self.call_done(name, auth, result, out);
+            }
             Pending::Initialize | Pending::Listen => self.phase = Phase::Offline,
             Pending::Subscribe | Pending::Read(_) => {}
+        }
+    }
+
+    /// A call finished: hand the result to the application. An error is not a list change
+    /// (docs/design.md, "Errors are not changes"): only an error saying the tool is gone, for a
+    /// tool the current snapshot still lists, wakes one refresh of the tool list. A network,
+    /// permission, argument or internal error starts none, so a call that keeps failing cannot
+    /// keep the client refreshing.
+    fn call_done(
+        &mut self,
+        name: Name,
+        auth: AuthCtx,
+        result: Result<Arc<str>, CallError>,
+        out: &mut Vec<ClientOutput>,
+    ) {
+        let relist = match &result {
+            Ok(_) => false,
+            Err(_) if self.cfg.strategy == ClientStrategy::RefreshOnAnyError => true,
+            Err(CallError::Rpc(e)) => {
+                e.reason == crate::wire::ErrorReason::UnknownTool
+                    && auth == self.auth
+                    && self
+                        .snapshot_for(Kind::Tools, auth)
+                        .is_some_and(|s| s.items.iter().any(|i| i.name == name))
+            }
+            Err(_) => false,
+        };
+        out.push(ClientOutput::CallDone { name, auth, result });
+        if relist && self.phase == Phase::Ready && self.cfg.kinds.contains(Kind::Tools) {
+            self.wake(KindSet::only(Kind::Tools), Cause::ItemGone, out);
         }
     }
 

@@ -27,6 +27,9 @@ pub enum Cause {
     AuthChanged,
     /// The application asked for a refresh.
     Requested,
+    /// A call failed because the server no longer has the item (an "unknown tool" error) that
+    /// the client's snapshot still lists.
+    ItemGone,
 }
 
 /// How a refresh ended.
@@ -112,6 +115,21 @@ pub enum Event {
         client: ClientId,
         /// Tool name.
         tool: Name,
+    },
+    /// A client was handed a failed tool call (an error response on the wire, or the call lost
+    /// in transport), observed with the list requests the client sent in reaction to it.
+    CallFailed {
+        /// Client.
+        client: ClientId,
+        /// Tool name.
+        tool: Name,
+        /// Authorization context the call was made under.
+        auth: AuthCtx,
+        /// Whether the error says the tool is gone (`-32602` unknown tool); anything else (an
+        /// internal, permission or argument error, a lost connection) is not a list change.
+        gone: bool,
+        /// The kinds the client started listing afresh (a first-page request) in reaction.
+        relisted: KindSet,
     },
     /// A client woke up for a reason that may warrant a refresh.
     Woken {
@@ -264,6 +282,29 @@ impl fmt::Display for Event {
             Event::CallRejected { client, tool } => {
                 write!(f, "server rejects call of {tool} from c{client} (-32602)")
             }
+            Event::CallFailed {
+                client,
+                tool,
+                gone,
+                relisted,
+                ..
+            } => write!(
+                f,
+                "c{client}'s call of {tool} fails ({}){}",
+                if *gone { "tool gone" } else { "not a change" },
+                if relisted.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; it lists {} again",
+                        relisted
+                            .iter()
+                            .map(Kind::as_str)
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )
+                }
+            ),
             Event::Woken {
                 client,
                 kinds,

@@ -57,7 +57,7 @@ pub struct Monitor {
     /// that kind under that context was served at (dated by the observer). The contexts a session
     /// listed under, and what it last knew of each list.
     listed: BTreeMap<(ClientId, Kind, AuthCtx), u64>,
-    first: [Option<Arc<str>>; 10],
+    first: [Option<Arc<str>>; Property::ALL.len()],
     observed: usize,
     /// Per (kind, auth): the range of committed versions whose visible list has each digest;
     /// derived from `commits`, so left out of equality and hashing.
@@ -217,6 +217,23 @@ impl Monitor {
         }
     }
 
+    /// Whether client `c`'s last published tool list under `auth` is known to lack `tool`: it
+    /// matched committed versions none of which shows the tool to `auth`. Unknown (nothing
+    /// published, or a torn snapshot): false.
+    fn published_without(&self, c: ClientId, tool: &Name, auth: AuthCtx) -> bool {
+        let Some((_, Some((_, hi)))) = self.keys.get(&(c, Kind::Tools, auth)).and_then(|k| k.last)
+        else {
+            return false;
+        };
+        let Ok(i) = self.commits.binary_search_by_key(&hi, |(v, _)| *v) else {
+            return false;
+        };
+        !self.commits[i]
+            .1
+            .get(Kind::Tools, tool)
+            .is_some_and(|e| e.scope.visible_to(auth))
+    }
+
     /// Renames clients: `map[old] = new` (for symmetry reduction over interchangeable clients).
     pub fn relabel(&self, map: &[ClientId]) -> Monitor {
         let m = |c: &ClientId| map.get(*c as usize).copied().unwrap_or(*c);
@@ -359,6 +376,34 @@ impl Monitor {
                             "server ran {tool} for c{client} although it is not in its registry"
                         ),
                     );
+                }
+            }
+            Event::CallFailed {
+                client,
+                tool,
+                auth,
+                gone,
+                relisted,
+            } => {
+                let why = if let Some(k) = relisted.iter().find(|k| *k != Kind::Tools) {
+                    Some(format!(
+                        "c{client} listed {k} again because its call of {tool} failed"
+                    ))
+                } else if relisted.is_empty() {
+                    None
+                } else if !gone {
+                    Some(format!(
+                        "c{client} listed tools again because its call of {tool} failed with an error that is not a list change"
+                    ))
+                } else if self.published_without(*client, tool, *auth) {
+                    Some(format!(
+                        "c{client} listed tools again for its call of {tool}, which its snapshot already lacked"
+                    ))
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    self.flag(&mut out, Property::ErrorsNotChanges, why);
                 }
             }
             Event::Woken { client, kinds, .. } => {

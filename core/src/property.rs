@@ -42,11 +42,15 @@ pub enum Property {
     /// authorization context the session has listed under, from what the session last knew.
     #[serde(rename = "no_spurious_notify")]
     NoSpuriousNotify,
+    /// A failed call makes a client list again only when the error says the tool is gone and its
+    /// snapshot still lists it, and then only that kind; any other error starts no refresh.
+    #[serde(rename = "errors_not_changes")]
+    ErrorsNotChanges,
 }
 
 impl Property {
     /// Every property, in report order.
-    pub const ALL: [Property; 10] = [
+    pub const ALL: [Property; 11] = [
         Property::NoTornSnapshot,
         Property::NoStaleOverwrite,
         Property::Converges,
@@ -57,6 +61,7 @@ impl Property {
         Property::AuthIsolation,
         Property::ListenThenList,
         Property::NoSpuriousNotify,
+        Property::ErrorsNotChanges,
     ];
 
     /// The fixed name.
@@ -72,6 +77,7 @@ impl Property {
             Property::AuthIsolation => "auth_isolation",
             Property::ListenThenList => "listen_then_list",
             Property::NoSpuriousNotify => "no_spurious_notify",
+            Property::ErrorsNotChanges => "errors_not_changes",
         }
     }
 
@@ -88,6 +94,7 @@ impl Property {
             Property::AuthIsolation => "auth",
             Property::ListenThenList => "listen",
             Property::NoSpuriousNotify => "quiet",
+            Property::ErrorsNotChanges => "errors",
         }
     }
 
@@ -158,7 +165,8 @@ mod tests {
                 "bounded_refresh",
                 "auth_isolation",
                 "listen_then_list",
-                "no_spurious_notify"
+                "no_spurious_notify",
+                "errors_not_changes"
             ]
         );
         for p in Property::ALL {

@@ -174,6 +174,14 @@ pub enum Note {
         /// Client.
         client: ClientId,
     },
+    /// A tool call on its way to the server failed with an internal error in the server's
+    /// place.
+    CallFails {
+        /// Calling client.
+        client: ClientId,
+        /// Tool.
+        name: Name,
+    },
     /// The application switched a client's authorization context.
     AuthSwitch {
         /// Client.
@@ -224,6 +232,7 @@ impl Note {
             | Note::ClientMoves { client: c, .. }
             | Note::NetworkDuplicates { client: c }
             | Note::NetworkLoses { client: c }
+            | Note::CallFails { client: c, .. }
             | Note::AuthSwitch { client: c, .. }
             | Note::AppCalls { client: c, .. }
             | Note::TtlRunsOut { client: c, .. }
@@ -306,6 +315,9 @@ impl fmt::Display for Note {
             }
             Note::NetworkLoses { client } => {
                 write!(f, "network loses a notification to c{client}")
+            }
+            Note::CallFails { client, name } => {
+                write!(f, "c{client}'s call of {name} fails with an internal error")
             }
             Note::AuthSwitch { client, auth } => write!(f, "c{client} switches to {auth}"),
             Note::AppCalls { client, name } => write!(f, "c{client} application calls {name}"),

@@ -36,6 +36,10 @@ pub struct Faults {
     /// Client connections that may be cut (the client reconnects).
     #[serde(default)]
     pub disconnect: u32,
+    /// Tool calls that may fail in the server's place with an internal error (an error that is
+    /// not a list change).
+    #[serde(default)]
+    pub call_error: u32,
 }
 
 /// One closed world.
@@ -148,7 +152,7 @@ impl Scenario {
                 };
                 scoped(&self.initial) || self.script.iter().any(|b| scoped(b))
             }
-            Property::NoCallToRemoved => !self.calls.is_empty(),
+            Property::NoCallToRemoved | Property::ErrorsNotChanges => !self.calls.is_empty(),
             _ => true,
         }
     }

@@ -67,11 +67,19 @@ pub enum Situation {
     /// unseen: it must reconnect and list again.
     #[serde(rename = "cut_with_change_pending")]
     CutWithChangePending,
+    /// The server's "unknown tool" refusal of a call is on its way to a client whose snapshot
+    /// still lists the tool: the error is news of a removal, worth one re-list.
+    #[serde(rename = "call_refused_as_gone")]
+    CallRefusedAsGone,
+    /// An error that is not a list change (an internal error) answering a tool call is on its
+    /// way to a client: it must not start a refresh.
+    #[serde(rename = "call_failed_otherwise")]
+    CallFailedOtherwise,
 }
 
 impl Situation {
     /// Every situation, in report order.
-    pub const ALL: [Situation; 13] = [
+    pub const ALL: [Situation; 15] = [
         Situation::NotifyDuringRefresh,
         Situation::NotifyMidWalk,
         Situation::BurstDuringRefresh,
@@ -85,6 +93,8 @@ impl Situation {
         Situation::ContentUpdateInFlight,
         Situation::DuplicateNotificationInFlight,
         Situation::CutWithChangePending,
+        Situation::CallRefusedAsGone,
+        Situation::CallFailedOtherwise,
     ];
 
     /// The fixed name.
@@ -103,6 +113,8 @@ impl Situation {
             Situation::ContentUpdateInFlight => "content_update_in_flight",
             Situation::DuplicateNotificationInFlight => "duplicate_notification_in_flight",
             Situation::CutWithChangePending => "cut_with_change_pending",
+            Situation::CallRefusedAsGone => "call_refused_as_gone",
+            Situation::CallFailedOtherwise => "call_failed_otherwise",
         }
     }
 
@@ -220,8 +232,27 @@ impl Situation {
                         })
                     })
             }
+            Situation::CallRefusedAsGone => clients.into_iter().any(|c| {
+                let client = &w.clients[c as usize];
+                client.snapshot(Kind::Tools).is_some_and(|s| {
+                    s.items
+                        .iter()
+                        .any(|i| w.truth.1.get(Kind::Tools, &i.name).is_none())
+                }) && error_to(w, c, |r| *r == ErrorReason::UnknownTool)
+            }),
+            Situation::CallFailedOtherwise => clients
+                .into_iter()
+                .any(|c| error_to(w, c, |r| matches!(r, ErrorReason::Other(_)))),
         }
     }
+}
+
+/// Whether an error with a reason `is` is on its way to client `c` on its response link.
+fn error_to(w: &World, c: ClientId, is: impl Fn(&ErrorReason) -> bool) -> bool {
+    w.links[c as usize]
+        .down
+        .iter()
+        .any(|m| matches!(m, ServerMsg::Response { resp: Response::Error(e), .. } if is(&e.reason)))
 }
 
 /// The lists client `c` is refreshing: (kind, pages in hand of its walk).

@@ -37,6 +37,11 @@ pub enum ClientStrategy {
     /// the acknowledgement.
     #[serde(rename = "listen-without-relist")]
     ListenWithoutRelist,
+    /// Takes every failed tool call (an internal, permission or argument error, a lost
+    /// connection) for a sign that the tool list changed and lists tools again: a call that keeps
+    /// failing keeps the client refreshing.
+    #[serde(rename = "refresh-on-any-error")]
+    RefreshOnAnyError,
 }
 
 /// How a server applies mutations, paginates, notifies and dispatches.
@@ -113,6 +118,7 @@ names!(
     RequestIdGuard = "request-id-guard",
     FlagClearedAfterAwait = "flag-cleared-after-await",
     ListenWithoutRelist = "listen-without-relist",
+    RefreshOnAnyError = "refresh-on-any-error",
 );
 
 names!(
@@ -141,6 +147,7 @@ impl ClientStrategy {
             }
             ClientStrategy::FlagClearedAfterAwait => Some(Property::NoLostWakeup),
             ClientStrategy::ListenWithoutRelist => Some(Property::ListenThenList),
+            ClientStrategy::RefreshOnAnyError => Some(Property::ErrorsNotChanges),
         }
     }
 
@@ -151,6 +158,7 @@ impl ClientStrategy {
             ClientStrategy::Reference
                 | ClientStrategy::FlagClearedAfterAwait
                 | ClientStrategy::ListenWithoutRelist
+                | ClientStrategy::RefreshOnAnyError
         )
     }
 }

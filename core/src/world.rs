@@ -7,15 +7,17 @@
 //! steps, replayed here to validate it. The world adds only what the environment does: it never
 //! decides protocol behaviour, which stays in the machines.
 
-use crate::client::{CatalogClient, ClientInput, ClientOutput};
+use crate::client::{CallError, CatalogClient, ClientInput, ClientOutput};
 use crate::history::{ClientId, Event};
 use crate::monitor::Monitor;
 use crate::property::{Property, Verdict, Verdicts};
 use crate::record::{Note, Recorder, note};
 use crate::scenario::{Scenario, Transport};
 use crate::server::{Registry, ServerInput, ServerOutput};
-use crate::vocab::{AuthCtx, Catalog, Item, Kind};
-use crate::wire::{ClientMsg, Lane, Notification, Request, Response, ServerMsg};
+use crate::vocab::{AuthCtx, Catalog, Item, Kind, KindSet};
+use crate::wire::{
+    ClientMsg, ErrorReason, Lane, Notification, Request, Response, RpcError, ServerMsg,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -109,6 +111,14 @@ pub enum Step {
     Call {
         /// Index in the scenario's calls.
         call: u8,
+    },
+    /// The tool call at `index` of a client's request link fails with an internal error in the
+    /// server's place (the server never sees it): an error that is not a list change.
+    FailCall {
+        /// Whose connection.
+        client: ClientId,
+        /// Position in the request link (always 0 on an ordered link).
+        index: u8,
     },
     /// A client's retry timer fires.
     Retry {
@@ -204,6 +214,9 @@ impl fmt::Display for Step {
             Step::Drop { client, link } => write!(f, "lose head of {link:?} of c{client}"),
             Step::SetAuth { change } => write!(f, "auth change {change}"),
             Step::Call { call } => write!(f, "tool call {call}"),
+            Step::FailCall { client, index } => {
+                write!(f, "fail the call at Up[{index}] of c{client}")
+            }
             Step::Retry { client, kind, auth } => {
                 write!(f, "c{client} retry timer for {kind} ({auth})")
             }
@@ -256,8 +269,8 @@ pub struct World {
     pub next_auth: u8,
     /// Scripted calls made.
     pub calls_done: BTreeSet<u8>,
-    /// Faults used: duplicates, drops, disconnects.
-    pub used: [u32; 3],
+    /// Faults used: duplicates, drops, disconnects, failed calls.
+    pub used: [u32; 4],
     /// Clients whose connection is cut.
     pub cut: BTreeSet<ClientId>,
     /// The property checker.
@@ -300,7 +313,7 @@ impl World {
             next_batch: 0,
             next_auth: 0,
             calls_done: BTreeSet::new(),
-            used: [0; 3],
+            used: [0; 4],
             cut: BTreeSet::new(),
             monitor: Monitor::new(),
             nodes,
@@ -414,6 +427,7 @@ impl World {
     ) {
         let mut out = Vec::new();
         self.clients[c as usize].step(input, &mut out);
+        let failed = observe_call_failure(c, &out);
         for o in out {
             match o {
                 ClientOutput::Event(e) => self.observe(&e, rec),
@@ -454,7 +468,7 @@ impl World {
                     client: c,
                     error: error.to_string(),
                 }),
-                ClientOutput::CallDone { name, result } => note(rec, || Note::CallDone {
+                ClientOutput::CallDone { name, result, .. } => note(rec, || Note::CallDone {
                     client: c,
                     name,
                     result,
@@ -465,6 +479,9 @@ impl World {
                     text,
                 }),
             }
+        }
+        if let Some(e) = failed {
+            self.observe(&e, rec);
         }
     }
 
@@ -719,6 +736,19 @@ impl World {
             push_deliveries(&l.up, ordered_up, client, Link::Up, steps);
             push_deliveries(&l.down, ordered_up, client, Link::Down, steps);
             push_deliveries(&l.stream, true, client, Link::Stream, steps);
+            if self.used[3] < scn.faults.call_error {
+                for (i, m) in l.up.iter().enumerate().take(usize::from(u8::MAX)) {
+                    if ordered_up && i > 0 {
+                        break;
+                    }
+                    if matches!(m.req, Request::CallTool { .. }) {
+                        steps.push(Step::FailCall {
+                            client,
+                            index: i as u8,
+                        });
+                    }
+                }
+            }
             let notif_link = if scn.transport == Transport::Http {
                 Link::Stream
             } else {
@@ -1032,6 +1062,37 @@ impl World {
                     note(rec, || Note::NetworkLoses { client });
                 }
             }
+            Step::FailCall { client, index } => {
+                client_ok(client)?;
+                if self.used[3] >= scn.faults.call_error {
+                    return Err(format!(
+                        "the scenario allows {} failed calls",
+                        scn.faults.call_error
+                    ));
+                }
+                let ordered = scn.transport == Transport::Stdio;
+                let up = &self.links[client as usize].up;
+                let i = usize::from(index);
+                let name = match up.get(i).map(|m| &m.req) {
+                    Some(Request::CallTool { name }) if !ordered || i == 0 => name.clone(),
+                    _ => return Err(format!("no tool call at Up[{i}] of c{client}")),
+                };
+                self.used[3] += 1;
+                let msg = self.links[client as usize].up.remove(i);
+                note(rec, || Note::CallFails { client, name });
+                let failure = ServerOutput::Send {
+                    to: client,
+                    lane: Lane::Rpc,
+                    msg: ServerMsg::Response {
+                        id: msg.id,
+                        resp: Response::Error(RpcError {
+                            code: crate::wire::INTERNAL_ERROR,
+                            reason: ErrorReason::Other("injected failure".into()),
+                        }),
+                    },
+                };
+                self.route_server(scn, vec![failure], rec);
+            }
             Step::SetAuth { change } => {
                 if change != self.next_auth {
                     return Err(format!("auth change {change} is not next"));
@@ -1112,6 +1173,39 @@ impl World {
         }
         Ok(())
     }
+}
+
+/// The observed event of a failed tool call handed to client `client` in one step of its
+/// machine, from that step's outputs: the error the wire carried (or the transport's failure),
+/// and the kinds whose first page the client put on the wire in reaction. None when no call
+/// failed in the step, or when the client refused a call locally (nothing was on the wire).
+/// The world and the runtime observe calls with this one function.
+pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Event> {
+    let (tool, auth, err) = out.iter().find_map(|o| match o {
+        ClientOutput::CallDone {
+            name,
+            auth,
+            result: Err(e),
+        } if *e != CallError::NotInSnapshot => Some((name, *auth, e)),
+        _ => None,
+    })?;
+    let relisted = out
+        .iter()
+        .filter_map(|o| match o {
+            ClientOutput::Send(ClientMsg {
+                req: Request::List { kind, cursor: None },
+                ..
+            }) => Some(*kind),
+            _ => None,
+        })
+        .fold(KindSet::EMPTY, KindSet::with);
+    Some(Event::CallFailed {
+        client,
+        tool: tool.clone(),
+        auth,
+        gone: matches!(err, CallError::Rpc(e) if e.reason == ErrorReason::UnknownTool),
+        relisted,
+    })
 }
 
 /// What a list request of `kind` under `auth` would be served by `node` now: a throwaway copy

@@ -232,8 +232,10 @@ impl RunReport {
     }
 
     /// Sets inapplicable properties to n/a (in the judged verdicts and the violations).
+    /// `errors_not_changes` is not judged: the harness does not pair a client's list requests
+    /// with the failed call they answer.
     pub fn mask(&mut self, scn: &Scenario) {
-        self.mask_with(|p| scn.applicable(p));
+        self.mask_with(|p| scn.applicable(p) && p != Property::ErrorsNotChanges);
     }
 
     /// Sets properties for which `applies` is false to n/a.

@@ -190,6 +190,7 @@ fn must_reach(name: &str) -> &'static [Situation] {
             DuplicateNotificationInFlight,
             CutWithChangePending,
         ],
+        "reference-errors" => &[CallRefusedAsGone, CallFailedOtherwise],
         "reference-cluster" => &[NotifyDuringRefresh, BurstDuringRefresh, NodeBehindStore],
         "reference-cluster-migrate" => &[NodeBehindStore, CursorRefusedAfterChange],
         "naive" | "request-id-guard" => &[BurstDuringRefresh, ResponseOvertakesResponse],
@@ -203,6 +204,7 @@ fn must_reach(name: &str) -> &'static [Situation] {
         "stale-dispatch" | "lying-registry" => &[CallInFlightDuringRemoval],
         "cluster-notify-before-visible" => &[NodeBehindStore],
         "notify-on-noop" => &[NotifyDuringRefresh],
+        "refresh-on-any-error" => &[CallFailedOtherwise],
         "reference-burst" | "reference-burst-paced" => &[
             NotifyMidWalk,
             BurstDuringRefresh,
@@ -329,10 +331,23 @@ pub fn all() -> Vec<Config> {
         duplicate: 1,
         drop: 0,
         disconnect: 1,
+        call_error: 0,
     };
     out.push(cfg(
         s,
         "two pages, two batches, a duplicated notification and a cut connection (reconnect, re-initialize, re-list)",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-errors");
+    s.page_size = 0;
+    s.script = vec![vec![Op::remove(Kind::Tools, "a")]];
+    let mut s = s.build();
+    s.calls = vec![(0, "a".into()), (0, "b".into())];
+    s.faults.call_error = 1;
+    out.push(cfg(
+        s,
+        "errors are not changes: a call to a tool being removed is refused as unknown (one re-list of tools, only while the snapshot still lists it), and a call that fails with an internal error starts no refresh",
         &[],
     ));
 
@@ -576,6 +591,19 @@ pub fn all() -> Vec<Config> {
         s,
         "a server that announces every list after every batch: a rebuild that changes nothing, and a tool added, send prompts/list_changed too, for a prompts list that did not change (over stdio, so the harness replays it)",
         &[NoSpuriousNotify],
+    ));
+
+    let mut s = Spec::bad("refresh-on-any-error");
+    s.client = ClientStrategy::RefreshOnAnyError;
+    s.page_size = 0;
+    s.script.truncate(1);
+    let mut s = s.build();
+    s.calls = vec![(0, "a".into())];
+    s.faults.call_error = 1;
+    out.push(cfg(
+        s,
+        "a client that lists tools again after any failed call: a call that fails with an internal error (no list changed) starts a refresh (over stdio)",
+        &[ErrorsNotChanges],
     ));
 
     out

@@ -179,6 +179,7 @@ impl Model for ListModel {
             always!(Property::AuthIsolation),
             always!(Property::ListenThenList),
             always!(Property::NoSpuriousNotify),
+            always!(Property::ErrorsNotChanges),
             sometimes!(Situation::NotifyDuringRefresh),
             sometimes!(Situation::NotifyMidWalk),
             sometimes!(Situation::BurstDuringRefresh),
@@ -192,6 +193,8 @@ impl Model for ListModel {
             sometimes!(Situation::ContentUpdateInFlight),
             sometimes!(Situation::DuplicateNotificationInFlight),
             sometimes!(Situation::CutWithChangePending),
+            sometimes!(Situation::CallRefusedAsGone),
+            sometimes!(Situation::CallFailedOtherwise),
         ]
     }
 

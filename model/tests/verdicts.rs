@@ -8,7 +8,7 @@ use listsync_model::{CheckResult, Search, check};
 
 /// Unique states of each reference configuration (exhaustive exploration).
 const REFERENCE_STATES: &[(&str, usize)] = &[
-    ("reference", 20169),
+    ("reference", 20687),
     ("reference-http", 5892),
     ("reference-2026", 9750),
     ("reference-2026-lossy", 2179),
@@ -16,6 +16,7 @@ const REFERENCE_STATES: &[(&str, usize)] = &[
     ("reference-auth", 10564),
     ("reference-resources", 165),
     ("reference-faults", 9463),
+    ("reference-errors", 590),
     ("reference-cluster", 722496),
     ("reference-cluster-migrate", 293790),
     ("reference-burst", 864),

@@ -201,6 +201,10 @@ fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
             Status::NotApplicable,
             "the server's catalog is not on the wire: a list_changed followed by the same list may announce a change to another context, or one undone since".into(),
         ),
+        Property::ErrorsNotChanges => (
+            Status::NotApplicable,
+            "why a client lists again is not on the wire: a list request after a failed call may be the application's or a timer's".into(),
+        ),
         Property::ListenThenList if wire.listened.is_empty() => (
             Status::NotApplicable,
             "no subscriptions/listen (2025-11-25 or a client that does not listen)".into(),

@@ -528,6 +528,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
             duplicate: shape.dups,
             drop: if plan.silent_drops { shape.drops } else { 0 },
             disconnect: shape.disconnects + breaks + shape.crashes * shape.clients,
+            call_error: 0,
         },
         cluster: (shape.nodes > 1).then(|| Cluster {
             nodes: shape.nodes.min(16) as u8,

@@ -184,6 +184,7 @@ fn used_faults(scn: &Scenario, steps: &[Step]) -> listsync_core::scenario::Fault
         duplicate: w.used[0],
         drop: w.used[1],
         disconnect: w.used[2],
+        call_error: w.used[3],
     }
 }
 

@@ -298,6 +298,37 @@ impl<'a> Builder<'a> {
                 format!("reject call {tool} from c{client} (-32602)"),
                 Tone::Plain,
             ),
+            Event::CallFailed {
+                client,
+                tool,
+                gone,
+                relisted,
+                ..
+            } => Self::note(
+                lines,
+                self.client_lane(*client),
+                format!(
+                    "call {tool} failed ({}){}",
+                    if *gone { "gone" } else { "not a change" },
+                    if relisted.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ": lists {} again",
+                            relisted
+                                .iter()
+                                .map(|k| k.as_str())
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        )
+                    }
+                ),
+                if !*gone && !relisted.is_empty() {
+                    Tone::Bad
+                } else {
+                    Tone::Plain
+                },
+            ),
             Event::RefreshStarted {
                 client,
                 kind,
@@ -469,6 +500,12 @@ impl<'a> Builder<'a> {
             Note::AuthSwitch { client: c, auth } => {
                 client(*c, format!("switches to {auth}"), Tone::Plain, lines)
             }
+            Note::CallFails { client: c, name } => client(
+                *c,
+                format!("call {name} fails: internal error"),
+                Tone::Warn,
+                lines,
+            ),
             Note::AppCalls { client: c, name } => {
                 client(*c, format!("application calls {name}"), Tone::Plain, lines)
             }

@@ -816,8 +816,13 @@ impl Actor {
             let now = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.machine.set_clock(now);
             self.machine.step(input, &mut out);
+            // A failed call is observed with the list requests it made the client send.
+            let failed = listsync_core::world::observe_call_failure(self.machine.id(), &out);
             for o in out {
                 self.carry(o);
+            }
+            if let (Some(e), Some(h)) = (failed, &self.settings.history) {
+                h.record(&e);
             }
         }
     }
@@ -891,7 +896,7 @@ impl Actor {
                 self.now.last_error = Some(text.clone());
                 self.notice(ClientNotice::Log(text));
             }
-            ClientOutput::CallDone { name, result } => {
+            ClientOutput::CallDone { name, result, .. } => {
                 let meta = match &result {
                     Ok(_) => self.call_meta.get_mut(&name).and_then(|q| q.pop_front()),
                     Err(_) => None,
