@@ -349,6 +349,8 @@ pub mod streams {
     pub const AUTH: u64 = 5;
     /// Which scripted batches are rebuilds.
     pub const REBUILD: u64 = 6;
+    /// Which tool calls fail with an internal error.
+    pub const CALL_FAIL: u64 = 7;
     /// The environment's timing (batches, calls, cuts, crashes).
     pub const ENV: u64 = 10;
     /// The network (latency, reordering, duplication, loss).
@@ -528,7 +530,11 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
             duplicate: shape.dups,
             drop: if plan.silent_drops { shape.drops } else { 0 },
             disconnect: shape.disconnects + breaks + shape.crashes * shape.clients,
-            call_error: 0,
+            call_error: if plan.call_fail_permille > 0 {
+                shape.calls
+            } else {
+                0
+            },
         },
         cluster: (shape.nodes > 1).then(|| Cluster {
             nodes: shape.nodes.min(16) as u8,

@@ -460,6 +460,7 @@ fn scale(
                     dups: plan.max_dup,
                     drops: if plan.silent_drops { plan.max_drop } else { 0 },
                     request_faults: 0,
+                    call_errors: scn.faults.call_error,
                     slow: plan.slow_permille > 0,
                 },
                 budget: Budget::default(),

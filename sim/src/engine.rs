@@ -27,7 +27,7 @@ use listsync_core::record::{Note, Recorder};
 use listsync_core::scenario::{Scenario, Transport};
 use listsync_core::situation::Situation;
 use listsync_core::vocab::{AuthCtx, Kind};
-use listsync_core::wire::{Notification, ServerMsg};
+use listsync_core::wire::{Notification, Request, ServerMsg};
 use listsync_core::world::{Link, Step, World};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -309,6 +309,8 @@ pub struct Engine<'a> {
     world: World,
     tap: Tap,
     net: ChaCha8Rng,
+    /// Which tool calls fail (a stream of its own, so that the network's draws stay as they were).
+    calls: ChaCha8Rng,
     queue: BinaryHeap<Reverse<Entry>>,
     seq: u64,
     now: Micros,
@@ -370,6 +372,7 @@ impl<'a> Engine<'a> {
             world,
             tap,
             net: stream(seed, streams::NET),
+            calls: stream(seed, streams::CALL_FAIL),
             queue: BinaryHeap::new(),
             seq: 0,
             now: 0,
@@ -951,14 +954,27 @@ impl<'a> Engine<'a> {
             self.net.random_range(0..len.min(256)) as u8
         };
         self.inflight -= 1;
-        self.apply(
-            Step::Deliver {
-                client,
-                link,
-                index,
-            },
-            (link != Link::Up).then_some(client),
-        );
+        let is_call = link == Link::Up
+            && self.world.links[client as usize]
+                .up
+                .get(usize::from(index))
+                .is_some_and(|m| matches!(m.req, Request::CallTool { .. }));
+        if is_call
+            && self.world.used[3] < self.scn.faults.call_error
+            && roll(&mut self.calls, self.plan.call_fail_permille)
+        {
+            // The call fails in the server's place: an error that is not a list change.
+            self.apply(Step::FailCall { client, index }, None);
+        } else {
+            self.apply(
+                Step::Deliver {
+                    client,
+                    link,
+                    index,
+                },
+                (link != Link::Up).then_some(client),
+            );
+        }
         if ordered {
             self.next_on_link(client, link);
         }

@@ -83,6 +83,9 @@ pub struct FaultPlan {
     /// Per mille of scripted batches that are rebuilds: the administrator re-registers what is
     /// there and the catalog comes out as it was (no list changes, nothing to announce).
     pub rebuild_permille: u32,
+    /// Per mille of tool calls that fail with an internal error in the server's place (an error
+    /// that is not a list change; both levels).
+    pub call_fail_permille: u32,
 }
 
 impl fmt::Display for FaultPlan {
@@ -127,6 +130,7 @@ impl FaultPlan {
             timeout_permille: 0,
             max_request_faults: 0,
             rebuild_permille: 0,
+            call_fail_permille: 0,
         }
     }
 
@@ -134,7 +138,7 @@ impl FaultPlan {
     pub fn default_plan() -> FaultPlan {
         FaultPlan {
             name: "default",
-            about: "latency 1-20 ms, 5% slow messages (+50-300 ms), duplicated notifications, a lost notification that breaks the stream, a cut connection, sometimes a server crash; steady batches with short storms, 15% of them rebuilds that change nothing; (stack level) up to 2 list requests that fail (3%) or time out (1%)",
+            about: "latency 1-20 ms, 5% slow messages (+50-300 ms), duplicated notifications, a lost notification that breaks the stream, a cut connection, sometimes a server crash; steady batches with short storms, 15% of them rebuilds that change nothing; a quarter of tool calls fail with an internal error; (stack level) up to 2 list requests that fail (3%) or time out (1%)",
             latency: (MS, 20 * MS),
             slow_permille: 50,
             slow: (50 * MS, 300 * MS),
@@ -163,6 +167,7 @@ impl FaultPlan {
             timeout_permille: 10,
             max_request_faults: 2,
             rebuild_permille: 150,
+            call_fail_permille: 250,
         }
     }
 

@@ -75,6 +75,9 @@ pub struct NetSummary {
     pub list_requests_failed: u32,
     /// List requests never answered.
     pub list_requests_unanswered: u32,
+    /// Tool calls answered with an internal error by the network.
+    #[serde(default)]
+    pub tool_calls_failed: u32,
     /// Connections cut.
     pub connections_cut: u32,
     /// Connections opened.
@@ -93,6 +96,7 @@ impl NetSummary {
             streams_broken: n.broken,
             list_requests_failed: n.failed,
             list_requests_unanswered: n.swallowed,
+            tool_calls_failed: n.calls_failed,
             connections_cut: n.cut,
             connections_opened: n.opened,
             connections_refused: n.refused,
@@ -482,13 +486,14 @@ impl fmt::Display for Summary {
         if let Some(n) = &s.stack {
             writeln!(
                 f,
-                "network: {} lines delivered, {} notifications duplicated, {} lost, {} streams broken, {} list requests failed, {} unanswered; connections: {} opened, {} cut, {} refused",
+                "network: {} lines delivered, {} notifications duplicated, {} lost, {} streams broken, {} list requests failed, {} unanswered, {} tool calls failed; connections: {} opened, {} cut, {} refused",
                 n.lines_delivered,
                 n.notifications_duplicated,
                 n.notifications_lost,
                 n.streams_broken,
                 n.list_requests_failed,
                 n.list_requests_unanswered,
+                n.tool_calls_failed,
                 n.connections_opened,
                 n.connections_cut,
                 n.connections_refused

@@ -244,6 +244,9 @@ fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
             Some("pacing timers fire by themselves in real clients: not replayed".into())
         }
         Step::SetAuth { .. } => Some("authorization changes need HTTP".into()),
+        Step::FailCall { .. } => {
+            Some("failed calls are not injected: the harness's proxy answers no request".into())
+        }
         Step::BusDeliver { .. }
         | Step::BusDuplicate { .. }
         | Step::BusDrop { .. }

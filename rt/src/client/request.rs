@@ -200,6 +200,23 @@ fn page<T: Serialize>(
     }))
 }
 
+/// Whether a `-32602` answering a call or a `prompts/get` says the item does not exist (the
+/// reference server's `data.reason`, or the wording SDKs use: "unknown tool", "tool not found",
+/// "no such prompt"), rather than that the arguments are invalid: only the first is a sign the
+/// list changed (docs/design.md, "Errors are not changes").
+fn names_unknown_item(err: &rmcp::ErrorData) -> bool {
+    if let Some(reason) = err
+        .data
+        .as_ref()
+        .and_then(|d| d.get("reason"))
+        .and_then(Value::as_str)
+    {
+        return matches!(reason, "unknown_tool" | "unknown_prompt");
+    }
+    let m = err.message.to_ascii_lowercase();
+    m.contains("unknown") || m.contains("not found") || m.contains("no such")
+}
+
 /// A failed rmcp request as an outcome.
 pub(crate) fn failure(e: ServiceError, req: &Request) -> RequestOutcome {
     match e {
@@ -212,8 +229,12 @@ pub(crate) fn failure(e: ServiceError, req: &Request) -> RequestOutcome {
                     },
                     INVALID_PARAMS,
                 ) => ErrorReason::InvalidCursor,
-                (Request::CallTool { .. }, INVALID_PARAMS) => ErrorReason::UnknownTool,
-                (Request::GetPrompt { .. }, INVALID_PARAMS) => ErrorReason::UnknownPrompt,
+                (Request::CallTool { .. }, INVALID_PARAMS) if names_unknown_item(&err) => {
+                    ErrorReason::UnknownTool
+                }
+                (Request::GetPrompt { .. }, INVALID_PARAMS) if names_unknown_item(&err) => {
+                    ErrorReason::UnknownPrompt
+                }
                 (
                     Request::ReadResource { .. } | Request::Subscribe { .. },
                     RESOURCE_NOT_FOUND | INVALID_PARAMS,

@@ -102,6 +102,7 @@ impl StackRun {
                 dups: case.shape.dups,
                 drops: case.shape.drops,
                 request_faults: r.random_range(0..=plan.max_request_faults),
+                call_errors: case.scenario.faults.call_error,
                 slow: case.shape.slow,
             },
             budget: case.budget,

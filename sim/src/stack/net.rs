@@ -111,6 +111,8 @@ pub struct NetBudget {
     pub drops: u32,
     /// Failed or timed-out list requests.
     pub request_faults: u32,
+    /// Tool calls that may fail with an internal error in the server's place.
+    pub call_errors: u32,
     /// Whether some messages are slow.
     pub slow: bool,
 }
@@ -130,6 +132,8 @@ pub struct NetCounts {
     pub failed: u32,
     /// List requests swallowed.
     pub swallowed: u32,
+    /// Tool calls answered with an internal error by the network.
+    pub calls_failed: u32,
     /// Connections cut by the environment (disconnects, crashes).
     pub cut: u32,
     /// Connections opened.
@@ -148,6 +152,7 @@ impl NetCounts {
             (&mut self.broken, o.broken),
             (&mut self.failed, o.failed),
             (&mut self.swallowed, o.swallowed),
+            (&mut self.calls_failed, o.calls_failed),
             (&mut self.cut, o.cut),
             (&mut self.opened, o.opened),
             (&mut self.refused, o.refused),
@@ -172,6 +177,8 @@ struct State {
     log: Option<Vec<String>>,
     /// The situations the lines show.
     seen: Seen,
+    /// Which tool calls fail (a stream of its own, so that the other draws stay as they were).
+    calls: ChaCha8Rng,
 }
 
 /// The network of one run (cheap to clone).
@@ -194,6 +201,18 @@ fn is_list_request(line: &[u8]) -> bool {
     contains(line, b"\"id\"") && contains(line, b"/list\"")
 }
 
+/// Whether a line is a `tools/call` request.
+fn is_call_request(line: &[u8]) -> bool {
+    contains(line, b"\"id\"") && contains(line, b"\"tools/call\"")
+}
+
+/// The JSON-RPC id of a request line.
+fn request_id(line: &[u8]) -> Option<serde_json::Value> {
+    serde_json::from_slice::<serde_json::Value>(line)
+        .ok()
+        .and_then(|v| v.get("id").cloned())
+}
+
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
@@ -205,6 +224,19 @@ pub fn ms_ceil(t: Micros) -> Micros {
 }
 
 impl State {
+    /// Answers request `id` on connection `conn` with an internal error in the server's place.
+    fn answer_error(&mut self, now: Micros, conn: u32, id: serde_json::Value, message: &str) {
+        let reply = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": -32603, "message": message},
+        });
+        let mut bytes = serde_json::to_vec(&reply).expect("plain JSON");
+        bytes.push(b'\n');
+        let d = self.latency(conn) * 2;
+        self.enqueue(now, conn, Dir::Down, Chunk::Bytes(bytes), d);
+    }
+
     fn log(&mut self, now: Micros, text: impl FnOnce() -> String) {
         if let Some(l) = self.log.as_mut() {
             l.push(format!("{:>9.3} ms net {}", now as f64 / 1000.0, text()));
@@ -287,6 +319,7 @@ impl Net {
                 down_until: 0,
                 log: record.then(Vec::new),
                 seen: Seen::default(),
+                calls: crate::case::stream(seed, crate::case::streams::CALL_FAIL),
             })),
             wake: Arc::new(Notify::new()),
             base,
@@ -530,27 +563,29 @@ impl Net {
                 return Ok(());
             }
         }
+        if dir == Dir::Up
+            && st.counts.calls_failed < st.budget.call_errors
+            && is_call_request(&line)
+            && roll(&mut st.calls, plan.call_fail_permille)
+            && let Some(id) = request_id(&line)
+        {
+            st.counts.calls_failed += 1;
+            st.log(now, || format!("#{conn} c{client} tool call {id} fails"));
+            st.answer_error(now, conn, id, "simulated: tool call failed");
+            drop(s);
+            self.wake.notify_one();
+            return Ok(());
+        }
         if dir == Dir::Up && st.counts.failed + st.counts.swallowed < st.budget.request_faults {
             let c = &mut st.conns[conn as usize];
             let fail = roll(&mut c.rng, plan.fail_permille);
             let swallow = !fail && roll(&mut c.rng, plan.timeout_permille);
             if (fail || swallow) && is_list_request(&line) {
-                let id = serde_json::from_slice::<serde_json::Value>(&line)
-                    .ok()
-                    .and_then(|v| v.get("id").cloned());
-                if let Some(id) = id {
+                if let Some(id) = request_id(&line) {
                     if fail {
                         st.counts.failed += 1;
                         st.log(now, || format!("#{conn} c{client} list request {id} fails"));
-                        let reply = serde_json::json!({
-                            "jsonrpc": "2.0",
-                            "id": id,
-                            "error": {"code": -32603, "message": "simulated: list request failed"},
-                        });
-                        let mut bytes = serde_json::to_vec(&reply).expect("plain JSON");
-                        bytes.push(b'\n');
-                        let d = st.latency(conn) * 2;
-                        st.enqueue(now, conn, Dir::Down, Chunk::Bytes(bytes), d);
+                        st.answer_error(now, conn, id, "simulated: list request failed");
                     } else {
                         st.counts.swallowed += 1;
                         st.log(now, || {
