@@ -580,22 +580,23 @@ impl Net {
             let c = &mut st.conns[conn as usize];
             let fail = roll(&mut c.rng, plan.fail_permille);
             let swallow = !fail && roll(&mut c.rng, plan.timeout_permille);
-            if (fail || swallow) && is_list_request(&line) {
-                if let Some(id) = request_id(&line) {
-                    if fail {
-                        st.counts.failed += 1;
-                        st.log(now, || format!("#{conn} c{client} list request {id} fails"));
-                        st.answer_error(now, conn, id, "simulated: list request failed");
-                    } else {
-                        st.counts.swallowed += 1;
-                        st.log(now, || {
-                            format!("#{conn} c{client} list request {id} is never answered")
-                        });
-                    }
-                    drop(s);
-                    self.wake.notify_one();
-                    return Ok(());
+            if (fail || swallow)
+                && is_list_request(&line)
+                && let Some(id) = request_id(&line)
+            {
+                if fail {
+                    st.counts.failed += 1;
+                    st.log(now, || format!("#{conn} c{client} list request {id} fails"));
+                    st.answer_error(now, conn, id, "simulated: list request failed");
+                } else {
+                    st.counts.swallowed += 1;
+                    st.log(now, || {
+                        format!("#{conn} c{client} list request {id} is never answered")
+                    });
                 }
+                drop(s);
+                self.wake.notify_one();
+                return Ok(());
             }
         }
         let d = st.latency(conn);
