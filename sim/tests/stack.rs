@@ -94,6 +94,7 @@ fn burst_run(scn: &Scenario) -> RunResult {
             dups: 0,
             drops: 0,
             request_faults: 0,
+            call_errors: 0,
             slow: false,
         },
         budget: Budget::default(),
