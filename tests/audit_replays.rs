@@ -107,6 +107,16 @@ const REACH: &[(&str, &[Property], &str)] = &[
         "the server's catalog is not on the wire: a list_changed followed by the same list may announce a change another context sees",
     ),
     (
+        "two-registries",
+        &[],
+        "which consumer refused the call happens inside the client",
+    ),
+    (
+        "known-tools-survive",
+        &[],
+        "a call the server refuses is on the wire, but whether the client's list still had the tool is not",
+    ),
+    (
         "refresh-on-any-error",
         &[],
         "why a client lists again is not on the wire: a list after a failed call may be the application's or a timer's",

@@ -180,6 +180,11 @@ pub struct ClientConfig {
     /// Off: a call of a tool absent from the current snapshot fails in the client.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub calls_by_name: bool,
+    /// Tools the application preloads ("known tools"): the router may call them before the
+    /// client has listed tools; once it has, the server's list alone decides (a known tool the
+    /// server does not list is gone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub known: Vec<Name>,
 }
 
 impl ClientConfig {
@@ -194,6 +199,7 @@ impl ClientConfig {
             limits: Limits::default(),
             pacing: Pacing::default(),
             calls_by_name: false,
+            known: Vec::new(),
         }
     }
 }
@@ -467,6 +473,9 @@ pub struct CatalogClient {
     sub: Option<SubId>,
     honoured: KindSet,
     contents: BTreeMap<Name, Arc<str>>,
+    /// (`two-registries` only) the call router's own copy of the tool list: the first one
+    /// published, never updated.
+    router: Option<ItemList>,
     /// The driver's clock, µs (only ever moves forward; stays 0 where time is not modelled).
     now: u64,
 }
@@ -487,6 +496,7 @@ impl CatalogClient {
             sub: None,
             honoured: KindSet::EMPTY,
             contents: BTreeMap::new(),
+            router: None,
             now: 0,
         }
     }
@@ -683,10 +693,15 @@ impl CatalogClient {
                 }
             }
             ClientInput::CallTool(name) => {
-                let present = self
-                    .snapshot(Kind::Tools)
-                    .is_some_and(|s| s.items.iter().any(|i| i.name == name));
-                if (present || self.cfg.calls_by_name) && self.phase == Phase::Ready {
+                if self.phase != Phase::Ready {
+                    out.push(ClientOutput::CallDone {
+                        name,
+                        auth: self.auth,
+                        result: Err(CallError::Transport("not connected".into())),
+                    });
+                    return;
+                }
+                if self.cfg.calls_by_name || self.routes(&name) {
                     let auth = self.auth;
                     self.send(
                         Request::CallTool { name: name.clone() },
@@ -903,6 +918,25 @@ impl CatalogClient {
             }
             Pending::Initialize | Pending::Listen => self.phase = Phase::Offline,
             Pending::Subscribe | Pending::Read(_) => {}
+        }
+    }
+
+    /// Whether the call router sends a call of `name`. Every consumer reads the one published
+    /// snapshot (docs/design.md, "One snapshot for every consumer"): the router routes a tool the
+    /// application's listing shows, and a preloaded ("known") tool only until the tool list has
+    /// been listed under the current context, after which the server's list alone decides.
+    fn routes(&self, name: &Name) -> bool {
+        let listed = |items: &ItemList| items.iter().any(|i| i.name == *name);
+        let known = self.cfg.known.contains(name);
+        match self.cfg.strategy {
+            ClientStrategy::TwoRegistries => self.router.as_ref().is_some_and(listed),
+            ClientStrategy::KnownToolsSurvive => {
+                known || self.snapshot(Kind::Tools).is_some_and(|s| listed(&s.items))
+            }
+            _ => match self.snapshot(Kind::Tools) {
+                Some(s) => listed(&s.items),
+                None => known,
+            },
         }
     }
 
@@ -1367,6 +1401,12 @@ impl CatalogClient {
                 stale: false,
                 ttl_ms: w.ttl_ms,
             });
+            if strategy == ClientStrategy::TwoRegistries
+                && kind == Kind::Tools
+                && self.router.is_none()
+            {
+                self.router = Some(items.clone());
+            }
             out.push(ClientOutput::Event(Event::Published {
                 client: id,
                 kind,

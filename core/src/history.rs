@@ -131,6 +131,19 @@ pub enum Event {
         /// The kinds the client started listing afresh (a first-page request) in reaction.
         relisted: KindSet,
     },
+    /// A client's call router decided on an application's call of a tool it looked up (not
+    /// one called by name): whether the call went on the wire, or was refused in the client as
+    /// not in its list.
+    Routed {
+        /// Client.
+        client: ClientId,
+        /// Tool name.
+        tool: Name,
+        /// Authorization context the client was in.
+        auth: AuthCtx,
+        /// Whether a `tools/call` was sent.
+        sent: bool,
+    },
     /// A client woke up for a reason that may warrant a refresh.
     Woken {
         /// Client.
@@ -304,6 +317,13 @@ impl fmt::Display for Event {
                             .join(",")
                     )
                 }
+            ),
+            Event::Routed {
+                client, tool, sent, ..
+            } => write!(
+                f,
+                "c{client} {} a call of {tool}",
+                if *sent { "routes" } else { "refuses" }
             ),
             Event::Woken {
                 client,

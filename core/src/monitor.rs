@@ -217,21 +217,19 @@ impl Monitor {
         }
     }
 
-    /// Whether client `c`'s last published tool list under `auth` is known to lack `tool`: it
-    /// matched committed versions none of which shows the tool to `auth`. Unknown (nothing
-    /// published, or a torn snapshot): false.
-    fn published_without(&self, c: ClientId, tool: &Name, auth: AuthCtx) -> bool {
-        let Some((_, Some((_, hi)))) = self.keys.get(&(c, Kind::Tools, auth)).and_then(|k| k.last)
-        else {
-            return false;
+    /// Whether client `c`'s last published tool list under `auth` lists `tool`, read off the
+    /// committed versions it matched. None when unknown: nothing published, or a torn snapshot.
+    fn published_lists(&self, c: ClientId, tool: &Name, auth: AuthCtx) -> Option<bool> {
+        let (_, Some((_, hi))) = self.keys.get(&(c, Kind::Tools, auth))?.last? else {
+            return None;
         };
-        let Ok(i) = self.commits.binary_search_by_key(&hi, |(v, _)| *v) else {
-            return false;
-        };
-        !self.commits[i]
-            .1
-            .get(Kind::Tools, tool)
-            .is_some_and(|e| e.scope.visible_to(auth))
+        let i = self.commits.binary_search_by_key(&hi, |(v, _)| *v).ok()?;
+        Some(
+            self.commits[i]
+                .1
+                .get(Kind::Tools, tool)
+                .is_some_and(|e| e.scope.visible_to(auth)),
+        )
     }
 
     /// Renames clients: `map[old] = new` (for symmetry reduction over interchangeable clients).
@@ -395,7 +393,7 @@ impl Monitor {
                     Some(format!(
                         "c{client} listed tools again because its call of {tool} failed with an error that is not a list change"
                     ))
-                } else if self.published_without(*client, tool, *auth) {
+                } else if self.published_lists(*client, tool, *auth) == Some(false) {
                     Some(format!(
                         "c{client} listed tools again for its call of {tool}, which its snapshot already lacked"
                     ))
@@ -404,6 +402,40 @@ impl Monitor {
                 };
                 if let Some(why) = why {
                     self.flag(&mut out, Property::ErrorsNotChanges, why);
+                }
+            }
+            Event::Routed {
+                client,
+                tool,
+                auth,
+                sent,
+            } => {
+                let listed = self.published_lists(*client, tool, *auth);
+                if let Some(listed) = listed
+                    && listed != *sent
+                {
+                    self.flag(
+                        &mut out,
+                        Property::ConsumersAgree,
+                        format!(
+                            "c{client}'s router {} a call of {tool}, which its published tools list {}",
+                            if *sent { "sent" } else { "refused" },
+                            if listed { "shows" } else { "does not show" }
+                        ),
+                    );
+                }
+                let removed = !self
+                    .latest_catalog()
+                    .and_then(|c| c.get(Kind::Tools, tool))
+                    .is_some_and(|e| e.scope.visible_to(*auth));
+                if *sent && listed == Some(false) && removed {
+                    self.flag(
+                        &mut out,
+                        Property::NoCallToRemoved,
+                        format!(
+                            "c{client} sent a call of {tool}, which the server does not have and its published list does not show"
+                        ),
+                    );
                 }
             }
             Event::Woken { client, kinds, .. } => {

@@ -24,7 +24,8 @@ pub enum Property {
     /// No `list_changed` is sent before the change is visible to a list request.
     #[serde(rename = "notify_after_commit")]
     NotifyAfterCommit,
-    /// The server never runs a tool absent from its registry at dispatch.
+    /// The server never runs a tool absent from its registry at dispatch, and a client never
+    /// routes a call to a tool that the server removed and its own published list no longer has.
     #[serde(rename = "no_call_to_removed")]
     NoCallToRemoved,
     /// A burst of notifications during one refresh causes at most one further refresh, and a
@@ -46,11 +47,15 @@ pub enum Property {
     /// snapshot still lists it, and then only that kind; any other error starts no refresh.
     #[serde(rename = "errors_not_changes")]
     ErrorsNotChanges,
+    /// Every consumer of a client reads the one published snapshot: the call router sends a call
+    /// exactly when the application's listing shows the tool.
+    #[serde(rename = "consumers_agree")]
+    ConsumersAgree,
 }
 
 impl Property {
     /// Every property, in report order.
-    pub const ALL: [Property; 11] = [
+    pub const ALL: [Property; 12] = [
         Property::NoTornSnapshot,
         Property::NoStaleOverwrite,
         Property::Converges,
@@ -62,6 +67,7 @@ impl Property {
         Property::ListenThenList,
         Property::NoSpuriousNotify,
         Property::ErrorsNotChanges,
+        Property::ConsumersAgree,
     ];
 
     /// The fixed name.
@@ -78,6 +84,7 @@ impl Property {
             Property::ListenThenList => "listen_then_list",
             Property::NoSpuriousNotify => "no_spurious_notify",
             Property::ErrorsNotChanges => "errors_not_changes",
+            Property::ConsumersAgree => "consumers_agree",
         }
     }
 
@@ -95,6 +102,7 @@ impl Property {
             Property::ListenThenList => "listen",
             Property::NoSpuriousNotify => "quiet",
             Property::ErrorsNotChanges => "errors",
+            Property::ConsumersAgree => "agree",
         }
     }
 
@@ -166,7 +174,8 @@ mod tests {
                 "auth_isolation",
                 "listen_then_list",
                 "no_spurious_notify",
-                "errors_not_changes"
+                "errors_not_changes",
+                "consumers_agree"
             ]
         );
         for p in Property::ALL {

@@ -152,7 +152,9 @@ impl Scenario {
                 };
                 scoped(&self.initial) || self.script.iter().any(|b| scoped(b))
             }
-            Property::NoCallToRemoved | Property::ErrorsNotChanges => !self.calls.is_empty(),
+            Property::NoCallToRemoved | Property::ErrorsNotChanges | Property::ConsumersAgree => {
+                !self.calls.is_empty()
+            }
             _ => true,
         }
     }

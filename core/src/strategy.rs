@@ -42,6 +42,14 @@ pub enum ClientStrategy {
     /// failing keeps the client refreshing.
     #[serde(rename = "refresh-on-any-error")]
     RefreshOnAnyError,
+    /// The call router keeps a registry of its own, filled from the first tool list and never
+    /// refreshed: the application's listing and the router disagree after the first change.
+    #[serde(rename = "two-registries")]
+    TwoRegistries,
+    /// Tools the application preloaded survive every refresh: after the server removes one, the
+    /// router still sends calls to it.
+    #[serde(rename = "known-tools-survive")]
+    KnownToolsSurvive,
 }
 
 /// How a server applies mutations, paginates, notifies and dispatches.
@@ -119,6 +127,8 @@ names!(
     FlagClearedAfterAwait = "flag-cleared-after-await",
     ListenWithoutRelist = "listen-without-relist",
     RefreshOnAnyError = "refresh-on-any-error",
+    TwoRegistries = "two-registries",
+    KnownToolsSurvive = "known-tools-survive",
 );
 
 names!(
@@ -148,6 +158,8 @@ impl ClientStrategy {
             ClientStrategy::FlagClearedAfterAwait => Some(Property::NoLostWakeup),
             ClientStrategy::ListenWithoutRelist => Some(Property::ListenThenList),
             ClientStrategy::RefreshOnAnyError => Some(Property::ErrorsNotChanges),
+            ClientStrategy::TwoRegistries => Some(Property::ConsumersAgree),
+            ClientStrategy::KnownToolsSurvive => Some(Property::NoCallToRemoved),
         }
     }
 
@@ -159,6 +171,8 @@ impl ClientStrategy {
                 | ClientStrategy::FlagClearedAfterAwait
                 | ClientStrategy::ListenWithoutRelist
                 | ClientStrategy::RefreshOnAnyError
+                | ClientStrategy::TwoRegistries
+                | ClientStrategy::KnownToolsSurvive
         )
     }
 }

@@ -428,6 +428,11 @@ impl World {
         let mut out = Vec::new();
         self.clients[c as usize].step(input, &mut out);
         let failed = observe_call_failure(c, &out);
+        let routed = if scn.clients[c as usize].calls_by_name {
+            None // the application decides, not the router
+        } else {
+            observe_call_routing(c, &out)
+        };
         for o in out {
             match o {
                 ClientOutput::Event(e) => self.observe(&e, rec),
@@ -480,7 +485,7 @@ impl World {
                 }),
             }
         }
-        if let Some(e) = failed {
+        for e in routed.into_iter().chain(failed) {
             self.observe(&e, rec);
         }
     }
@@ -1205,6 +1210,36 @@ pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Ev
         auth,
         gone: matches!(err, CallError::Rpc(e) if e.reason == ErrorReason::UnknownTool),
         relisted,
+    })
+}
+
+/// The observed event of a client's call router deciding on an application's call, from the
+/// outputs of that step of its machine: a `tools/call` on the wire, or the call refused in the
+/// client as not in its list. None when the step decided no call (or the client was not
+/// connected). The world and the runtime observe routing with this one function.
+pub fn observe_call_routing(client: ClientId, out: &[ClientOutput]) -> Option<Event> {
+    out.iter().find_map(|o| match o {
+        ClientOutput::Send(ClientMsg {
+            req: Request::CallTool { name },
+            auth,
+            ..
+        }) => Some(Event::Routed {
+            client,
+            tool: name.clone(),
+            auth: *auth,
+            sent: true,
+        }),
+        ClientOutput::CallDone {
+            name,
+            auth,
+            result: Err(CallError::NotInSnapshot),
+        } => Some(Event::Routed {
+            client,
+            tool: name.clone(),
+            auth: *auth,
+            sent: false,
+        }),
+        _ => None,
     })
 }
 

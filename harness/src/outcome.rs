@@ -232,10 +232,9 @@ impl RunReport {
     }
 
     /// Sets inapplicable properties to n/a (in the judged verdicts and the violations).
-    /// `errors_not_changes` is not judged: the harness does not pair a client's list requests
-    /// with the failed call they answer.
+    /// Sets the properties the harness does not judge on `scn` to n/a (see [`judges`]).
     pub fn mask(&mut self, scn: &Scenario) {
-        self.mask_with(|p| scn.applicable(p) && p != Property::ErrorsNotChanges);
+        self.mask_with(|p| judges(scn, p));
     }
 
     /// Sets properties for which `applies` is false to n/a.
@@ -255,6 +254,32 @@ impl RunReport {
             .copied()
             .unwrap_or(Verdict::NotApplicable)
     }
+}
+
+/// Whether the harness judges `p` on `scn`: an applicable property, except
+/// `errors_not_changes` and `consumers_agree` — the harness does not pair a client's list
+/// requests with the failed call they answer, and SDK clients call tools by name (their router
+/// does not consult their listing).
+pub fn judges(scn: &Scenario, p: Property) -> bool {
+    scn.applicable(p) && !matches!(p, Property::ErrorsNotChanges | Property::ConsumersAgree)
+}
+
+/// `verdicts` with the properties the harness does not judge on `scn` set to n/a: the shadow
+/// model's verdicts, as the harness's are compared with them.
+pub fn as_judged(scn: &Scenario, verdicts: &Verdicts) -> Verdicts {
+    verdicts
+        .iter()
+        .map(|(p, v)| {
+            (
+                *p,
+                if judges(scn, *p) {
+                    *v
+                } else {
+                    Verdict::NotApplicable
+                },
+            )
+        })
+        .collect()
 }
 
 fn is_list_changed(method: &str) -> bool {

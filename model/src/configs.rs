@@ -191,6 +191,7 @@ fn must_reach(name: &str) -> &'static [Situation] {
             CutWithChangePending,
         ],
         "reference-errors" => &[CallRefusedAsGone, CallFailedOtherwise],
+        "reference-known-tools" => &[CallInFlightDuringRemoval],
         "reference-cluster" => &[NotifyDuringRefresh, BurstDuringRefresh, NodeBehindStore],
         "reference-cluster-migrate" => &[NodeBehindStore, CursorRefusedAfterChange],
         "naive" | "request-id-guard" => &[BurstDuringRefresh, ResponseOvertakesResponse],
@@ -205,6 +206,7 @@ fn must_reach(name: &str) -> &'static [Situation] {
         "cluster-notify-before-visible" => &[NodeBehindStore],
         "notify-on-noop" => &[NotifyDuringRefresh],
         "refresh-on-any-error" => &[CallFailedOtherwise],
+        "two-registries" | "known-tools-survive" => &[NotifyDuringRefresh],
         "reference-burst" | "reference-burst-paced" => &[
             NotifyMidWalk,
             BurstDuringRefresh,
@@ -348,6 +350,22 @@ pub fn all() -> Vec<Config> {
     out.push(cfg(
         s,
         "errors are not changes: a call to a tool being removed is refused as unknown (one re-list of tools, only while the snapshot still lists it), and a call that fails with an internal error starts no refresh",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-known-tools");
+    s.page_size = 0;
+    s.initial = tools(&[("a", "a1"), ("k", "k1")]);
+    s.script = vec![
+        vec![Op::remove(Kind::Tools, "k")],
+        vec![Op::add(Kind::Tools, "c", "c1")],
+    ];
+    let mut s = s.build();
+    s.clients[0].known = vec!["k".into()];
+    s.calls = vec![(0, "k".into()), (0, "c".into())];
+    out.push(cfg(
+        s,
+        "one snapshot for every consumer: the application preloads tool k, which the server then removes, and adds c; calls of k and c at any moment are routed exactly when the published list shows the tool (k before the first list too)",
         &[],
     ));
 
@@ -604,6 +622,32 @@ pub fn all() -> Vec<Config> {
         s,
         "a client that lists tools again after any failed call: a call that fails with an internal error (no list changed) starts a refresh (over stdio)",
         &[ErrorsNotChanges],
+    ));
+
+    let mut s = Spec::bad("two-registries");
+    s.client = ClientStrategy::TwoRegistries;
+    s.page_size = 0;
+    s.script.truncate(1);
+    let mut s = s.build();
+    s.calls = vec![(0, "c".into())];
+    out.push(cfg(
+        s,
+        "a call router with a tool registry of its own, filled once: after c is added and listed, the application's listing shows c and the router refuses to call it",
+        &[ConsumersAgree],
+    ));
+
+    let mut s = Spec::bad("known-tools-survive");
+    s.client = ClientStrategy::KnownToolsSurvive;
+    s.page_size = 0;
+    s.initial = tools(&[("a", "a1"), ("k", "k1")]);
+    s.script = vec![vec![Op::remove(Kind::Tools, "k")]];
+    let mut s = s.build();
+    s.clients[0].known = vec!["k".into()];
+    s.calls = vec![(0, "k".into())];
+    out.push(cfg(
+        s,
+        "preloaded tools that survive every refresh: after the server removes k and the client has listed without it, the router still sends calls of k",
+        &[NoCallToRemoved, ConsumersAgree],
     ));
 
     out

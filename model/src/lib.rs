@@ -180,6 +180,7 @@ impl Model for ListModel {
             always!(Property::ListenThenList),
             always!(Property::NoSpuriousNotify),
             always!(Property::ErrorsNotChanges),
+            always!(Property::ConsumersAgree),
             sometimes!(Situation::NotifyDuringRefresh),
             sometimes!(Situation::NotifyMidWalk),
             sometimes!(Situation::BurstDuringRefresh),

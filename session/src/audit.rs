@@ -201,6 +201,10 @@ fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
             Status::NotApplicable,
             "the server's catalog is not on the wire: a list_changed followed by the same list may announce a change to another context, or one undone since".into(),
         ),
+        Property::ConsumersAgree => (
+            Status::NotApplicable,
+            "what the application's listing shows is not on the wire, and a client may call a tool by a name it knows from elsewhere".into(),
+        ),
         Property::ErrorsNotChanges => (
             Status::NotApplicable,
             "why a client lists again is not on the wire: a list request after a failed call may be the application's or a timer's".into(),

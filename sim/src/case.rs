@@ -487,6 +487,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
                 limits: Limits::default(),
                 pacing: Pacing::default(),
                 calls_by_name: false,
+                known: Vec::new(),
             }
         })
         .collect();

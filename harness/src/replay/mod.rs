@@ -73,7 +73,10 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
         plan.role,
         plan.scenario.era,
     );
-    report.expected = Some(plan.scenario.mask(&plan.trace.expected));
+    report.expected = Some(crate::outcome::as_judged(
+        &plan.scenario,
+        &plan.trace.expected,
+    ));
     report.server = format!("{} ({})", plan.server.adapter.name, plan.server.variant);
     report.client = format!("{} ({})", plan.client.adapter.name, plan.client.variant);
     if let Some(why) = &plan.unsupported {
@@ -237,7 +240,10 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
         }
         report.status = RunStatus::Completed;
     }
-    report.model = Some(ls.world.verdicts(&plan.scenario));
+    report.model = Some(crate::outcome::as_judged(
+        &plan.scenario,
+        &ls.world.verdicts(&plan.scenario),
+    ));
     report.notes.extend(skipped);
     let Lockstep { run, .. } = ls;
     let records = run.finish().await;

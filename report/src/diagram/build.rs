@@ -298,6 +298,14 @@ impl<'a> Builder<'a> {
                 format!("reject call {tool} from c{client} (-32602)"),
                 Tone::Plain,
             ),
+            Event::Routed {
+                client, tool, sent, ..
+            } => Self::note(
+                lines,
+                self.client_lane(*client),
+                format!("router {} {tool}", if *sent { "sends" } else { "refuses" }),
+                Tone::Plain,
+            ),
             Event::CallFailed {
                 client,
                 tool,

@@ -816,13 +816,22 @@ impl Actor {
             let now = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.machine.set_clock(now);
             self.machine.step(input, &mut out);
-            // A failed call is observed with the list requests it made the client send.
-            let failed = listsync_core::world::observe_call_failure(self.machine.id(), &out);
+            // A call's routing, and a failed call with the list requests it made the client
+            // send, are observed from what the step put on the wire.
+            let id = self.machine.id();
+            let routed = if self.settings.client.calls_by_name {
+                None
+            } else {
+                listsync_core::world::observe_call_routing(id, &out)
+            };
+            let failed = listsync_core::world::observe_call_failure(id, &out);
             for o in out {
                 self.carry(o);
             }
-            if let (Some(e), Some(h)) = (failed, &self.settings.history) {
-                h.record(&e);
+            if let Some(h) = &self.settings.history {
+                for e in routed.iter().chain(&failed) {
+                    h.record(e);
+                }
             }
         }
     }
