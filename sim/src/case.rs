@@ -351,6 +351,8 @@ pub mod streams {
     pub const REBUILD: u64 = 6;
     /// Which tool calls fail with an internal error.
     pub const CALL_FAIL: u64 = 7;
+    /// Which called tools the application preloads.
+    pub const KNOWN: u64 = 8;
     /// The environment's timing (batches, calls, cuts, crashes).
     pub const ENV: u64 = 10;
     /// The network (latency, reordering, duplication, loss).
@@ -471,7 +473,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
 
     let mut r = stream(seed, streams::CLIENTS);
     let kind_set: KindSet = kinds.iter().copied().collect();
-    let clients: Vec<ClientConfig> = (0..shape.clients)
+    let mut clients: Vec<ClientConfig> = (0..shape.clients)
         .map(|_| {
             let watch: Vec<Name> = if kind_set.contains(Kind::Resources) && r.random_ratio(1, 2) {
                 vec![pool_name(Kind::Resources, r.random_range(0..POOL)).into()]
@@ -500,6 +502,17 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
             (c, pool_name(Kind::Tools, r.random_range(0..POOL)).into())
         })
         .collect();
+    // The application preloads half of the tools it calls ("known tools"): the router may call
+    // them before the first list, and must let the server's list decide after it.
+    let mut r = stream(seed, streams::KNOWN);
+    for (c, name) in &calls {
+        if let Some(client) = clients.get_mut(*c as usize)
+            && !client.known.contains(name)
+            && r.random_ratio(1, 2)
+        {
+            client.known.push(name.clone());
+        }
+    }
 
     let mut r = stream(seed, streams::AUTH);
     let auth_changes: Vec<(ClientId, AuthCtx)> = (0..shape.auth_changes)

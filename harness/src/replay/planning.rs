@@ -100,6 +100,14 @@ pub fn plan(
         c.pacing = Pacing::OFF;
     }
     let mut unsupported = unsupported(&trace.scenario, &trace.steps);
+    if let Some(p) = trace
+        .shows
+        .filter(|p| !crate::outcome::judges(&trace.scenario, *p))
+    {
+        unsupported.get_or_insert(format!(
+            "the trace shows {p}, which the harness does not judge"
+        ));
+    }
     if let Some(e) = era
         && e != scenario.era
     {
@@ -216,6 +224,12 @@ fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
     }
     if scn.clients.iter().any(|c| !c.watch.is_empty()) {
         return Some("resource content subscriptions are not replayed".into());
+    }
+    if scn.clients.iter().any(|c| !c.known.is_empty()) {
+        return Some(
+            "preloaded (known) tools are not replayed: the harness does not see a client's router"
+                .into(),
+        );
     }
     let scoped = scn
         .initial
