@@ -308,14 +308,7 @@ impl fmt::Display for Event {
                 if relisted.is_empty() {
                     String::new()
                 } else {
-                    format!(
-                        "; it lists {} again",
-                        relisted
-                            .iter()
-                            .map(Kind::as_str)
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    )
+                    format!("; it lists {relisted} again")
                 }
             ),
             Event::Routed {
@@ -329,11 +322,7 @@ impl fmt::Display for Event {
                 client,
                 kinds,
                 cause,
-            } => write!(
-                f,
-                "c{client} woken ({cause:?}) for {}",
-                kinds.iter().map(Kind::as_str).collect::<Vec<_>>().join(",")
-            ),
+            } => write!(f, "c{client} woken ({cause:?}) for {kinds}"),
             Event::RefreshStarted {
                 client,
                 kind,

@@ -140,6 +140,19 @@ impl KindSet {
     }
 }
 
+impl fmt::Display for KindSet {
+    /// The kinds' names, comma-separated.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, k) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(k.as_str())?;
+        }
+        Ok(())
+    }
+}
+
 impl FromIterator<Kind> for KindSet {
     fn from_iter<I: IntoIterator<Item = Kind>>(iter: I) -> Self {
         iter.into_iter().fold(KindSet::EMPTY, KindSet::with)

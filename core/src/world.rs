@@ -1194,7 +1194,7 @@ pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Ev
         } if *e != CallError::NotInSnapshot => Some((name, *auth, e)),
         _ => None,
     })?;
-    let relisted = out
+    let relisted: KindSet = out
         .iter()
         .filter_map(|o| match o {
             ClientOutput::Send(ClientMsg {
@@ -1203,7 +1203,7 @@ pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Ev
             }) => Some(*kind),
             _ => None,
         })
-        .fold(KindSet::EMPTY, KindSet::with);
+        .collect();
     Some(Event::CallFailed {
         client,
         tool: tool.clone(),

@@ -78,6 +78,19 @@ fn failures(events: &[Event]) -> Vec<(bool, bool)> {
         .collect()
 }
 
+/// The administrator removes `a` (its notification stays on the link) and the server takes a
+/// call of `a` (its refusal goes on the link behind the notification).
+fn remove_a_and_call_it(w: &mut World, scn: &Scenario, log: &mut Log) {
+    w.apply(scn, &Step::Mutate { batch: 0 }, log).unwrap();
+    w.apply(scn, &Step::Call { call: 0 }, log).unwrap();
+    let deliver = Step::Deliver {
+        client: 0,
+        link: Link::Up,
+        index: 0,
+    };
+    w.apply(scn, &deliver, log).unwrap();
+}
+
 /// Runs the story: listed; the server removes `a` but the client is not told yet; a call of
 /// `a` is refused as unknown; a call of `b` fails with an internal error; `a` is called again
 /// after the snapshot dropped it. Returns each failure's (gone, relisted) and the world.
@@ -88,18 +101,7 @@ fn story(strategy: ClientStrategy) -> (Vec<(bool, bool)>, World) {
     let mut events = Vec::new();
     // The removal is committed; its notification stays on the link while the call runs.
     let mut log = Log::default();
-    w.apply(&scn, &Step::Mutate { batch: 0 }, &mut log).unwrap();
-    w.apply(&scn, &Step::Call { call: 0 }, &mut log).unwrap();
-    w.apply(
-        &scn,
-        &Step::Deliver {
-            client: 0,
-            link: Link::Up,
-            index: 0,
-        },
-        &mut log,
-    )
-    .unwrap();
+    remove_a_and_call_it(&mut w, &scn, &mut log);
     events.extend(log.events);
     events.extend(step(&mut w, &scn, Step::Call { call: 1 }));
     let mut log = Log::default();
@@ -122,19 +124,8 @@ fn only_a_gone_tool_the_snapshot_still_lists_is_worth_a_relist() {
     let mut w = World::new(&scn);
     settle(&mut w, &scn, &mut Log::default());
     let mut log = Log::default();
-    w.apply(&scn, &Step::Mutate { batch: 0 }, &mut log).unwrap();
-    w.apply(&scn, &Step::Call { call: 0 }, &mut log).unwrap();
     // The call is refused and the removal's notification is lost: the refusal is the news.
-    w.apply(
-        &scn,
-        &Step::Deliver {
-            client: 0,
-            link: Link::Up,
-            index: 0,
-        },
-        &mut log,
-    )
-    .unwrap();
+    remove_a_and_call_it(&mut w, &scn, &mut log);
     w.apply(
         &scn,
         &Step::Drop {

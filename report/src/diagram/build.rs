@@ -321,14 +321,7 @@ impl<'a> Builder<'a> {
                     if relisted.is_empty() {
                         String::new()
                     } else {
-                        format!(
-                            ": lists {} again",
-                            relisted
-                                .iter()
-                                .map(|k| k.as_str())
-                                .collect::<Vec<_>>()
-                                .join(",")
-                        )
+                        format!(": lists {relisted} again")
                     }
                 ),
                 if !*gone && !relisted.is_empty() {
