@@ -68,7 +68,8 @@ pub enum Situation {
     #[serde(rename = "cut_with_change_pending")]
     CutWithChangePending,
     /// The server's "unknown tool" refusal of a call is on its way to a client whose snapshot
-    /// still lists the tool: the error is news of a removal, worth one re-list.
+    /// still lists a tool the administrator has removed (a response does not name its tool): the
+    /// error is news of a removal, worth one re-list.
     #[serde(rename = "call_refused_as_gone")]
     CallRefusedAsGone,
     /// An error that is not a list change (an internal error) answering a tool call is on its
