@@ -62,14 +62,18 @@ fn show(v: &Verdicts) -> String {
 }
 
 /// Why a corpus trace may be out of the harness's reach: several server nodes (the harness
-/// runs one server process); tools the application preloads, or a property the harness does not
-/// judge (`errors_not_changes`, `consumers_agree`: the harness does not see why a client listed,
-/// nor its router). Anything else unsupported is a failure.
+/// runs one server process); tools the application preloads, user approvals, or a property the
+/// harness does not judge (`errors_not_changes`, `consumers_agree`, `approval_not_inherited`:
+/// the harness does not see why a client listed, nor its router, nor its user). Anything else
+/// unsupported is a failure.
 fn out_of_scope(t: &Trace) -> bool {
     t.scenario.cluster.is_some()
-        || t.scenario.clients.iter().any(|c| !c.known.is_empty())
+        || t.scenario
+            .clients
+            .iter()
+            .any(|c| !c.known.is_empty() || c.ask_approval)
         || t.shows
-            .is_some_and(|p| matches!(p, Property::ErrorsNotChanges | Property::ConsumersAgree))
+            .is_some_and(|p| !listsync_harness::outcome::judges(&t.scenario, p))
 }
 
 #[tokio::test(flavor = "multi_thread")]

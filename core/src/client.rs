@@ -16,9 +16,11 @@
 //! list) is met with a [`ClientError`] or a back-off and bounded work; the old snapshot is
 //! kept.
 
-use crate::history::{Cause, ClientId, Event, RefreshOutcome, Restart};
+use crate::history::{Cause, ClientId, Event, RefreshOutcome, Restart, Unsettled};
 use crate::strategy::ClientStrategy;
-use crate::vocab::{AuthCtx, Era, Item, ItemList, Kind, KindSet, Name};
+use crate::vocab::{
+    AuthCtx, Era, Item, ItemList, Kind, KindSet, Name, declares_read_only, fingerprint,
+};
 use crate::wire::{
     ClientMsg, Cursor, ErrorReason, Notification, Page, ReqId, Request, Response, RpcError,
     ServerMsg, SubId,
@@ -185,6 +187,12 @@ pub struct ClientConfig {
     /// server does not list is gone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub known: Vec<Name>,
+    /// The application asks the user to approve tools with side effects (every tool whose
+    /// definition does not declare itself read-only) before they run: a call of one goes out
+    /// only under the user's approval of the definition the published list shows, and waits
+    /// while the tool list is unsettled (docs/design.md, "Approval is never inherited").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ask_approval: bool,
 }
 
 impl ClientConfig {
@@ -200,6 +208,7 @@ impl ClientConfig {
             pacing: Pacing::default(),
             calls_by_name: false,
             known: Vec::new(),
+            ask_approval: false,
         }
     }
 }
@@ -383,6 +392,8 @@ pub enum ClientInput {
     SetAuth(AuthCtx),
     /// The application calls a tool.
     CallTool(Name),
+    /// The user approves a tool as the published tool list shows it now (its definition).
+    Approve(Name),
 }
 
 /// Something the client machine asks its driver to do, or reports.
@@ -456,6 +467,12 @@ pub enum CallError {
     Rpc(RpcError),
     /// The call was lost in transport.
     Transport(Arc<str>),
+    /// The tool may have side effects and the user has not approved the definition the client
+    /// lists for it (never, or an earlier one); nothing was sent.
+    NeedsApproval,
+    /// The tool may have side effects and the tool list is known to be out of date (a change was
+    /// announced and listing it again failed); nothing was sent.
+    ListOutOfDate,
 }
 
 /// The client catalog machine.
@@ -476,6 +493,13 @@ pub struct CatalogClient {
     /// (`two-registries` only) the call router's own copy of the tool list: the first one
     /// published, never updated.
     router: Option<ItemList>,
+    /// (`ask_approval`) the user's approvals: tool name and definition fingerprint
+    /// (`approval-by-name`: fingerprint 0, any definition).
+    approved: BTreeSet<(Name, u64)>,
+    /// (`ask_approval`) whether the tool list is unsettled.
+    unsettled: Option<Unsettled>,
+    /// (`ask_approval`) calls of tools with side effects that wait for the tool list to settle.
+    paused: Vec<(Name, AuthCtx)>,
     /// The driver's clock, µs (only ever moves forward; stays 0 where time is not modelled).
     now: u64,
 }
@@ -497,6 +521,9 @@ impl CatalogClient {
             honoured: KindSet::EMPTY,
             contents: BTreeMap::new(),
             router: None,
+            approved: BTreeSet::new(),
+            unsettled: None,
+            paused: Vec::new(),
             now: 0,
         }
     }
@@ -650,6 +677,48 @@ impl CatalogClient {
 
     /// Steps the machine with one input, appending outputs to `out`.
     pub fn step(&mut self, input: ClientInput, out: &mut Vec<ClientOutput>) {
+        if !self.cfg.ask_approval {
+            return self.step_input(input, out);
+        }
+        if let ClientInput::Receive(ServerMsg::Notification(Notification::ListChanged {
+            kind, ..
+        })) = &input
+            && kind.notification_group().contains(&Kind::Tools)
+        {
+            self.unsettled = Some(Unsettled::Told);
+        }
+        let from = out.len();
+        self.step_input(input, out);
+        self.settle(from, out);
+    }
+
+    /// The approval gate's bookkeeping after a step whose outputs begin at `from`: fold the
+    /// step's walk events into the tool list's settledness; once it settles, the waiting calls
+    /// are decided afresh against the list now published; if the walk after the change failed,
+    /// they fail (the list is known to be out of date).
+    fn settle(&mut self, from: usize, out: &mut Vec<ClientOutput>) {
+        let before = self.unsettled;
+        for o in &out[from..] {
+            if let ClientOutput::Event(e) = o {
+                self.unsettled = Unsettled::after(self.unsettled, e);
+            }
+        }
+        let failed = matches!(before, Some(Unsettled::Walking(_)))
+            && self.unsettled == Some(Unsettled::Told);
+        if self.paused.is_empty() || !(failed || self.unsettled.is_none()) {
+            return;
+        }
+        for (name, auth) in std::mem::take(&mut self.paused) {
+            if failed {
+                let result = Err(CallError::ListOutOfDate);
+                out.push(ClientOutput::CallDone { name, auth, result });
+            } else {
+                self.call(name, out);
+            }
+        }
+    }
+
+    fn step_input(&mut self, input: ClientInput, out: &mut Vec<ClientOutput>) {
         match input {
             ClientInput::Start => self.start(out),
             ClientInput::Receive(msg) => self.receive(msg, out),
@@ -692,32 +761,119 @@ impl CatalogClient {
                     }
                 }
             }
-            ClientInput::CallTool(name) => {
-                if self.phase != Phase::Ready {
-                    out.push(ClientOutput::CallDone {
-                        name,
-                        auth: self.auth,
-                        result: Err(CallError::Transport("not connected".into())),
-                    });
-                    return;
-                }
-                if self.cfg.calls_by_name || self.routes(&name) {
-                    let auth = self.auth;
-                    self.send(
-                        Request::CallTool { name: name.clone() },
-                        auth,
-                        Pending::Call(name, auth),
-                        out,
-                    );
-                } else {
-                    out.push(ClientOutput::CallDone {
-                        name,
-                        auth: self.auth,
-                        result: Err(CallError::NotInSnapshot),
-                    });
+            ClientInput::CallTool(name) => self.call(name, out),
+            ClientInput::Approve(name) => {
+                let def = self.listed_def(&name);
+                if let Some(def) = def {
+                    let fp = if self.cfg.strategy == ClientStrategy::ApprovalByName {
+                        0
+                    } else {
+                        fingerprint(&def)
+                    };
+                    self.approved.insert((name, fp));
                 }
             }
         }
+    }
+
+    /// (`ask_approval`) The tools the published list shows that the user must approve before
+    /// they can be called: those with side effects whose listed definition has no approval (a
+    /// changed definition needs approving again).
+    pub fn needs_approval(&self) -> Vec<Name> {
+        if !self.cfg.ask_approval {
+            return Vec::new();
+        }
+        let Some(s) = self.snapshot(Kind::Tools) else {
+            return Vec::new();
+        };
+        s.items
+            .iter()
+            .filter(|i| !declares_read_only(&i.def) && !self.is_approved(&i.name, &i.def))
+            .map(|i| i.name.clone())
+            .collect()
+    }
+
+    fn is_approved(&self, name: &Name, def: &str) -> bool {
+        if self.cfg.strategy == ClientStrategy::ApprovalByName {
+            self.approved.iter().any(|(n, _)| n == name)
+        } else {
+            self.approved.contains(&(name.clone(), fingerprint(def)))
+        }
+    }
+
+    /// (`ask_approval`) Whether the published tool list shows, for some tool the user approved,
+    /// a definition other than the approved one: a call of it now needs approving again.
+    pub fn approval_outdated(&self) -> bool {
+        let Some(s) = self.snapshot(Kind::Tools) else {
+            return false;
+        };
+        self.approved.iter().any(|(name, fp)| {
+            s.items
+                .iter()
+                .any(|i| i.name == *name && fingerprint(&i.def) != *fp)
+        })
+    }
+
+    /// The calls waiting for the tool list to settle.
+    pub fn paused_calls(&self) -> usize {
+        self.paused.len()
+    }
+
+    /// The definition the published tool list shows for `name`.
+    fn listed_def(&self, name: &Name) -> Option<Arc<str>> {
+        let s = self.snapshot(Kind::Tools)?;
+        s.items
+            .iter()
+            .find(|i| i.name == *name)
+            .map(|i| i.def.clone())
+    }
+
+    /// The application calls a tool: the router decides whether it goes out; then, if the
+    /// application asks for approvals and the tool may have side effects, the approval gate
+    /// (docs/design.md, "Approval is never inherited"): the call waits while the tool list is
+    /// unsettled, and goes out only under an approval of the definition the list shows.
+    fn call(&mut self, name: Name, out: &mut Vec<ClientOutput>) {
+        let auth = self.auth;
+        let refuse = |name, error, out: &mut Vec<ClientOutput>| {
+            let result = Err(error);
+            out.push(ClientOutput::CallDone { name, auth, result });
+        };
+        if self.phase != Phase::Ready {
+            return refuse(name, CallError::Transport("not connected".into()), out);
+        }
+        if !(self.cfg.calls_by_name || self.routes(&name)) {
+            return refuse(name, CallError::NotInSnapshot, out);
+        }
+        if self.cfg.ask_approval {
+            let def = self.listed_def(&name);
+            let effects = def.as_deref().is_none_or(|d| !declares_read_only(d));
+            let by_name = self.cfg.strategy == ClientStrategy::ApprovalByName;
+            if effects && !by_name && self.unsettled.is_some() {
+                if self.unsettled == Some(Unsettled::Told) && !self.walk_coming(Kind::Tools) {
+                    return refuse(name, CallError::ListOutOfDate, out);
+                }
+                self.paused.push((name, auth));
+                return;
+            }
+            let approved = def.is_some_and(|d| self.is_approved(&name, &d));
+            if effects && !approved {
+                return refuse(name, CallError::NeedsApproval, out);
+            }
+        }
+        self.send(
+            Request::CallTool { name: name.clone() },
+            auth,
+            Pending::Call(name, auth),
+            out,
+        );
+    }
+
+    /// Whether a walk of `kind` under the current context is running, held by pacing or
+    /// waiting for a retry: the list will be listed again without a further wake-up.
+    fn walk_coming(&self, kind: Kind) -> bool {
+        self.lists
+            .get(&(kind, self.auth))
+            .is_some_and(|l| l.flight.is_running() || l.held.is_some() || l.armed)
     }
 
     fn start(&mut self, out: &mut Vec<ClientOutput>) {
@@ -753,6 +909,14 @@ impl CatalogClient {
     fn disconnected(&mut self, out: &mut Vec<ClientOutput>) {
         self.phase = Phase::Offline;
         self.sub = None;
+        for (name, auth) in std::mem::take(&mut self.paused) {
+            let lost = Err(CallError::Transport("connection lost".into()));
+            out.push(ClientOutput::CallDone {
+                name,
+                auth,
+                result: lost,
+            });
+        }
         for (_, p) in std::mem::take(&mut self.pending) {
             if let Pending::Call(name, auth) = p {
                 let lost = Err(CallError::Transport("connection lost".into()));

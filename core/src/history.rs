@@ -143,6 +143,28 @@ pub enum Event {
         auth: AuthCtx,
         /// Whether a `tools/call` was sent.
         sent: bool,
+        /// Whether the client's application asks the user to approve tools with side effects
+        /// (its configuration, which the world knows: `approval_not_inherited` judges it).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        approval: bool,
+    },
+    /// The user approved a tool as the client's published tool list shows it now (the
+    /// definition there is what the approval is of).
+    Approved {
+        /// Client.
+        client: ClientId,
+        /// Tool name.
+        tool: Name,
+        /// Authorization context the client was in.
+        auth: AuthCtx,
+    },
+    /// A `list_changed` of `kind` reached a client whose application asks the user to approve
+    /// tools with side effects (the delivery, observed where the client reads its connection).
+    NoticeReceived {
+        /// Client.
+        client: ClientId,
+        /// Notification group.
+        kind: Kind,
     },
     /// A client woke up for a reason that may warrant a refresh.
     Woken {
@@ -223,6 +245,51 @@ pub enum Event {
         /// The (client, kind, authorization context) snapshots expected to have converged.
         expect: Vec<(ClientId, Kind, AuthCtx)>,
     },
+}
+
+/// Whether a client's tool list is unsettled: the client has been told the list changed and no
+/// walk of it that began after the notice has ended well (docs/design.md, "Approval is never
+/// inherited"). A call of a tool with side effects waits while it is. The client machine and the
+/// monitor fold the same events through [`Unsettled::after`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Unsettled {
+    /// Told of a change; no walk of the tool list has begun since.
+    Told,
+    /// Walk `refresh` of the tool list began (or began again) after the notice: the list settles
+    /// when it ends with its result published or found current.
+    Walking(u32),
+}
+
+impl Unsettled {
+    /// The state after client event `e` (None: settled). A walk that ends failed leaves the list
+    /// told of a change it has not fetched.
+    pub fn after(state: Option<Unsettled>, e: &Event) -> Option<Unsettled> {
+        match (state, e) {
+            (
+                Some(Unsettled::Told),
+                Event::RefreshStarted {
+                    kind: Kind::Tools,
+                    refresh,
+                    ..
+                }
+                | Event::WalkRestarted {
+                    kind: Kind::Tools,
+                    refresh,
+                    ..
+                },
+            ) => Some(Unsettled::Walking(*refresh)),
+            (
+                Some(Unsettled::Walking(r)),
+                Event::RefreshEnded {
+                    kind: Kind::Tools,
+                    refresh,
+                    outcome,
+                    ..
+                },
+            ) if r == *refresh => (*outcome == RefreshOutcome::Failed).then_some(Unsettled::Told),
+            (s, _) => s,
+        }
+    }
 }
 
 impl Event {
@@ -318,6 +385,12 @@ impl fmt::Display for Event {
                 "c{client} {} a call of {tool}",
                 if *sent { "routes" } else { "refuses" }
             ),
+            Event::Approved { client, tool, .. } => {
+                write!(f, "the user approves {tool} as c{client} lists it")
+            }
+            Event::NoticeReceived { client, kind } => {
+                write!(f, "c{client} receives a {kind} list_changed")
+            }
             Event::Woken {
                 client,
                 kinds,

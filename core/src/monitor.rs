@@ -6,11 +6,14 @@
 //! Lists are compared by [`Digest`] (order-independent), so a client that reorders items is not
 //! torn, while a missing, extra or differently defined item is.
 
-use crate::history::{Cause, ClientId, Event, RefreshOutcome};
+use crate::history::{Cause, ClientId, Event, RefreshOutcome, Unsettled};
 use crate::property::{Property, Verdict, Verdicts};
-use crate::vocab::{AuthCtx, Catalog, Digest, Item, Kind, KindSet, Name, Scope};
+use crate::vocab::{
+    AuthCtx, Catalog, Digest, Entry, Item, Kind, KindSet, Name, Scope, declares_read_only,
+    fingerprint,
+};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -57,6 +60,11 @@ pub struct Monitor {
     /// that kind under that context was served at (dated by the observer). The contexts a session
     /// listed under, and what it last knew of each list.
     listed: BTreeMap<(ClientId, Kind, AuthCtx), u64>,
+    /// The user's approvals: client, tool, and the fingerprint of the definition the client's
+    /// published list showed when the user approved it.
+    approvals: BTreeSet<(ClientId, Name, u64)>,
+    /// Clients (whose application asks for approvals) whose tool list is unsettled.
+    unsettled: BTreeMap<ClientId, Unsettled>,
     first: [Option<Arc<str>>; Property::ALL.len()],
     observed: usize,
     /// Per (kind, auth): the range of committed versions whose visible list has each digest;
@@ -105,6 +113,8 @@ impl PartialEq for Monitor {
             && self.acked_unlisted == o.acked_unlisted
             && self.windows == o.windows
             && self.listed == o.listed
+            && self.approvals == o.approvals
+            && self.unsettled == o.unsettled
             && self.first == o.first
     }
 }
@@ -119,6 +129,8 @@ impl Hash for Monitor {
         self.acked_unlisted.hash(h);
         self.windows.hash(h);
         self.listed.hash(h);
+        self.approvals.hash(h);
+        self.unsettled.hash(h);
         self.first.hash(h);
     }
 }
@@ -220,16 +232,49 @@ impl Monitor {
     /// Whether client `c`'s last published tool list under `auth` lists `tool`, read off the
     /// committed versions it matched. None when unknown: nothing published, or a torn snapshot.
     fn published_lists(&self, c: ClientId, tool: &Name, auth: AuthCtx) -> Option<bool> {
+        self.published_entry(c, tool, auth).map(|e| e.is_some())
+    }
+
+    /// The entry client `c`'s last published tool list under `auth` shows for `tool` (None
+    /// inside: it does not list it), read off the committed versions it matched. None when
+    /// unknown: nothing published, or a torn snapshot.
+    fn published_entry(&self, c: ClientId, tool: &Name, auth: AuthCtx) -> Option<Option<&Entry>> {
         let (_, Some((_, hi))) = self.keys.get(&(c, Kind::Tools, auth))?.last? else {
             return None;
         };
-        let i = self.commits.binary_search_by_key(&hi, |(v, _)| *v).ok()?;
+        let cat = self.catalog_at(hi)?;
         Some(
-            self.commits[i]
-                .1
-                .get(Kind::Tools, tool)
-                .is_some_and(|e| e.scope.visible_to(auth)),
+            cat.get(Kind::Tools, tool)
+                .filter(|e| e.scope.visible_to(auth)),
         )
+    }
+
+    /// approval_not_inherited: why client `c`'s call of `tool` under `auth`, which went out,
+    /// breaks the rule, or None. A tool whose published definition declares itself read-only
+    /// needs nothing; any other call needs the tool list settled and, where the published
+    /// definition is known, the user's approval of exactly it.
+    fn approval_breach(&self, c: ClientId, tool: &Name, auth: AuthCtx) -> Option<String> {
+        let entry = self.published_entry(c, tool, auth);
+        if let Some(Some(e)) = entry
+            && declares_read_only(&e.def)
+        {
+            return None;
+        }
+        if self.unsettled.contains_key(&c) {
+            return Some(format!(
+                "c{c} sent a call of {tool}, which may have side effects, while told its tool list changed and before listing it again"
+            ));
+        }
+        let Some(Some(e)) = entry else {
+            return None;
+        };
+        let fp = fingerprint(&e.def);
+        (!self.approvals.contains(&(c, tool.clone(), fp))).then(|| {
+            format!(
+                "c{c} sent a call of {tool} (definition {}) under no approval of that definition",
+                e.def
+            )
+        })
     }
 
     /// Renames clients: `map[old] = new` (for symmetry reduction over interchangeable clients).
@@ -262,6 +307,12 @@ impl Monitor {
                 .iter()
                 .map(|((c, k, a), v)| ((m(c), *k, *a), *v))
                 .collect(),
+            approvals: self
+                .approvals
+                .iter()
+                .map(|(c, n, f)| (m(c), n.clone(), *f))
+                .collect(),
+            unsettled: self.unsettled.iter().map(|(c, u)| (m(c), *u)).collect(),
             first: self.first.clone(),
             observed: self.observed,
             memo: self.memo.clone(),
@@ -293,11 +344,27 @@ impl Monitor {
                 (k, a, v).hash(h);
             }
         }
+        for (cc, n, f) in &self.approvals {
+            if *cc == c {
+                (n, f).hash(h);
+            }
+        }
+        self.unsettled.get(&c).hash(h);
     }
 
     /// Folds one event; returns the violations it shows.
     pub fn observe(&mut self, e: &Event) -> Vec<Violation> {
         let mut out = Vec::new();
+        if let Event::RefreshStarted { client, .. }
+        | Event::WalkRestarted { client, .. }
+        | Event::RefreshEnded { client, .. } = e
+            && let Some(u) = self.unsettled.get(client).copied()
+        {
+            match Unsettled::after(Some(u), e) {
+                Some(u) => self.unsettled.insert(*client, u),
+                None => self.unsettled.remove(client),
+            };
+        }
         match e {
             Event::Committed { version, catalog } => {
                 if let Some((last, _)) = self.commits.last()
@@ -404,12 +471,30 @@ impl Monitor {
                     self.flag(&mut out, Property::ErrorsNotChanges, why);
                 }
             }
+            Event::Approved { client, tool, auth } => {
+                if let Some(Some(entry)) = self.published_entry(*client, tool, *auth) {
+                    let fp = fingerprint(&entry.def);
+                    self.approvals.insert((*client, tool.clone(), fp));
+                }
+            }
+            Event::NoticeReceived { client, kind } => {
+                if kind.notification_group().contains(&Kind::Tools) {
+                    self.unsettled.insert(*client, Unsettled::Told);
+                }
+            }
             Event::Routed {
                 client,
                 tool,
                 auth,
                 sent,
+                approval,
             } => {
+                if *sent
+                    && *approval
+                    && let Some(why) = self.approval_breach(*client, tool, *auth)
+                {
+                    self.flag(&mut out, Property::ApprovalNotInherited, why);
+                }
                 let listed = self.published_lists(*client, tool, *auth);
                 if let Some(listed) = listed
                     && listed != *sent

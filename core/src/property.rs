@@ -51,11 +51,17 @@ pub enum Property {
     /// exactly when the application's listing shows the tool.
     #[serde(rename = "consumers_agree")]
     ConsumersAgree,
+    /// Approval is never inherited: a client whose application asks the user to approve tools
+    /// with side effects sends a call of such a tool only under the user's approval of exactly
+    /// the definition its published list shows, and not while it has been told the tool list
+    /// changed and has not listed it again since.
+    #[serde(rename = "approval_not_inherited")]
+    ApprovalNotInherited,
 }
 
 impl Property {
     /// Every property, in report order.
-    pub const ALL: [Property; 12] = [
+    pub const ALL: [Property; 13] = [
         Property::NoTornSnapshot,
         Property::NoStaleOverwrite,
         Property::Converges,
@@ -68,6 +74,7 @@ impl Property {
         Property::NoSpuriousNotify,
         Property::ErrorsNotChanges,
         Property::ConsumersAgree,
+        Property::ApprovalNotInherited,
     ];
 
     /// The fixed name.
@@ -85,6 +92,7 @@ impl Property {
             Property::NoSpuriousNotify => "no_spurious_notify",
             Property::ErrorsNotChanges => "errors_not_changes",
             Property::ConsumersAgree => "consumers_agree",
+            Property::ApprovalNotInherited => "approval_not_inherited",
         }
     }
 
@@ -103,6 +111,7 @@ impl Property {
             Property::NoSpuriousNotify => "quiet",
             Property::ErrorsNotChanges => "errors",
             Property::ConsumersAgree => "agree",
+            Property::ApprovalNotInherited => "approve",
         }
     }
 
@@ -175,7 +184,8 @@ mod tests {
                 "listen_then_list",
                 "no_spurious_notify",
                 "errors_not_changes",
-                "consumers_agree"
+                "consumers_agree",
+                "approval_not_inherited"
             ]
         );
         for p in Property::ALL {

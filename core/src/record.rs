@@ -196,6 +196,13 @@ pub enum Note {
         /// Tool.
         name: Name,
     },
+    /// The user approved a tool as the client lists it.
+    UserApproves {
+        /// Client.
+        client: ClientId,
+        /// Tool.
+        name: Name,
+    },
     /// A client's cached list ran out of `ttlMs`.
     TtlRunsOut {
         /// Client.
@@ -235,6 +242,7 @@ impl Note {
             | Note::CallFails { client: c, .. }
             | Note::AuthSwitch { client: c, .. }
             | Note::AppCalls { client: c, .. }
+            | Note::UserApproves { client: c, .. }
             | Note::TtlRunsOut { client: c, .. }
             | Note::ConnectionCut { client: c }
             | Note::Reconnects { client: c } => Some(*c),
@@ -321,6 +329,7 @@ impl fmt::Display for Note {
             }
             Note::AuthSwitch { client, auth } => write!(f, "c{client} switches to {auth}"),
             Note::AppCalls { client, name } => write!(f, "c{client} application calls {name}"),
+            Note::UserApproves { client, name } => write!(f, "c{client} user approves {name}"),
             Note::TtlRunsOut { client, kind } => write!(f, "c{client} {kind} ttl runs out"),
             Note::ConnectionCut { client } => write!(f, "c{client} connection cut"),
             Note::Reconnects { client } => write!(f, "c{client} reconnects"),

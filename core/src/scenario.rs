@@ -66,6 +66,10 @@ pub struct Scenario {
     /// Tool calls the applications make, each at any moment.
     #[serde(default)]
     pub calls: Vec<(ClientId, Name)>,
+    /// Approvals the users give (a client and a tool, approved as that client lists it then),
+    /// each at any moment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<(ClientId, Name)>,
     /// Fault budgets.
     #[serde(default)]
     pub faults: Faults,
@@ -155,6 +159,9 @@ impl Scenario {
             Property::NoCallToRemoved | Property::ErrorsNotChanges | Property::ConsumersAgree => {
                 !self.calls.is_empty()
             }
+            Property::ApprovalNotInherited => {
+                !self.calls.is_empty() && self.clients.iter().any(|c| c.ask_approval)
+            }
             _ => true,
         }
     }
@@ -226,8 +233,15 @@ impl Scenario {
                 ));
             }
         }
-        if self.calls.len() > usize::from(u8::MAX) + 1 {
-            return Err("at most 256 scripted tool calls".into());
+        if let Some((c, _)) = self.approvals.iter().find(|(c, _)| *c as usize >= n) {
+            return Err(format!(
+                "approval by the user of client {c}, but there are only {n} clients"
+            ));
+        }
+        if self.calls.len() > usize::from(u8::MAX) + 1
+            || self.approvals.len() > usize::from(u8::MAX) + 1
+        {
+            return Err("at most 256 scripted tool calls and 256 approvals".into());
         }
         if self.script.len() > usize::from(u8::MAX) + 1
             || self.auth_changes.len() > usize::from(u8::MAX) + 1

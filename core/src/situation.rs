@@ -76,11 +76,20 @@ pub enum Situation {
     /// way to a client: it must not start a refresh.
     #[serde(rename = "call_failed_otherwise")]
     CallFailedOtherwise,
+    /// A client's published tool list shows a tool the user approved with a definition other
+    /// than the approved one (changed, or a new tool under a removed one's name): a call now
+    /// would run what the user never approved.
+    #[serde(rename = "approved_definition_changed")]
+    ApprovedDefinitionChanged,
+    /// A client holds an application's call of a tool with side effects, waiting for its tool
+    /// list to settle after a change was announced.
+    #[serde(rename = "call_waits_for_settle")]
+    CallWaitsForSettle,
 }
 
 impl Situation {
     /// Every situation, in report order.
-    pub const ALL: [Situation; 15] = [
+    pub const ALL: [Situation; 17] = [
         Situation::NotifyDuringRefresh,
         Situation::NotifyMidWalk,
         Situation::BurstDuringRefresh,
@@ -96,6 +105,8 @@ impl Situation {
         Situation::CutWithChangePending,
         Situation::CallRefusedAsGone,
         Situation::CallFailedOtherwise,
+        Situation::ApprovedDefinitionChanged,
+        Situation::CallWaitsForSettle,
     ];
 
     /// The fixed name.
@@ -116,6 +127,8 @@ impl Situation {
             Situation::CutWithChangePending => "cut_with_change_pending",
             Situation::CallRefusedAsGone => "call_refused_as_gone",
             Situation::CallFailedOtherwise => "call_failed_otherwise",
+            Situation::ApprovedDefinitionChanged => "approved_definition_changed",
+            Situation::CallWaitsForSettle => "call_waits_for_settle",
         }
     }
 
@@ -244,6 +257,8 @@ impl Situation {
             Situation::CallFailedOtherwise => clients
                 .into_iter()
                 .any(|c| error_to(w, c, |r| matches!(r, ErrorReason::Other(_)))),
+            Situation::ApprovedDefinitionChanged => w.clients.iter().any(|c| c.approval_outdated()),
+            Situation::CallWaitsForSettle => w.clients.iter().any(|c| c.paused_calls() > 0),
         }
     }
 }

@@ -50,6 +50,11 @@ pub enum ClientStrategy {
     /// router still sends calls to it.
     #[serde(rename = "known-tools-survive")]
     KnownToolsSurvive,
+    /// Keeps the user's approvals by tool name alone and calls at once while a change is
+    /// announced: a tool whose definition changed (or a new tool reusing a removed one's name)
+    /// runs under the approval of the old definition (the "rug pull").
+    #[serde(rename = "approval-by-name")]
+    ApprovalByName,
 }
 
 /// How a server applies mutations, paginates, notifies and dispatches.
@@ -129,6 +134,7 @@ names!(
     RefreshOnAnyError = "refresh-on-any-error",
     TwoRegistries = "two-registries",
     KnownToolsSurvive = "known-tools-survive",
+    ApprovalByName = "approval-by-name",
 );
 
 names!(
@@ -160,6 +166,7 @@ impl ClientStrategy {
             ClientStrategy::RefreshOnAnyError => Some(Property::ErrorsNotChanges),
             ClientStrategy::TwoRegistries => Some(Property::ConsumersAgree),
             ClientStrategy::KnownToolsSurvive => Some(Property::NoCallToRemoved),
+            ClientStrategy::ApprovalByName => Some(Property::ApprovalNotInherited),
         }
     }
 
@@ -173,6 +180,7 @@ impl ClientStrategy {
                 | ClientStrategy::RefreshOnAnyError
                 | ClientStrategy::TwoRegistries
                 | ClientStrategy::KnownToolsSurvive
+                | ClientStrategy::ApprovalByName
         )
     }
 }

@@ -280,10 +280,23 @@ impl Item {
 
     /// A stable 64-bit fingerprint of the definition.
     pub fn fingerprint(&self) -> u64 {
-        let mut h = Fnv::default();
-        self.def.hash(&mut h);
-        h.finish()
+        fingerprint(&self.def)
     }
+}
+
+/// A stable 64-bit fingerprint of a definition: what a user's approval of a tool is keyed by
+/// (with the tool's name), so that a changed definition is a different thing to approve.
+pub fn fingerprint(def: &str) -> u64 {
+    let mut h = Fnv::default();
+    def.hash(&mut h);
+    h.finish()
+}
+
+/// Whether a tool definition declares itself read-only (`annotations.readOnlyHint: true` in
+/// its canonical JSON). Every other tool may have side effects: MCP's default for a tool
+/// without annotations is "not read-only", so calls of it are the ones a user approves.
+pub fn declares_read_only(def: &str) -> bool {
+    def.contains("\"readOnlyHint\":true")
 }
 
 /// An immutable list of items, as served or published. Cheap to clone.

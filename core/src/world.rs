@@ -112,6 +112,12 @@ pub enum Step {
         /// Index in the scenario's calls.
         call: u8,
     },
+    /// The user approves a tool as a client's published list shows it (scripted approval
+    /// `approval`).
+    Approve {
+        /// Index in the scenario's approvals.
+        approval: u8,
+    },
     /// The tool call at `index` of a client's request link fails with an internal error in the
     /// server's place (the server never sees it): an error that is not a list change.
     FailCall {
@@ -214,6 +220,7 @@ impl fmt::Display for Step {
             Step::Drop { client, link } => write!(f, "lose head of {link:?} of c{client}"),
             Step::SetAuth { change } => write!(f, "auth change {change}"),
             Step::Call { call } => write!(f, "tool call {call}"),
+            Step::Approve { approval } => write!(f, "user approval {approval}"),
             Step::FailCall { client, index } => {
                 write!(f, "fail the call at Up[{index}] of c{client}")
             }
@@ -269,6 +276,8 @@ pub struct World {
     pub next_auth: u8,
     /// Scripted calls made.
     pub calls_done: BTreeSet<u8>,
+    /// Scripted approvals given.
+    pub approvals_done: BTreeSet<u8>,
     /// Faults used: duplicates, drops, disconnects, failed calls.
     pub used: [u32; 4],
     /// Clients whose connection is cut.
@@ -313,6 +322,7 @@ impl World {
             next_batch: 0,
             next_auth: 0,
             calls_done: BTreeSet::new(),
+            approvals_done: BTreeSet::new(),
             used: [0; 4],
             cut: BTreeSet::new(),
             monitor: Monitor::new(),
@@ -428,10 +438,11 @@ impl World {
         let mut out = Vec::new();
         self.clients[c as usize].step(input, &mut out);
         let failed = observe_call_failure(c, &out);
-        let routed = if scn.clients[c as usize].calls_by_name {
-            None // the application decides, not the router
+        let cfg = &scn.clients[c as usize];
+        let routed = if cfg.calls_by_name {
+            Vec::new() // the application decides, not the router
         } else {
-            observe_call_routing(c, &out)
+            observe_call_routing(c, cfg.ask_approval, &out)
         };
         for o in out {
             match o {
@@ -690,6 +701,7 @@ impl World {
             next_batch: self.next_batch,
             next_auth: self.next_auth,
             calls_done: self.calls_done.clone(),
+            approvals_done: self.approvals_done.clone(),
             used: self.used,
             cut,
             monitor: self.monitor.relabel(&map),
@@ -782,6 +794,11 @@ impl World {
         for i in (0..scn.calls.len()).map(|i| i as u8) {
             if !self.calls_done.contains(&i) {
                 steps.push(Step::Call { call: i });
+            }
+        }
+        for i in (0..scn.approvals.len()).map(|i| i as u8) {
+            if !self.approvals_done.contains(&i) {
+                steps.push(Step::Approve { approval: i });
             }
         }
         for (ci, c) in self.clients.iter().enumerate() {
@@ -1037,6 +1054,12 @@ impl World {
                         client,
                         msg: msg.clone(),
                     });
+                    if let ServerMsg::Notification(Notification::ListChanged { kind, .. }) = &msg
+                        && scn.clients[client as usize].ask_approval
+                    {
+                        let kind = *kind;
+                        self.observe(&Event::NoticeReceived { client, kind }, rec);
+                    }
                     self.client_step(scn, client, ClientInput::Receive(msg), rec);
                 }
             }
@@ -1127,6 +1150,29 @@ impl World {
                 });
                 self.client_step(scn, c, ClientInput::CallTool(name), rec);
             }
+            Step::Approve { approval } => {
+                let (c, name) = scn
+                    .approvals
+                    .get(usize::from(approval))
+                    .cloned()
+                    .ok_or_else(|| format!("the scenario has no approval {approval}"))?;
+                client_ok(c)?;
+                if !self.approvals_done.insert(approval) {
+                    return Err(format!("approval {approval} was already given"));
+                }
+                note(rec, || Note::UserApproves {
+                    client: c,
+                    name: name.clone(),
+                });
+                let auth = self.clients[c as usize].auth();
+                let e = Event::Approved {
+                    client: c,
+                    tool: name.clone(),
+                    auth,
+                };
+                self.observe(&e, rec);
+                self.client_step(scn, c, ClientInput::Approve(name), rec);
+            }
             Step::Retry { client, kind, auth } => {
                 client_ok(client)?;
                 if !self.clients[client as usize].retry_armed(kind, auth) {
@@ -1213,34 +1259,39 @@ pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Ev
     })
 }
 
-/// The observed event of a client's call router deciding on an application's call, from the
-/// outputs of that step of its machine: a `tools/call` on the wire, or the call refused in the
-/// client as not in its list. None when the step decided no call (or the client was not
-/// connected). The world and the runtime observe routing with this one function.
-pub fn observe_call_routing(client: ClientId, out: &[ClientOutput]) -> Option<Event> {
-    out.iter().find_map(|o| match o {
-        ClientOutput::Send(ClientMsg {
-            req: Request::CallTool { name },
-            auth,
-            ..
-        }) => Some(Event::Routed {
-            client,
-            tool: name.clone(),
-            auth: *auth,
-            sent: true,
-        }),
-        ClientOutput::CallDone {
-            name,
-            auth,
-            result: Err(CallError::NotInSnapshot),
-        } => Some(Event::Routed {
-            client,
-            tool: name.clone(),
-            auth: *auth,
-            sent: false,
-        }),
-        _ => None,
-    })
+/// The observed events of a client's call router deciding on the application's calls, from the
+/// outputs of one step of its machine: each `tools/call` on the wire, and each call refused in
+/// the client as not in its list (none for a call refused otherwise, or made while the client
+/// was not connected). `approval`: whether the client's application asks the user to approve
+/// tools with side effects. The world and the runtime observe routing with this one function.
+pub fn observe_call_routing(client: ClientId, approval: bool, out: &[ClientOutput]) -> Vec<Event> {
+    out.iter()
+        .filter_map(|o| match o {
+            ClientOutput::Send(ClientMsg {
+                req: Request::CallTool { name },
+                auth,
+                ..
+            }) => Some(Event::Routed {
+                client,
+                tool: name.clone(),
+                auth: *auth,
+                sent: true,
+                approval,
+            }),
+            ClientOutput::CallDone {
+                name,
+                auth,
+                result: Err(CallError::NotInSnapshot),
+            } => Some(Event::Routed {
+                client,
+                tool: name.clone(),
+                auth: *auth,
+                sent: false,
+                approval,
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// What a list request of `kind` under `auth` would be served by `node` now: a throwaway copy

@@ -34,6 +34,7 @@ fn scenario(strategy: ClientStrategy) -> Scenario {
         script: vec![vec![Op::remove(Kind::Tools, "a")]],
         auth_changes: Vec::new(),
         calls: vec![(0, "a".into()), (0, "b".into()), (0, "a".into())],
+        approvals: Vec::new(),
         faults: Faults {
             call_error: 1,
             drop: 1,

@@ -35,6 +35,7 @@ fn history(routed: &str, sent: bool) -> Vec<Event> {
             tool: routed.into(),
             auth: AuthCtx(0),
             sent,
+            approval: false,
         },
     ]
 }

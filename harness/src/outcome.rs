@@ -257,11 +257,16 @@ impl RunReport {
 }
 
 /// Whether the harness judges `p` on `scn`: an applicable property, except
-/// `errors_not_changes` and `consumers_agree` — the harness does not pair a client's list
-/// requests with the failed call they answer, and SDK clients call tools by name (their router
-/// does not consult their listing).
+/// `errors_not_changes`, `consumers_agree` and `approval_not_inherited` — the harness does not
+/// pair a client's list requests with the failed call they answer, SDK clients call tools by
+/// name (their router does not consult their listing), and a user's approvals are not on the
+/// wire.
 pub fn judges(scn: &Scenario, p: Property) -> bool {
-    scn.applicable(p) && !matches!(p, Property::ErrorsNotChanges | Property::ConsumersAgree)
+    scn.applicable(p)
+        && !matches!(
+            p,
+            Property::ErrorsNotChanges | Property::ConsumersAgree | Property::ApprovalNotInherited
+        )
 }
 
 /// `verdicts` with the properties the harness does not judge on `scn` set to n/a: the shadow

@@ -136,6 +136,7 @@ impl Spec {
             script: self.script,
             auth_changes: Vec::new(),
             calls: Vec::new(),
+            approvals: Vec::new(),
             faults: Faults::default(),
             cluster: None,
         }
@@ -192,6 +193,7 @@ fn must_reach(name: &str) -> &'static [Situation] {
         ],
         "reference-errors" => &[CallRefusedAsGone, CallFailedOtherwise],
         "reference-known-tools" => &[CallInFlightDuringRemoval],
+        "reference-approvals" => &[ApprovedDefinitionChanged, CallWaitsForSettle],
         "reference-cluster" => &[NotifyDuringRefresh, BurstDuringRefresh, NodeBehindStore],
         "reference-cluster-migrate" => &[NodeBehindStore, CursorRefusedAfterChange],
         "naive" | "request-id-guard" => &[BurstDuringRefresh, ResponseOvertakesResponse],
@@ -207,6 +209,7 @@ fn must_reach(name: &str) -> &'static [Situation] {
         "notify-on-noop" => &[NotifyDuringRefresh],
         "refresh-on-any-error" => &[CallFailedOtherwise],
         "two-registries" | "known-tools-survive" => &[NotifyDuringRefresh],
+        "approval-by-name" => &[ApprovedDefinitionChanged],
         "reference-burst" | "reference-burst-paced" => &[
             NotifyMidWalk,
             BurstDuringRefresh,
@@ -366,6 +369,24 @@ pub fn all() -> Vec<Config> {
     out.push(cfg(
         s,
         "one snapshot for every consumer: the application preloads tool k, which the server then removes, and adds c; calls of k and c at any moment are routed exactly when the published list shows the tool (k before the first list too)",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-approvals");
+    s.page_size = 0;
+    s.initial = tools(&[("a", "a1"), ("r", READ_ONLY)]);
+    s.script = vec![
+        vec![Op::update(Kind::Tools, "a", "a2")],
+        vec![Op::remove(Kind::Tools, "a")],
+        vec![Op::add(Kind::Tools, "a", "a3")],
+    ];
+    let mut s = s.build();
+    s.clients[0].ask_approval = true;
+    s.approvals = vec![(0, "a".into())];
+    s.calls = vec![(0, "a".into()), (0, "r".into())];
+    out.push(cfg(
+        s,
+        "approval is never inherited: the user approves tool a (side effects) as listed at any moment, while a's definition changes, a is removed, and a new a takes its name; calls of a and of the read-only r at any moment go out only under an approval of the definition listed, and wait while a change is announced and not yet listed",
         &[],
     ));
 
@@ -650,8 +671,25 @@ pub fn all() -> Vec<Config> {
         &[NoCallToRemoved, ConsumersAgree],
     ));
 
+    let mut s = Spec::bad("approval-by-name");
+    s.client = ClientStrategy::ApprovalByName;
+    s.page_size = 0;
+    s.script = vec![vec![Op::update(Kind::Tools, "a", "a2")]];
+    let mut s = s.build();
+    s.clients[0].ask_approval = true;
+    s.approvals = vec![(0, "a".into())];
+    s.calls = vec![(0, "a".into())];
+    out.push(cfg(
+        s,
+        "approvals kept by tool name: the user approves a, a's definition changes, and a call of a goes out under the old approval (the rug pull), or while the change is announced and not yet listed",
+        &[ApprovalNotInherited],
+    ));
+
     out
 }
+
+/// A tool definition that declares itself read-only (canonical JSON, as rt builds it).
+const READ_ONLY: &str = r#"{"annotations":{"readOnlyHint":true}}"#;
 
 /// Looks a configuration up by name.
 pub fn by_name(name: &str) -> Option<Config> {

@@ -181,6 +181,7 @@ impl Model for ListModel {
             always!(Property::NoSpuriousNotify),
             always!(Property::ErrorsNotChanges),
             always!(Property::ConsumersAgree),
+            always!(Property::ApprovalNotInherited),
             sometimes!(Situation::NotifyDuringRefresh),
             sometimes!(Situation::NotifyMidWalk),
             sometimes!(Situation::BurstDuringRefresh),
@@ -196,6 +197,8 @@ impl Model for ListModel {
             sometimes!(Situation::CutWithChangePending),
             sometimes!(Situation::CallRefusedAsGone),
             sometimes!(Situation::CallFailedOtherwise),
+            sometimes!(Situation::ApprovedDefinitionChanged),
+            sometimes!(Situation::CallWaitsForSettle),
         ]
     }
 

@@ -58,6 +58,7 @@ pub fn storm(pacing: Pacing) -> Scenario {
         script: vec![vec![Op::update(Kind::Tools, "b", "b2")]],
         auth_changes: Vec::new(),
         calls: Vec::new(),
+        approvals: Vec::new(),
         faults: Faults::default(),
         cluster: None,
     }

@@ -18,6 +18,7 @@ const REFERENCE_STATES: &[(&str, usize)] = &[
     ("reference-faults", 9463),
     ("reference-errors", 590),
     ("reference-known-tools", 1469),
+    ("reference-approvals", 19433),
     ("reference-cluster", 722496),
     ("reference-cluster-migrate", 293790),
     ("reference-burst", 864),

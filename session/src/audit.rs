@@ -205,6 +205,10 @@ fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
             Status::NotApplicable,
             "what the application's listing shows is not on the wire, and a client may call a tool by a name it knows from elsewhere".into(),
         ),
+        Property::ApprovalNotInherited => (
+            Status::NotApplicable,
+            "a user's approvals, and what a client's listing shows, are not on the wire".into(),
+        ),
         Property::ErrorsNotChanges => (
             Status::NotApplicable,
             "why a client lists again is not on the wire: a list request after a failed call may be the application's or a timer's".into(),

@@ -353,6 +353,8 @@ pub mod streams {
     pub const CALL_FAIL: u64 = 7;
     /// Which called tools the application preloads.
     pub const KNOWN: u64 = 8;
+    /// Which applications ask for approvals, and which called tools the users approve.
+    pub const APPROVALS: u64 = 9;
     /// The environment's timing (batches, calls, cuts, crashes).
     pub const ENV: u64 = 10;
     /// The network (latency, reordering, duplication, loss).
@@ -490,6 +492,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
                 pacing: Pacing::default(),
                 calls_by_name: false,
                 known: Vec::new(),
+                ask_approval: false,
             }
         })
         .collect();
@@ -513,6 +516,19 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
             client.known.push(name.clone());
         }
     }
+
+    // A quarter of the applications ask their users to approve tools with side effects, and a
+    // user approves most of the tools the application will call (as listed at that moment).
+    let mut r = stream(seed, streams::APPROVALS);
+    for c in clients.iter_mut() {
+        c.ask_approval = r.random_ratio(1, 4);
+    }
+    let approvals: Vec<(ClientId, Name)> = calls
+        .iter()
+        .filter(|(c, _)| clients.get(*c as usize).is_some_and(|c| c.ask_approval))
+        .filter(|_| r.random_ratio(3, 4))
+        .cloned()
+        .collect();
 
     let mut r = stream(seed, streams::AUTH);
     let auth_changes: Vec<(ClientId, AuthCtx)> = (0..shape.auth_changes)
@@ -540,6 +556,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
         script,
         auth_changes,
         calls,
+        approvals,
         faults: Faults {
             duplicate: shape.dups,
             drop: if plan.silent_drops { shape.drops } else { 0 },
@@ -572,6 +589,7 @@ fn scenario_defaults() -> Scenario {
         script: Vec::new(),
         auth_changes: Vec::new(),
         calls: Vec::new(),
+        approvals: Vec::new(),
         faults: Faults::default(),
         cluster: None,
     }

@@ -165,6 +165,9 @@ enum Ev {
     Call {
         call: u8,
     },
+    Approve {
+        approval: u8,
+    },
     Retry {
         client: ClientId,
         kind: Kind,
@@ -449,6 +452,10 @@ impl<'a> Engine<'a> {
         for i in 0..scn.calls.len() {
             let at = r.random_range(0..=horizon);
             self.push(at, Ev::Call { call: i as u8 });
+        }
+        for i in 0..scn.approvals.len() {
+            let at = r.random_range(0..=horizon);
+            self.push(at, Ev::Approve { approval: i as u8 });
         }
         let n = scn.clients.len() as u32;
         for _ in 0..self.budget.disconnects {
@@ -778,6 +785,10 @@ impl<'a> Engine<'a> {
             Ev::Call { call } => {
                 let c = self.scn.calls[usize::from(call)].0;
                 self.apply(Step::Call { call }, Some(c));
+            }
+            Ev::Approve { approval } => {
+                let c = self.scn.approvals[usize::from(approval)].0;
+                self.apply(Step::Approve { approval }, Some(c));
             }
             Ev::Retry {
                 client,

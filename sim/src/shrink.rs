@@ -332,6 +332,16 @@ impl Minimizer {
                 steps = done;
             }
         }
+        for a in (0..scn.approvals.len()).rev() {
+            if self.exhausted() {
+                break;
+            }
+            let (s2, st2) = without_approval(&scn, &steps, a);
+            if let Some(done) = self.attempt(&s2, &st2) {
+                scn = s2;
+                steps = done;
+            }
+        }
         for a in (0..scn.auth_changes.len()).rev() {
             if self.exhausted() {
                 break;
@@ -481,15 +491,19 @@ fn with_client(s: &Step, c: ClientId) -> Step {
 }
 
 /// The scenario and steps without client `k` (its steps removed, higher ids shifted down).
-/// None while a scripted call or authorization switch belongs to `k` (those go first).
+/// None while a scripted call, approval or authorization switch belongs to `k` (those go
+/// first).
 fn without_client(scn: &Scenario, steps: &[Step], k: ClientId) -> Option<(Scenario, Vec<Step>)> {
-    if scn.calls.iter().any(|(c, _)| *c == k) || scn.auth_changes.iter().any(|(c, _)| *c == k) {
+    if scn.calls.iter().any(|(c, _)| *c == k)
+        || scn.approvals.iter().any(|(c, _)| *c == k)
+        || scn.auth_changes.iter().any(|(c, _)| *c == k)
+    {
         return None;
     }
     let shift = |c: ClientId| if c > k { c - 1 } else { c };
     let mut s2 = scn.clone();
     s2.clients.remove(k as usize);
-    for (c, _) in s2.calls.iter_mut() {
+    for (c, _) in s2.calls.iter_mut().chain(s2.approvals.iter_mut()) {
         *c = shift(*c);
     }
     for (c, _) in s2.auth_changes.iter_mut() {
@@ -531,6 +545,22 @@ fn without_call(scn: &Scenario, steps: &[Step], i: usize) -> (Scenario, Vec<Step
         .filter_map(|s| match s {
             Step::Call { call } if usize::from(*call) == i => None,
             Step::Call { call } if usize::from(*call) > i => Some(Step::Call { call: call - 1 }),
+            other => Some(other.clone()),
+        })
+        .collect();
+    (s2, out)
+}
+
+fn without_approval(scn: &Scenario, steps: &[Step], i: usize) -> (Scenario, Vec<Step>) {
+    let mut s2 = scn.clone();
+    s2.approvals.remove(i);
+    let out = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Approve { approval } if usize::from(*approval) == i => None,
+            Step::Approve { approval } if usize::from(*approval) > i => Some(Step::Approve {
+                approval: approval - 1,
+            }),
             other => Some(other.clone()),
         })
         .collect();

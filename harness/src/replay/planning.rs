@@ -225,6 +225,11 @@ fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
     if scn.clients.iter().any(|c| !c.watch.is_empty()) {
         return Some("resource content subscriptions are not replayed".into());
     }
+    if scn.clients.iter().any(|c| c.ask_approval) || !scn.approvals.is_empty() {
+        return Some(
+            "user approvals are not replayed: the SDKs' clients have no approval gate".into(),
+        );
+    }
     if scn.clients.iter().any(|c| !c.known.is_empty()) {
         return Some(
             "preloaded (known) tools are not replayed: the harness does not see a client's router"

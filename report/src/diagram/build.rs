@@ -390,7 +390,10 @@ impl<'a> Builder<'a> {
                 Tone::Warn,
             ),
             // Shown by the arrows, or not needed to follow the run.
+            // The user's approval is drawn from its note.
             Event::Notified { .. }
+            | Event::Approved { .. }
+            | Event::NoticeReceived { .. }
             | Event::Served { .. }
             | Event::Woken { .. }
             | Event::RefreshEnded { .. }
@@ -509,6 +512,9 @@ impl<'a> Builder<'a> {
             ),
             Note::AppCalls { client: c, name } => {
                 client(*c, format!("application calls {name}"), Tone::Plain, lines)
+            }
+            Note::UserApproves { client: c, name } => {
+                client(*c, format!("user approves {name}"), Tone::Plain, lines)
             }
             Note::TtlRunsOut { client: c, kind } => {
                 client(*c, format!("{kind} ttl runs out"), Tone::Plain, lines)

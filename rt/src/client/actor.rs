@@ -54,6 +54,13 @@ pub(crate) enum Command {
         uris: Vec<String>,
         done: oneshot::Sender<Result<KindSet, String>>,
     },
+    Approve {
+        name: Name,
+        done: oneshot::Sender<bool>,
+    },
+    NeedsApproval {
+        done: oneshot::Sender<Vec<Name>>,
+    },
     Shutdown,
 }
 
@@ -751,6 +758,26 @@ impl Actor {
                 self.step(ClientInput::CallTool(name));
             }
             Command::Listen { kinds, uris, done } => self.extra_listen(kinds, uris, done),
+            Command::Approve { name, done } => {
+                // The user approves the tool as the published list shows it now: that is
+                // what the history records, and what the machine keys the approval by.
+                let listed = self
+                    .machine
+                    .snapshot(Kind::Tools)
+                    .is_some_and(|s| s.items.iter().any(|i| i.name == name));
+                if let Some(h) = &self.settings.history {
+                    h.record(&Event::Approved {
+                        client: self.machine.id(),
+                        tool: name.clone(),
+                        auth: self.machine.auth(),
+                    });
+                }
+                self.step(ClientInput::Approve(name));
+                let _ = done.send(listed);
+            }
+            Command::NeedsApproval { done } => {
+                let _ = done.send(self.machine.needs_approval());
+            }
             Command::Shutdown => return false,
         }
         true
@@ -815,14 +842,28 @@ impl Actor {
             let mut out = Vec::new();
             let now = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.machine.set_clock(now);
+            let approval = self.settings.client.ask_approval;
+            if approval
+                && let ClientInput::Receive(ServerMsg::Notification(Notification::ListChanged {
+                    kind,
+                    ..
+                })) = &input
+                && let Some(h) = &self.settings.history
+            {
+                let client = self.machine.id();
+                h.record(&Event::NoticeReceived {
+                    client,
+                    kind: *kind,
+                });
+            }
             self.machine.step(input, &mut out);
             // A call's routing, and a failed call with the list requests it made the client
             // send, are observed from what the step put on the wire.
             let id = self.machine.id();
             let routed = if self.settings.client.calls_by_name {
-                None
+                Vec::new()
             } else {
-                listsync_core::world::observe_call_routing(id, &out)
+                listsync_core::world::observe_call_routing(id, approval, &out)
             };
             let failed = listsync_core::world::observe_call_failure(id, &out);
             for o in out {

@@ -403,6 +403,31 @@ impl ClientHandle {
             .unwrap_or_else(|_| Err(CallError::Transport("client stopped".into())))
     }
 
+    /// The user approves a tool as the current tool list shows it (its definition: a later
+    /// change of the definition needs approving again). False if the list does not show it.
+    /// Only meaningful when the client asks for approvals ([`ClientConfig::ask_approval`]).
+    pub async fn approve(&self, tool: &str) -> bool {
+        let (done, rx) = oneshot::channel();
+        if !self.command(Command::Approve {
+            name: tool.into(),
+            done,
+        }) {
+            return false;
+        }
+        rx.await.unwrap_or(false)
+    }
+
+    /// The tools the current list shows that need the user's approval (again) before they can
+    /// be called: tools with side effects whose listed definition has not been approved.
+    pub async fn needs_approval(&self) -> Vec<String> {
+        let (done, rx) = oneshot::channel();
+        if !self.command(Command::NeedsApproval { done }) {
+            return Vec::new();
+        }
+        let names = rx.await.unwrap_or_default();
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
     /// (2026-07-28) Opens one more `subscriptions/listen` stream for these kinds and URIs;
     /// returns the kinds the server acknowledged.
     pub async fn listen(&self, kinds: KindSet, uris: Vec<String>) -> Result<KindSet, String> {

@@ -149,6 +149,12 @@ fn command(catalog: ClientHandle, cmd: String, v: Value) -> Reply {
                     "tool is not in the client's snapshot (the reference client does not call it)",
                 )),
                 Err(CallError::Transport(m)) => Err(Failure::new(m.to_string())),
+                Err(CallError::NeedsApproval) => Err(Failure::new(
+                    "the tool may have side effects and its listed definition is not approved",
+                )),
+                Err(CallError::ListOutOfDate) => Err(Failure::new(
+                    "the tool may have side effects and the tool list is out of date",
+                )),
             },
             "listen" => {
                 let mut kinds = KindSet::EMPTY;

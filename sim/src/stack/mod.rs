@@ -66,6 +66,7 @@ enum Env {
     Mutate(u32),
     SetAuth(u8),
     Call(u8),
+    Approve(u8),
     Disconnect(ClientId),
     Crash(Micros),
 }
@@ -148,6 +149,9 @@ fn schedule(scn: &Scenario, plan: &FaultPlan, seed: u64, budget: &Budget) -> Vec
     }
     for i in 0..scn.calls.len() {
         out.push((r.random_range(0..=horizon), Env::Call(i as u8)));
+    }
+    for i in 0..scn.approvals.len() {
+        out.push((r.random_range(0..=horizon), Env::Approve(i as u8)));
     }
     let n = scn.clients.len() as u32;
     for _ in 0..budget.disconnects {
@@ -350,6 +354,13 @@ fn fire(
             let catalog = rig.clients[c as usize].clone();
             rig.spawn_busy(format!("c{c} call of {name}"), async move {
                 let _ = catalog.call(&name).await;
+            });
+        }
+        Env::Approve(i) => {
+            let (c, name) = scn.approvals[usize::from(i)].clone();
+            let catalog = rig.clients[c as usize].clone();
+            rig.spawn_busy(format!("c{c} approval of {name}"), async move {
+                catalog.approve(&name).await;
             });
         }
         Env::Disconnect(c) => {
