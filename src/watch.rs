@@ -65,6 +65,12 @@ pub struct Args {
     /// step by step with it).
     #[arg(long, value_enum, default_value_t = PacingArg::Default)]
     pacing: PacingArg,
+    /// Mark on the tools line each tool with side effects (every tool whose definition does not
+    /// declare `readOnlyHint: true`) that a user would have to approve: `[approve]` when it is
+    /// first listed, `[re-approve]` when its definition differs from the one listed before (a
+    /// changed tool, or a new tool reusing a removed one's name).
+    #[arg(long)]
+    approvals: bool,
     /// The server command to run (after `--`).
     #[arg(last = true)]
     command: Vec<String>,
@@ -150,5 +156,6 @@ fn options(args: Args) -> anyhow::Result<WatchOptions> {
         control: args
             .control
             .or_else(|| env("LISTSYNC_CONTROL").map(PathBuf::from)),
+        approvals: args.approvals,
     })
 }

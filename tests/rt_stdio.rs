@@ -306,6 +306,52 @@ async fn watch_prints_each_change() {
     let _ = watch.kill().await;
 }
 
+/// `listsync watch --approvals`: the tools line marks each tool with side effects a user would
+/// have to approve, and marks a tool again when its definition changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_marks_tools_to_approve() {
+    let sock = socket_path("watch-approvals");
+    let listener = UnixListener::bind(&sock).expect("bind");
+    let exe = env!("CARGO_BIN_EXE_listsync");
+    let mut watch = tokio::process::Command::new(exe)
+        .args(["watch", "--approvals", "--kinds", "tools", "--", exe])
+        .args(["serve", "--stdio"])
+        .arg("--initial")
+        .arg(initial_ops(2).to_string())
+        .arg("--control")
+        .arg(&sock)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn listsync watch");
+    let mut control = Control::accept(&listener, None).await;
+    control.event("ready").await;
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut next = async || {
+        within("a line", lines.next_line())
+            .await
+            .expect("read")
+            .expect("line")
+    };
+    assert_eq!(
+        next().await,
+        "tools auth0 v1 (2 items): t0 [approve], t1 [approve]"
+    );
+    let reply = control
+        .cmd(json!({"cmd": "mutate", "ops": [
+            {"op": "update", "kind": "tools", "name": "t1", "description": "t1 rewritten"},
+            {"op": "add", "kind": "tools", "name": "t2", "description": "t2 v1"}
+        ]}))
+        .await;
+    assert_eq!(reply["ok"], json!(true), "{reply}");
+    assert_eq!(
+        next().await,
+        "tools auth0 v2 (3 items): t0, t1 [re-approve], t2 [approve]"
+    );
+    let _ = watch.kill().await;
+}
+
 /// `listsync watch --stdio --control PATH`, the harness's reference client adapter: MCP on its
 /// own stdin/stdout (here connected to an in-process server), commands and events on the
 /// control channel.

@@ -292,11 +292,17 @@ pub fn fingerprint(def: &str) -> u64 {
     h.finish()
 }
 
-/// Whether a tool definition declares itself read-only (`annotations.readOnlyHint: true` in
-/// its canonical JSON). Every other tool may have side effects: MCP's default for a tool
-/// without annotations is "not read-only", so calls of it are the ones a user approves.
+/// Whether a tool definition declares itself read-only: a JSON object whose `annotations`
+/// hold `readOnlyHint: true`. Every other tool may have side effects (MCP's default for a tool
+/// without annotations is "not read-only"), so calls of it are the ones a user approves. A
+/// definition that is not JSON declares nothing.
 pub fn declares_read_only(def: &str) -> bool {
-    def.contains("\"readOnlyHint\":true")
+    if !def.contains("readOnlyHint") {
+        return false; // most definitions: no need to parse
+    }
+    serde_json::from_str::<serde_json::Value>(def).is_ok_and(|v| {
+        v.pointer("/annotations/readOnlyHint") == Some(&serde_json::Value::Bool(true))
+    })
 }
 
 /// An immutable list of items, as served or published. Cheap to clone.
@@ -568,6 +574,24 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_annotation_declares_a_tool_read_only() {
+        assert!(declares_read_only(
+            r#"{"annotations":{"readOnlyHint":true},"name":"r"}"#
+        ));
+        for def in [
+            "a1",
+            r#"{"annotations":{"readOnlyHint":false}}"#,
+            r#"{"annotations":{"destructiveHint":true}}"#,
+            // The hint's name inside a schema or a description declares nothing.
+            r#"{"inputSchema":{"readOnlyHint":true},"name":"w"}"#,
+            r#"{"description":"{\"annotations\":{\"readOnlyHint\":true}}"}"#,
+            r#"{"annotations":{"readOnlyHint":true}"#,
+        ] {
+            assert!(!declares_read_only(def), "{def}");
+        }
+    }
 
     #[test]
     fn digest_ignores_order_but_not_definitions() {

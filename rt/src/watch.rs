@@ -5,14 +5,17 @@
 //! and the end of the run decided: giving up after [`Retry::Times`] failed attempts in a row,
 //! or stopping on Ctrl-C, on `shutdown` from the harness control channel, or when a stdio
 //! connection ends. With a control socket the harness control channel (client role) is served
-//! too, and every notice is forwarded to it.
+//! too, and every notice is forwarded to it. With [`WatchOptions::approvals`] the tools line
+//! marks what a user would have to approve (docs/design.md, "Approval is never inherited").
 
 use crate::client::{ClientHandle, ClientNotice, ClientSettings, Endpoint, View};
 use crate::control::{self, ReadyInfo};
 use listsync_core::client::Pacing;
 use listsync_core::history::{Event, RefreshOutcome};
 use listsync_core::strategy::ClientStrategy;
-use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet};
+use listsync_core::vocab::{
+    AuthCtx, Era, Item, Kind, KindSet, Name, declares_read_only, fingerprint,
+};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -64,6 +67,10 @@ pub struct WatchOptions {
     pub pacing: Pacing,
     /// Unix socket of the harness control channel.
     pub control: Option<PathBuf>,
+    /// Mark, on the tools line, each tool with side effects a user would have to approve:
+    /// `[approve]` the first time it is listed, `[re-approve]` when its definition differs from
+    /// the one last listed (a changed tool, or a new tool under a removed one's name).
+    pub approvals: bool,
 }
 
 /// One line `watch` says.
@@ -84,12 +91,13 @@ pub enum Ended {
     GaveUp,
 }
 
-/// The change line of a list, `None` before its first listing.
-fn change_line(kind: Kind, view: &View) -> Option<String> {
+/// The change line of a list, `None` before its first listing; `names` (if given) replaces the
+/// plain item names.
+fn change_line(kind: Kind, view: &View, names: Option<Vec<String>>) -> Option<String> {
     if !view.fetched {
         return None;
     }
-    let names: Vec<&str> = view.items.iter().map(|i| &*i.name).collect();
+    let names = names.unwrap_or_else(|| view.items.iter().map(|i| i.name.to_string()).collect());
     Some(format!(
         "{} {} v{} ({} items){}: {}",
         kind,
@@ -99,6 +107,33 @@ fn change_line(kind: Kind, view: &View) -> Option<String> {
         if view.is_stale() { " stale" } else { "" },
         names.join(", ")
     ))
+}
+
+/// What a user has been shown of each tool with side effects, per authorization context: the
+/// fingerprint of the definition last listed (kept after a removal, so a new tool under the name
+/// is compared with it).
+#[derive(Default)]
+struct Shown(BTreeMap<(AuthCtx, Name), u64>);
+
+impl Shown {
+    /// The names of a tools listing, each tool with side effects marked `[approve]` the first
+    /// time it is shown and `[re-approve]` when its definition differs from the one last shown.
+    fn mark(&mut self, auth: AuthCtx, items: &[Item]) -> Vec<String> {
+        items
+            .iter()
+            .map(|i| {
+                if declares_read_only(&i.def) {
+                    return i.name.to_string();
+                }
+                let fp = fingerprint(&i.def);
+                match self.0.insert((auth, i.name.clone()), fp) {
+                    None => format!("{} [approve]", i.name),
+                    Some(before) if before != fp => format!("{} [re-approve]", i.name),
+                    Some(_) => i.name.to_string(),
+                }
+            })
+            .collect()
+    }
 }
 
 fn ms(d: Duration) -> String {
@@ -171,6 +206,7 @@ pub async fn watch(opts: WatchOptions, say: &mut dyn FnMut(Said)) -> std::io::Re
         timeout,
         pacing,
         control: control_path,
+        approvals,
     } = opts;
     // The control channel first: no event may be lost.
     let channel = match &control_path {
@@ -226,6 +262,7 @@ pub async fn watch(opts: WatchOptions, say: &mut dyn FnMut(Said)) -> std::io::Re
     };
 
     let mut last: BTreeMap<Kind, String> = BTreeMap::new();
+    let mut shown = Shown::default();
     let mut notices = Notices {
         retry,
         failures: BTreeMap::new(),
@@ -258,10 +295,17 @@ pub async fn watch(opts: WatchOptions, say: &mut dyn FnMut(Said)) -> std::io::Re
                 if r.is_err() { break; }
                 changes.borrow_and_update();
                 for kind in kinds.iter() {
-                    if let Some(line) = change_line(kind, &catalog.list(kind))
+                    let view = catalog.list(kind);
+                    if let Some(line) = change_line(kind, &view, None)
                         && last.get(&kind) != Some(&line)
                     {
-                        say(Said::Change(line.clone()));
+                        let marked = (approvals && kind == Kind::Tools)
+                            .then(|| {
+                                let names = shown.mark(view.auth, &view.items);
+                                change_line(kind, &view, Some(names))
+                            })
+                            .flatten();
+                        say(Said::Change(marked.unwrap_or_else(|| line.clone())));
                         last.insert(kind, line);
                     }
                 }
@@ -299,6 +343,27 @@ pub async fn watch(opts: WatchOptions, say: &mut dyn FnMut(Said)) -> std::io::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tools_to_approve_are_marked_again_when_their_definition_changes() {
+        let ro = r#"{"annotations":{"readOnlyHint":true}}"#;
+        let mut shown = Shown::default();
+        let mut mark = |items: &[Item]| shown.mark(AuthCtx(0), items);
+        let first = [Item::new("a", "a1"), Item::new("r", ro)];
+        assert_eq!(mark(&first), ["a [approve]", "r"]);
+        assert_eq!(mark(&first), ["a", "r"]);
+        assert_eq!(mark(&[Item::new("a", "a2")]), ["a [re-approve]"]);
+        mark(&[]);
+        assert_eq!(
+            mark(&[Item::new("a", "a3"), Item::new("b", "b1")]),
+            ["a [re-approve]", "b [approve]"]
+        );
+        // Another context is shown its own list.
+        assert_eq!(
+            shown.mark(AuthCtx(1), &[Item::new("a", "a3")]),
+            ["a [approve]"]
+        );
+    }
 
     #[test]
     fn retry_is_a_count_or_forever() {
