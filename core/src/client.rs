@@ -860,8 +860,16 @@ impl CatalogClient {
                 return refuse(name, CallError::NeedsApproval, out);
             }
         }
+        // The arguments are built for the definition the list shows (none for a call by name
+        // of a tool it does not show).
+        let schema = self
+            .listed_def(&name)
+            .map_or(0, |d| crate::vocab::schema_fingerprint(&d));
         self.send(
-            Request::CallTool { name: name.clone() },
+            Request::CallTool {
+                name: name.clone(),
+                schema,
+            },
             auth,
             Pending::Call(name, auth),
             out,
@@ -1105,8 +1113,9 @@ impl CatalogClient {
     }
 
     /// A call finished: hand the result to the application. An error is not a list change
-    /// (docs/design.md, "Errors are not changes"): only an error saying the tool is gone, for a
-    /// tool the current snapshot still lists, wakes one refresh of the tool list. A network,
+    /// (docs/design.md, "Errors are not changes"): only an error saying the tool is gone or its
+    /// input schema changed, for a tool the current snapshot still lists, wakes one refresh of
+    /// the tool list. A network,
     /// permission, argument or internal error starts none, so a call that keeps failing cannot
     /// keep the client refreshing.
     fn call_done(
@@ -1120,7 +1129,7 @@ impl CatalogClient {
             Ok(_) => false,
             Err(_) if self.cfg.strategy == ClientStrategy::RefreshOnAnyError => true,
             Err(CallError::Rpc(e)) => {
-                e.reason == crate::wire::ErrorReason::UnknownTool
+                e.reason.says_tool_changed()
                     && auth == self.auth
                     && self
                         .snapshot_for(Kind::Tools, auth)

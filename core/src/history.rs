@@ -109,6 +109,15 @@ pub enum Event {
         /// Whether the tool is in the server's registry at this moment.
         present: bool,
     },
+    /// The server ran a call whose arguments were built for an input schema the tool no longer
+    /// has (observed: the call's schema fingerprint on the wire against the definition the
+    /// observer's catalog holds at dispatch).
+    RanStaleArguments {
+        /// Calling client.
+        client: ClientId,
+        /// Tool name.
+        tool: Name,
+    },
     /// The server refused a call to an unknown or removed tool.
     CallRejected {
         /// Calling client.
@@ -358,6 +367,10 @@ impl fmt::Display for Event {
                 f,
                 "server runs {tool} for c{client}{}",
                 if *present { "" } else { " (NOT in registry)" }
+            ),
+            Event::RanStaleArguments { client, tool } => write!(
+                f,
+                "server runs {tool} for c{client} with arguments built for an earlier input schema"
             ),
             Event::CallRejected { client, tool } => {
                 write!(f, "server rejects call of {tool} from c{client} (-32602)")

@@ -428,6 +428,13 @@ impl Monitor {
                 self.announced.retain(|(c, _), _| c != client);
                 self.listed.retain(|(c, _, _), _| c != client);
             }
+            Event::RanStaleArguments { client, tool } => self.flag(
+                &mut out,
+                Property::NoStaleArguments,
+                format!(
+                    "server ran {tool} for c{client} with arguments built for an input schema it no longer has"
+                ),
+            ),
             Event::Dispatched {
                 client,
                 tool,
@@ -666,7 +673,7 @@ impl Monitor {
     }
 
     /// The catalog committed at `version`, if the history committed it.
-    fn catalog_at(&self, version: u64) -> Option<&Arc<Catalog>> {
+    pub fn catalog_at(&self, version: u64) -> Option<&Arc<Catalog>> {
         self.commits
             .binary_search_by_key(&version, |(v, _)| *v)
             .ok()

@@ -57,11 +57,15 @@ pub enum Property {
     /// changed and has not listed it again since.
     #[serde(rename = "approval_not_inherited")]
     ApprovalNotInherited,
+    /// The server never runs a call whose arguments were built for an input schema the tool no
+    /// longer has: it checks them against the current definition at dispatch.
+    #[serde(rename = "no_stale_arguments")]
+    NoStaleArguments,
 }
 
 impl Property {
     /// Every property, in report order.
-    pub const ALL: [Property; 13] = [
+    pub const ALL: [Property; 14] = [
         Property::NoTornSnapshot,
         Property::NoStaleOverwrite,
         Property::Converges,
@@ -75,6 +79,7 @@ impl Property {
         Property::ErrorsNotChanges,
         Property::ConsumersAgree,
         Property::ApprovalNotInherited,
+        Property::NoStaleArguments,
     ];
 
     /// The fixed name.
@@ -93,6 +98,7 @@ impl Property {
             Property::ErrorsNotChanges => "errors_not_changes",
             Property::ConsumersAgree => "consumers_agree",
             Property::ApprovalNotInherited => "approval_not_inherited",
+            Property::NoStaleArguments => "no_stale_arguments",
         }
     }
 
@@ -112,6 +118,7 @@ impl Property {
             Property::ErrorsNotChanges => "errors",
             Property::ConsumersAgree => "agree",
             Property::ApprovalNotInherited => "approve",
+            Property::NoStaleArguments => "args",
         }
     }
 
@@ -185,7 +192,8 @@ mod tests {
                 "no_spurious_notify",
                 "errors_not_changes",
                 "consumers_agree",
-                "approval_not_inherited"
+                "approval_not_inherited",
+                "no_stale_arguments"
             ]
         );
         for p in Property::ALL {

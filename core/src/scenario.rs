@@ -156,9 +156,10 @@ impl Scenario {
                 };
                 scoped(&self.initial) || self.script.iter().any(|b| scoped(b))
             }
-            Property::NoCallToRemoved | Property::ErrorsNotChanges | Property::ConsumersAgree => {
-                !self.calls.is_empty()
-            }
+            Property::NoCallToRemoved
+            | Property::ErrorsNotChanges
+            | Property::ConsumersAgree
+            | Property::NoStaleArguments => !self.calls.is_empty(),
             Property::ApprovalNotInherited => {
                 !self.calls.is_empty() && self.clients.iter().any(|c| c.ask_approval)
             }

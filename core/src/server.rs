@@ -561,7 +561,7 @@ impl Registry {
                 }
                 return;
             }
-            Request::CallTool { name } => self.call(c, auth, name, out),
+            Request::CallTool { name, schema } => self.call(c, auth, name, schema, out),
             Request::GetPrompt { name } => match self.catalog.get(Kind::Prompts, &name) {
                 Some(e) if e.scope.visible_to(auth) => Response::Prompt {
                     def: e.def.clone(),
@@ -726,11 +726,17 @@ impl Registry {
         }
     }
 
+    /// Dispatches a tool call: the tool must be in the registry, visible to the caller, and (unless
+    /// `unvalidated-dispatch`) the call's arguments must fit its current input schema — a call
+    /// built for an earlier schema is refused with -32602 naming the change (docs/design.md,
+    /// "The schema-change race"). A call that says nothing of its arguments (schema 0) is not
+    /// checked.
     fn call(
         &mut self,
         c: ClientId,
         auth: AuthCtx,
         name: Name,
+        schema: u64,
         out: &mut Vec<ServerOutput>,
     ) -> Response {
         let view = match (self.cfg.strategy, self.sessions.get(&c)) {
@@ -743,7 +749,23 @@ impl Registry {
             ) => v.clone(),
             _ => self.catalog.clone(),
         };
+        let checks = self.cfg.strategy != ServerStrategy::UnvalidatedDispatch;
         match view.get(Kind::Tools, &name) {
+            Some(e)
+                if e.scope.visible_to(auth)
+                    && checks
+                    && schema != 0
+                    && schema != crate::vocab::schema_fingerprint(&e.def) =>
+            {
+                out.push(ServerOutput::Claim(Event::CallRejected {
+                    client: c,
+                    tool: name,
+                }));
+                Response::Error(RpcError {
+                    code: INVALID_PARAMS,
+                    reason: ErrorReason::SchemaChanged,
+                })
+            }
             Some(e) if e.scope.visible_to(auth) => {
                 // The lying registry claims every tool it runs is present.
                 let present = self.cfg.strategy == ServerStrategy::LyingRegistry
@@ -1050,7 +1072,10 @@ mod tests {
                     ClientMsg {
                         id: 3,
                         auth: AuthCtx(0),
-                        req: Request::CallTool { name: "a".into() },
+                        req: Request::CallTool {
+                            name: "a".into(),
+                            schema: 0,
+                        },
                     },
                 ),
                 &mut out,
@@ -1241,7 +1266,13 @@ mod tests {
             1,
             vec![
                 (0, list_tools()),
-                (1, Request::CallTool { name: "s".into() }),
+                (
+                    1,
+                    Request::CallTool {
+                        name: "s".into(),
+                        schema: 0,
+                    },
+                ),
             ],
         );
         let auth1 = apply(&mut r, vec![Op::remove(Kind::Tools, "s")]);
@@ -1298,7 +1329,10 @@ mod tests {
                 },
             ],
         );
-        let call = || Request::CallTool { name: "s".into() };
+        let call = || Request::CallTool {
+            name: "s".into(),
+            schema: 0,
+        };
         let get = || Request::GetPrompt { name: "p".into() };
         let read = || Request::ReadResource {
             uri: "file:///s".into(),

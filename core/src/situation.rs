@@ -85,11 +85,15 @@ pub enum Situation {
     /// list to settle after a change was announced.
     #[serde(rename = "call_waits_for_settle")]
     CallWaitsForSettle,
+    /// A `tools/call` is on its way to the server with arguments built for an input schema the
+    /// tool (still present) no longer has: the schema-change race.
+    #[serde(rename = "call_in_flight_during_schema_change")]
+    CallInFlightDuringSchemaChange,
 }
 
 impl Situation {
     /// Every situation, in report order.
-    pub const ALL: [Situation; 17] = [
+    pub const ALL: [Situation; 18] = [
         Situation::NotifyDuringRefresh,
         Situation::NotifyMidWalk,
         Situation::BurstDuringRefresh,
@@ -107,6 +111,7 @@ impl Situation {
         Situation::CallFailedOtherwise,
         Situation::ApprovedDefinitionChanged,
         Situation::CallWaitsForSettle,
+        Situation::CallInFlightDuringSchemaChange,
     ];
 
     /// The fixed name.
@@ -129,6 +134,7 @@ impl Situation {
             Situation::CallFailedOtherwise => "call_failed_otherwise",
             Situation::ApprovedDefinitionChanged => "approved_definition_changed",
             Situation::CallWaitsForSettle => "call_waits_for_settle",
+            Situation::CallInFlightDuringSchemaChange => "call_in_flight_during_schema_change",
         }
     }
 
@@ -176,7 +182,7 @@ impl Situation {
             }),
             Situation::CallInFlightDuringRemoval => w.links.iter().any(|l| {
                 l.up.iter().any(|m| match &m.req {
-                    Request::CallTool { name } => w.truth.1.get(Kind::Tools, name).is_none(),
+                    Request::CallTool { name, .. } => w.truth.1.get(Kind::Tools, name).is_none(),
                     _ => false,
                 })
             }),
@@ -259,6 +265,16 @@ impl Situation {
                 .any(|c| error_to(w, c, |r| matches!(r, ErrorReason::Other(_)))),
             Situation::ApprovedDefinitionChanged => w.clients.iter().any(|c| c.approval_outdated()),
             Situation::CallWaitsForSettle => w.clients.iter().any(|c| c.paused_calls() > 0),
+            Situation::CallInFlightDuringSchemaChange => w.links.iter().any(|l| {
+                l.up.iter().any(|m| match &m.req {
+                    Request::CallTool { name, schema } if *schema != 0 => w
+                        .truth
+                        .1
+                        .get(Kind::Tools, name)
+                        .is_some_and(|e| crate::vocab::schema_fingerprint(&e.def) != *schema),
+                    _ => false,
+                })
+            }),
         }
     }
 }

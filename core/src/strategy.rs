@@ -93,6 +93,10 @@ pub enum ServerStrategy {
     /// sees is announced to sessions that cannot see it.
     #[serde(rename = "notify-on-noop")]
     NotifyOnNoop,
+    /// Runs every call of a tool it has without checking the arguments against the tool's
+    /// current definition: a call built for an earlier input schema runs against the new one.
+    #[serde(rename = "unvalidated-dispatch")]
+    UnvalidatedDispatch,
 }
 
 macro_rules! names {
@@ -147,6 +151,7 @@ names!(
     ClusterNotifyBeforeVisible = "cluster-notify-before-visible",
     LyingRegistry = "lying-registry",
     NotifyOnNoop = "notify-on-noop",
+    UnvalidatedDispatch = "unvalidated-dispatch",
 );
 
 impl ClientStrategy {
@@ -217,6 +222,7 @@ impl ServerStrategy {
             ServerStrategy::NotifyPerMutation => Some(Property::BoundedRefresh),
             ServerStrategy::StaleDispatch => Some(Property::NoCallToRemoved),
             ServerStrategy::NotifyOnNoop => Some(Property::NoSpuriousNotify),
+            ServerStrategy::UnvalidatedDispatch => Some(Property::NoStaleArguments),
         }
     }
 }

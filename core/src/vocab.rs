@@ -292,6 +292,24 @@ pub fn fingerprint(def: &str) -> u64 {
     h.finish()
 }
 
+/// The input schema of a tool definition: what a call's arguments must fit. For a JSON
+/// definition, the canonical text of its `inputSchema` (`{}` if it has none); a definition that
+/// is not JSON stands for its own schema, so any change of it changes the schema.
+pub fn input_schema(def: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(def) {
+        Ok(serde_json::Value::Object(map)) => map
+            .get("inputSchema")
+            .map_or_else(|| "{}".to_owned(), |s| s.to_string()),
+        _ => def.to_owned(),
+    }
+}
+
+/// The fingerprint of a tool definition's [`input_schema`]: what a call says its arguments were
+/// built for (0: nothing, a call made by name without a definition in hand).
+pub fn schema_fingerprint(def: &str) -> u64 {
+    fingerprint(&input_schema(def)).max(1)
+}
+
 /// Whether a tool definition declares itself read-only: a JSON object whose `annotations`
 /// hold `readOnlyHint: true`. Every other tool may have side effects (MCP's default for a tool
 /// without annotations is "not read-only"), so calls of it are the ones a user approves. A

@@ -125,6 +125,11 @@ pub enum Request {
     CallTool {
         /// Tool name.
         name: Name,
+        /// The [`schema_fingerprint`](crate::vocab::schema_fingerprint) of the definition the
+        /// arguments were built for (0: none known, a call made by name). It stands for the
+        /// arguments themselves: they fit a definition whose input schema has this fingerprint.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        schema: u64,
     },
     /// `prompts/get`.
     GetPrompt {
@@ -268,6 +273,9 @@ pub enum ErrorReason {
     InvalidCursor,
     /// No such tool (or it was removed).
     UnknownTool,
+    /// The tool's input schema changed since the call's arguments were built: they do not fit
+    /// the current definition.
+    SchemaChanged,
     /// No such prompt (or it was removed).
     UnknownPrompt,
     /// No such resource.
@@ -276,6 +284,14 @@ pub enum ErrorReason {
     NotInitialized,
     /// Anything else, with a message.
     Other(Arc<str>),
+}
+
+impl ErrorReason {
+    /// Whether the error is news of a change to the tool called: it is gone, or its input
+    /// schema changed (both `-32602`, naming the reason).
+    pub fn says_tool_changed(&self) -> bool {
+        matches!(self, ErrorReason::UnknownTool | ErrorReason::SchemaChanged)
+    }
 }
 
 impl RpcError {
@@ -293,6 +309,9 @@ impl fmt::Display for RpcError {
         let what = match &self.reason {
             ErrorReason::InvalidCursor => "invalid cursor",
             ErrorReason::UnknownTool => "unknown tool",
+            ErrorReason::SchemaChanged => {
+                "arguments built for an earlier input schema: the tool changed, list tools again"
+            }
             ErrorReason::UnknownPrompt => "unknown prompt",
             ErrorReason::ResourceNotFound => "resource not found",
             ErrorReason::NotInitialized => "not initialized",
@@ -300,6 +319,10 @@ impl fmt::Display for RpcError {
         };
         write!(f, "{} {what}", self.code)
     }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Identifies a `subscriptions/listen` stream (2026-07-28); every notification on it carries it
@@ -410,7 +433,7 @@ impl ClientMsg {
             Request::List {
                 cursor: Some(c), ..
             } => format!(" cursor={c}"),
-            Request::CallTool { name } | Request::GetPrompt { name } => format!(" {name}"),
+            Request::CallTool { name, .. } | Request::GetPrompt { name } => format!(" {name}"),
             Request::Subscribe { uri } | Request::ReadResource { uri } => format!(" {uri}"),
             _ => String::new(),
         };

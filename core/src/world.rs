@@ -538,7 +538,7 @@ impl World {
     /// is a dispatch, judged present when the committed catalog holds the tool visible to the
     /// caller's authorization context; an error to a call is a refusal.
     fn observe_answer(&self, client: ClientId, req: &ClientMsg, resp: &Response) -> Option<Event> {
-        let Request::CallTool { name } = &req.req else {
+        let Request::CallTool { name, .. } = &req.req else {
             return None;
         };
         Some(match resp {
@@ -555,6 +555,37 @@ impl World {
                 client,
                 tool: name.clone(),
             },
+        })
+    }
+
+    /// The observed event of the server running a call of `client` whose arguments were built
+    /// for an input schema the tool no longer has: the call's schema fingerprint (on the wire)
+    /// against the tool's definition in the catalog the observer knows the dispatching node to
+    /// serve (the latest commit; in a cluster, the newest version that has reached the node).
+    fn observe_arguments(
+        &self,
+        client: ClientId,
+        req: &ClientMsg,
+        resp: &Response,
+    ) -> Option<Event> {
+        let (Request::CallTool { name, schema }, Response::ToolResult { .. }) = (&req.req, resp)
+        else {
+            return None;
+        };
+        if *schema == 0 {
+            return None;
+        }
+        let node = usize::from(self.node_of[client as usize]);
+        let version = self.reached.get(node).copied().unwrap_or(self.truth.0);
+        let def = self
+            .monitor
+            .catalog_at(version)?
+            .get(Kind::Tools, name)?
+            .def
+            .clone();
+        (crate::vocab::schema_fingerprint(&def) != *schema).then(|| Event::RanStaleArguments {
+            client,
+            tool: name.clone(),
         })
     }
 
@@ -1035,9 +1066,15 @@ impl World {
                             ..
                         } = o
                             && *id == msg.id
-                            && let Some(e) = self.observe_answer(client, &msg, resp)
                         {
-                            self.observe(&e, rec);
+                            let stale = self.observe_arguments(client, &msg, resp);
+                            for e in self
+                                .observe_answer(client, &msg, resp)
+                                .into_iter()
+                                .chain(stale)
+                            {
+                                self.observe(&e, rec);
+                            }
                         }
                     }
                     self.route_server(scn, out, rec);
@@ -1102,7 +1139,7 @@ impl World {
                 let up = &self.links[client as usize].up;
                 let i = usize::from(index);
                 let name = match up.get(i).map(|m| &m.req) {
-                    Some(Request::CallTool { name }) if !ordered || i == 0 => name.clone(),
+                    Some(Request::CallTool { name, .. }) if !ordered || i == 0 => name.clone(),
                     _ => return Err(format!("no tool call at Up[{i}] of c{client}")),
                 };
                 self.used[3] += 1;
@@ -1254,7 +1291,7 @@ pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Ev
         client,
         tool: tool.clone(),
         auth,
-        gone: matches!(err, CallError::Rpc(e) if e.reason == ErrorReason::UnknownTool),
+        gone: matches!(err, CallError::Rpc(e) if e.reason.says_tool_changed()),
         relisted,
     })
 }
@@ -1268,7 +1305,7 @@ pub fn observe_call_routing(client: ClientId, approval: bool, out: &[ClientOutpu
     out.iter()
         .filter_map(|o| match o {
             ClientOutput::Send(ClientMsg {
-                req: Request::CallTool { name },
+                req: Request::CallTool { name, .. },
                 auth,
                 ..
             }) => Some(Event::Routed {

@@ -70,7 +70,7 @@ fn calls_in_flight(w: &World) -> Vec<String> {
         .up
         .iter()
         .filter_map(|m| match &m.req {
-            Request::CallTool { name } => Some(name.to_string()),
+            Request::CallTool { name, .. } => Some(name.to_string()),
             _ => None,
         })
         .collect()

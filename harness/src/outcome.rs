@@ -257,15 +257,18 @@ impl RunReport {
 }
 
 /// Whether the harness judges `p` on `scn`: an applicable property, except
-/// `errors_not_changes`, `consumers_agree` and `approval_not_inherited` — the harness does not
-/// pair a client's list requests with the failed call they answer, SDK clients call tools by
-/// name (their router does not consult their listing), and a user's approvals are not on the
-/// wire.
+/// `errors_not_changes`, `consumers_agree`, `approval_not_inherited` and `no_stale_arguments` —
+/// the harness does not pair a client's list requests with the failed call they answer, SDK
+/// clients call tools by name (their router does not consult their listing), a user's approvals
+/// are not on the wire, and the harness's calls carry no arguments built from a definition.
 pub fn judges(scn: &Scenario, p: Property) -> bool {
     scn.applicable(p)
         && !matches!(
             p,
-            Property::ErrorsNotChanges | Property::ConsumersAgree | Property::ApprovalNotInherited
+            Property::ErrorsNotChanges
+                | Property::ConsumersAgree
+                | Property::ApprovalNotInherited
+                | Property::NoStaleArguments
         )
 }
 

@@ -194,6 +194,8 @@ fn must_reach(name: &str) -> &'static [Situation] {
         "reference-errors" => &[CallRefusedAsGone, CallFailedOtherwise],
         "reference-known-tools" => &[CallInFlightDuringRemoval],
         "reference-approvals" => &[ApprovedDefinitionChanged, CallWaitsForSettle],
+        "reference-schema-change" => &[CallInFlightDuringSchemaChange],
+        "reference-migration" => &[CallInFlightDuringRemoval],
         "reference-cluster" => &[NotifyDuringRefresh, BurstDuringRefresh, NodeBehindStore],
         "reference-cluster-migrate" => &[NodeBehindStore, CursorRefusedAfterChange],
         "naive" | "request-id-guard" => &[BurstDuringRefresh, ResponseOvertakesResponse],
@@ -210,6 +212,7 @@ fn must_reach(name: &str) -> &'static [Situation] {
         "refresh-on-any-error" => &[CallFailedOtherwise],
         "two-registries" | "known-tools-survive" => &[NotifyDuringRefresh],
         "approval-by-name" => &[ApprovedDefinitionChanged],
+        "unvalidated-dispatch" => &[CallInFlightDuringSchemaChange],
         "reference-burst" | "reference-burst-paced" => &[
             NotifyMidWalk,
             BurstDuringRefresh,
@@ -387,6 +390,36 @@ pub fn all() -> Vec<Config> {
     out.push(cfg(
         s,
         "approval is never inherited: the user approves tool a (side effects) as listed at any moment, while a's definition changes, a is removed, and a new a takes its name; calls of a and of the read-only r at any moment go out only under an approval of the definition listed, and wait while a change is announced and not yet listed",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-schema-change");
+    s.page_size = 0;
+    s.initial = tools(&[("a", A_X)]);
+    s.script = vec![
+        vec![Op::update(Kind::Tools, "a", A_X_REWORDED)],
+        vec![Op::update(Kind::Tools, "a", A_Y)],
+    ];
+    let mut s = s.build();
+    s.calls = vec![(0, "a".into()), (0, "a".into())];
+    out.push(cfg(
+        s,
+        "the schema-change race: tool a's description is reworded (same input schema), then its input schema changes; calls built against whatever the client lists run only if their arguments fit the current schema, else -32602 names the change and the client lists tools once",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-migration");
+    s.page_size = 0;
+    s.initial = tools(&[("a", A_X)]);
+    s.script = vec![
+        vec![Op::add(Kind::Tools, "a_v2", A_Y)],
+        vec![Op::remove(Kind::Tools, "a")],
+    ];
+    let mut s = s.build();
+    s.calls = vec![(0, "a".into()), (0, "a_v2".into())];
+    out.push(cfg(
+        s,
+        "the versioned migration: add a_v2 with the new input schema, move callers over, then remove a; no tool's schema changes under a name, so no call's arguments go stale",
         &[],
     ));
 
@@ -685,8 +718,28 @@ pub fn all() -> Vec<Config> {
         &[ApprovalNotInherited],
     ));
 
+    let mut s = Spec::bad("unvalidated-dispatch");
+    s.server = ServerStrategy::UnvalidatedDispatch;
+    s.page_size = 0;
+    s.initial = tools(&[("a", A_X)]);
+    s.script = vec![vec![Op::update(Kind::Tools, "a", A_Y)]];
+    let mut s = s.build();
+    s.calls = vec![(0, "a".into())];
+    out.push(cfg(
+        s,
+        "a server that runs every call of a tool it has without checking its arguments: a call built for a's old input schema, in flight while the schema changes, runs against the new one",
+        &[NoStaleArguments],
+    ));
+
     out
 }
+
+/// Tool `a` taking argument `x`.
+const A_X: &str = r#"{"description":"a","inputSchema":{"properties":{"x":{}}}}"#;
+/// Tool `a` reworded: the same input schema.
+const A_X_REWORDED: &str = r#"{"description":"a, reworded","inputSchema":{"properties":{"x":{}}}}"#;
+/// Tool `a` (or its successor) taking argument `y` instead: a new input schema.
+const A_Y: &str = r#"{"description":"a","inputSchema":{"properties":{"y":{}}}}"#;
 
 /// A tool definition that declares itself read-only (canonical JSON, as rt builds it).
 const READ_ONLY: &str = r#"{"annotations":{"readOnlyHint":true}}"#;

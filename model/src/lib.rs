@@ -182,6 +182,7 @@ impl Model for ListModel {
             always!(Property::ErrorsNotChanges),
             always!(Property::ConsumersAgree),
             always!(Property::ApprovalNotInherited),
+            always!(Property::NoStaleArguments),
             sometimes!(Situation::NotifyDuringRefresh),
             sometimes!(Situation::NotifyMidWalk),
             sometimes!(Situation::BurstDuringRefresh),
@@ -199,6 +200,7 @@ impl Model for ListModel {
             sometimes!(Situation::CallFailedOtherwise),
             sometimes!(Situation::ApprovedDefinitionChanged),
             sometimes!(Situation::CallWaitsForSettle),
+            sometimes!(Situation::CallInFlightDuringSchemaChange),
         ]
     }
 

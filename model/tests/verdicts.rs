@@ -13,12 +13,14 @@ const REFERENCE_STATES: &[(&str, usize)] = &[
     ("reference-2026", 9750),
     ("reference-2026-lossy", 2179),
     ("reference-multi-client", 169610),
-    ("reference-auth", 10564),
+    ("reference-auth", 10793),
     ("reference-resources", 165),
     ("reference-faults", 9463),
     ("reference-errors", 590),
-    ("reference-known-tools", 1469),
-    ("reference-approvals", 19433),
+    ("reference-known-tools", 1493),
+    ("reference-approvals", 20284),
+    ("reference-schema-change", 2476),
+    ("reference-migration", 2214),
     ("reference-cluster", 722496),
     ("reference-cluster-migrate", 293790),
     ("reference-burst", 864),
@@ -185,4 +187,18 @@ fn known_bad_configs_expect_their_strategys_property_first() {
             .unwrap_or_else(|| panic!("{}: known-bad without a known-bad strategy", c.name()));
         assert_eq!(c.violates.first(), Some(&breaks), "{}", c.name());
     }
+}
+
+/// The versioned migration (add the new tool, move callers, remove the old one) keeps calls'
+/// arguments current even on a server that never checks them: no tool's input schema changes
+/// under its name, so `unvalidated-dispatch` cannot run stale arguments (docs/design.md, "The
+/// schema-change race").
+#[test]
+fn the_versioned_migration_holds_even_without_validation() {
+    let mut c = configs::by_name("reference-migration").expect("config");
+    c.scenario.server.strategy = listsync_core::strategy::ServerStrategy::UnvalidatedDispatch;
+    let r = run(&c);
+    assert!(r.exhaustive);
+    assert_eq!(r.verdicts[&Property::NoStaleArguments], Verdict::Holds);
+    assert_eq!(r.verdicts[&Property::NoCallToRemoved], Verdict::Holds);
 }

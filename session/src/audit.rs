@@ -209,6 +209,10 @@ fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
             Status::NotApplicable,
             "a user's approvals, and what a client's listing shows, are not on the wire".into(),
         ),
+        Property::NoStaleArguments => (
+            Status::NotApplicable,
+            "which definition a call's arguments were built for is not on the wire (only our clients say so, in _meta)".into(),
+        ),
         Property::ErrorsNotChanges => (
             Status::NotApplicable,
             "why a client lists again is not on the wire: a list request after a failed call may be the application's or a timer's".into(),

@@ -104,7 +104,7 @@ fn up_shape(m: &ClientMsg) -> Shape {
             }
         ),
         tool: match &m.req {
-            Request::CallTool { name } => Some(name.to_string()),
+            Request::CallTool { name, .. } => Some(name.to_string()),
             _ => None,
         },
     }

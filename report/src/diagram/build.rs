@@ -292,6 +292,12 @@ impl<'a> Builder<'a> {
                     );
                 }
             }
+            Event::RanStaleArguments { client, tool } => Self::note(
+                lines,
+                self.server_lane(w, *client),
+                format!("run {tool} for c{client}: arguments for an old schema"),
+                Tone::Bad,
+            ),
             Event::CallRejected { client, tool } => Self::note(
                 lines,
                 self.server_lane(w, *client),

@@ -65,11 +65,17 @@ async fn perform_inner(
 ) -> (RequestOutcome, Option<CallMeta>) {
     match req {
         Request::List { kind, cursor } => (list(peer, *kind, cursor.as_ref()).await, None),
-        Request::CallTool { name } => {
-            match peer
-                .call_tool(CallToolRequestParams::new(name.to_string()))
-                .await
-            {
+        Request::CallTool { name, schema } => {
+            let mut params = CallToolRequestParams::new(name.to_string());
+            if *schema != 0 {
+                let mut meta = rmcp::model::RequestMetaObject::default();
+                meta.0.insert(
+                    crate::server::reply::INPUT_SCHEMA_KEY.into(),
+                    Value::from(format!("{schema:016x}")),
+                );
+                params.meta = Some(meta);
+            }
+            match peer.call_tool(params).await {
                 Ok(r) => {
                     let text = texts(&r.content);
                     let meta = CallMeta {
@@ -217,6 +223,15 @@ fn names_unknown_item(err: &rmcp::ErrorData) -> bool {
     m.contains("unknown") || m.contains("not found") || m.contains("no such")
 }
 
+/// Whether a -32602 to a call says the tool's input schema changed (our servers' `data.reason`).
+fn says_schema_changed(err: &rmcp::ErrorData) -> bool {
+    err.data
+        .as_ref()
+        .and_then(|d| d.get("reason"))
+        .and_then(Value::as_str)
+        == Some("schema_changed")
+}
+
 /// A failed rmcp request as an outcome.
 pub(crate) fn failure(e: ServiceError, req: &Request) -> RequestOutcome {
     match e {
@@ -229,6 +244,9 @@ pub(crate) fn failure(e: ServiceError, req: &Request) -> RequestOutcome {
                     },
                     INVALID_PARAMS,
                 ) => ErrorReason::InvalidCursor,
+                (Request::CallTool { .. }, INVALID_PARAMS) if says_schema_changed(&err) => {
+                    ErrorReason::SchemaChanged
+                }
                 (Request::CallTool { .. }, INVALID_PARAMS) if names_unknown_item(&err) => {
                     ErrorReason::UnknownTool
                 }

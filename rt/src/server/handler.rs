@@ -191,7 +191,7 @@ impl Handler {
         };
         self.shared.gates.checkpoint(&gate(Phase::Before)).await;
         let call = match &req {
-            Request::CallTool { name } => Some(name.to_string()),
+            Request::CallTool { name, .. } => Some(name.to_string()),
             _ => None,
         };
         let c = self.conn.session();
@@ -388,6 +388,7 @@ impl ServerHandler for Handler {
         let tool = req.name.to_string();
         let req = Request::CallTool {
             name: tool.as_str().into(),
+            schema: reply::schema_of(req.meta.as_ref()),
         };
         let result = reply::call(self.serve(&ctx, req).await?)?;
         if let Some(effects) = &self.shared.settings.call_effects {

@@ -27,7 +27,7 @@ pub mod http;
 #[cfg(feature = "http")]
 mod http_guard;
 mod observe;
-mod reply;
+pub(crate) mod reply;
 #[cfg(feature = "http")]
 pub mod tokens;
 
@@ -596,7 +596,7 @@ impl Shared {
     ) -> Response {
         let id: ReqId = self.next_req.fetch_add(1, Ordering::SeqCst);
         let tool = match &req {
-            Request::CallTool { name } => Some(name.clone()),
+            Request::CallTool { name, schema } => Some((name.clone(), *schema)),
             _ => None,
         };
         let mut resp = None;
@@ -622,8 +622,11 @@ impl Shared {
             }
             let obs = lock(&self.observer);
             // A tool result is a dispatch, judged against the ground truth at this moment.
-            if let (Some(tool), Some(r)) = (&tool, &resp) {
+            if let (Some((tool, schema)), Some(r)) = (&tool, &resp) {
                 self.record_observed(&obs.answer(c, auth, tool, r));
+                if let Some(e) = obs.stale_arguments(c, tool, *schema, r) {
+                    self.record_observed(&e);
+                }
             }
             obs.version()
         };

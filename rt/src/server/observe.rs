@@ -109,6 +109,28 @@ impl Observer {
         }
     }
 
+    /// The observed event of the server running a call whose arguments (their schema
+    /// fingerprint, from the request's `_meta`) were built for an input schema the tool's
+    /// definition in the ground truth no longer has.
+    pub(crate) fn stale_arguments(
+        &self,
+        client: ClientId,
+        tool: &Name,
+        schema: u64,
+        resp: &Response,
+    ) -> Option<Event> {
+        if schema == 0 || !matches!(resp, Response::ToolResult { .. }) {
+            return None;
+        }
+        let def = &self.catalog.get(Kind::Tools, tool)?.def;
+        (listsync_core::vocab::schema_fingerprint(def) != schema).then(|| {
+            Event::RanStaleArguments {
+                client,
+                tool: tool.clone(),
+            }
+        })
+    }
+
     /// The version a list request to `reg` would be served now for a notification of `kind`
     /// that announces `announces`: the earliest, over the kinds the notification covers and
     /// every authorization context that sees a list of its own, of the latest ground-truth

@@ -22,6 +22,20 @@ pub const CATALOG_KEY: &str = "dev.listsync/catalogId";
 /// [`VERSION_KEY`], or refused with -32602 (docs/design.md).
 pub const VERSION_BOUND_KEY: &str = "dev.listsync/versionBoundCursors";
 
+/// `_meta` key of a `tools/call` request carrying, as 16 hex digits, the fingerprint of the
+/// input schema the call's arguments were built for (core's `schema_fingerprint`): the server
+/// refuses the call with -32602 (`reason: schema_changed`) if the tool's input schema is no
+/// longer that one (docs/design.md, "The schema-change race").
+pub const INPUT_SCHEMA_KEY: &str = "dev.listsync/inputSchema";
+
+/// The schema fingerprint a `tools/call`'s `_meta` carries (0: none, or not ours).
+pub fn schema_of(meta: Option<&rmcp::model::RequestMetaObject>) -> u64 {
+    meta.and_then(|m| m.0.get(INPUT_SCHEMA_KEY))
+        .and_then(Value::as_str)
+        .and_then(|s| u64::from_str_radix(s, 16).ok())
+        .unwrap_or(0)
+}
+
 /// A core error as a JSON-RPC error.
 pub fn error(e: &RpcError) -> McpError {
     let data = match &e.reason {
