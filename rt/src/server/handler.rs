@@ -388,7 +388,12 @@ impl ServerHandler for Handler {
         let tool = req.name.to_string();
         let req = Request::CallTool {
             name: tool.as_str().into(),
-            schema: reply::schema_of(req.meta.as_ref()),
+            // rmcp moves a request's `_meta` into the context; a transport that does not leaves
+            // it in the params.
+            schema: match reply::schema_of(Some(&ctx.meta)) {
+                0 => reply::schema_of(req.meta.as_ref()),
+                s => s,
+            },
         };
         let result = reply::call(self.serve(&ctx, req).await?)?;
         if let Some(effects) = &self.shared.settings.call_effects {
