@@ -10,9 +10,13 @@
 //! | `burst_during_refresh` | a second `list_changed` of a group during one unanswered list request of it |
 //! | `cursor_refused_after_change` | a -32602 error answering a list request that carried a cursor |
 //! | `duplicate_notification_in_flight` | (on sending) a `list_changed` the network is about to deliver twice |
+//! | `call_refused_as_gone` | a -32602 answering a `tools/call` that says the tool is unknown (`data.reason`) |
+//! | `call_failed_otherwise` | any other error answering a `tools/call` but a `schema_changed` refusal (an internal error the network injects, among others) |
 //!
-//! Responses cannot overtake one another on a byte stream, and the environment's removals are
-//! not on the wire, so the other situations are not counted at this level.
+//! Responses cannot overtake one another on a byte stream; the environment's removals, schema
+//! changes and a client's approvals and held calls are not on the wire; so the other situations
+//! are not counted at this level (`call_refused_as_gone` is counted for every unknown-tool
+//! refusal: whether the client's list still shows the tool is not on the wire either).
 
 use listsync_core::situation::Situation;
 use listsync_core::vocab::Kind;
@@ -28,10 +32,17 @@ struct Asking {
     told: u32,
 }
 
+/// What an unanswered request asked: a page of a list, or a tool call.
+#[derive(Debug)]
+enum Ask {
+    List(Asking),
+    Call,
+}
+
 /// What the network has seen, per connection.
 #[derive(Debug, Default)]
 pub(crate) struct Seen {
-    asking: HashMap<(u32, String), Asking>,
+    asking: HashMap<(u32, String), Ask>,
     /// The situations reached.
     pub(crate) reached: BTreeSet<Situation>,
 }
@@ -51,10 +62,15 @@ impl Seen {
             return;
         }
         let Some(v) = parse(line) else { return };
-        let (Some(kind), Some(id)) = (
-            v.get("method").and_then(Value::as_str).and_then(list_kind),
-            v.get("id"),
-        ) else {
+        let (Some(method), Some(id)) = (v.get("method").and_then(Value::as_str), v.get("id"))
+        else {
+            return;
+        };
+        if method == "tools/call" {
+            self.asking.insert((conn, id.to_string()), Ask::Call);
+            return;
+        }
+        let Some(kind) = list_kind(method) else {
             return;
         };
         let cursor = v
@@ -63,11 +79,11 @@ impl Seen {
             .is_some_and(|c| !c.is_null());
         self.asking.insert(
             (conn, id.to_string()),
-            Asking {
+            Ask::List(Asking {
                 kind,
                 cursor,
                 told: 0,
-            },
+            }),
         );
     }
 
@@ -89,6 +105,7 @@ impl Seen {
                 return;
             }
             for ((c, _), a) in self.asking.iter_mut() {
+                let Ask::List(a) = a else { continue };
                 if *c != conn || !group.contains(&a.kind) {
                     continue;
                 }
@@ -104,14 +121,32 @@ impl Seen {
             return;
         }
         let Some(id) = v.get("id") else { return };
-        if let Some(a) = self.asking.remove(&(conn, id.to_string()))
-            && a.cursor
-            && v.get("error")
-                .and_then(|e| e.get("code"))
-                .and_then(Value::as_i64)
-                == Some(-32602)
-        {
-            self.reached.insert(Situation::CursorRefusedAfterChange);
+        let Some(error) = v.get("error") else {
+            self.asking.remove(&(conn, id.to_string()));
+            return;
+        };
+        let code = error.get("code").and_then(Value::as_i64);
+        match self.asking.remove(&(conn, id.to_string())) {
+            Some(Ask::List(a)) if a.cursor && code == Some(-32602) => {
+                self.reached.insert(Situation::CursorRefusedAfterChange);
+            }
+            Some(Ask::Call) => {
+                let reason = error
+                    .get("data")
+                    .and_then(|d| d.get("reason"))
+                    .and_then(Value::as_str);
+                match (code, reason) {
+                    (Some(-32602), Some("unknown_tool")) => {
+                        self.reached.insert(Situation::CallRefusedAsGone);
+                    }
+                    // News of a change too, but not the one these situations are about.
+                    (Some(-32602), Some("schema_changed")) => {}
+                    _ => {
+                        self.reached.insert(Situation::CallFailedOtherwise);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
@@ -161,5 +196,40 @@ mod tests {
         assert!(s.reached.contains(&Situation::CursorRefusedAfterChange));
         s.cut(0);
         assert!(s.asking.is_empty());
+    }
+
+    #[test]
+    fn refused_and_failed_calls_are_told_apart() {
+        let call = |id: u32| {
+            serde_json::to_vec(&serde_json::json!({
+                "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "a"}
+            }))
+            .unwrap()
+        };
+        let error = |id: u32, code: i64, reason: Option<&str>| {
+            let data = reason.map(|r| serde_json::json!({ "reason": r }));
+            serde_json::to_vec(&serde_json::json!({
+                "jsonrpc": "2.0", "id": id,
+                "error": {"code": code, "message": "no", "data": data}
+            }))
+            .unwrap()
+        };
+        let mut s = Seen::default();
+        s.sent(0, true, &call(1));
+        s.delivered(0, false, &error(1, -32602, Some("schema_changed")));
+        assert!(
+            s.reached.is_empty(),
+            "a schema change is news, not a failure"
+        );
+        s.sent(0, true, &call(3));
+        s.delivered(0, false, &error(3, -32603, None));
+        assert_eq!(s.reached, BTreeSet::from([Situation::CallFailedOtherwise]));
+        s.sent(0, true, &call(2));
+        s.delivered(0, false, &error(2, -32602, Some("unknown_tool")));
+        assert!(s.reached.contains(&Situation::CallRefusedAsGone));
+        // An answer to no call we saw counts nothing.
+        let mut s = Seen::default();
+        s.delivered(0, false, &error(9, -32603, None));
+        assert!(s.reached.is_empty());
     }
 }
