@@ -517,11 +517,13 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
         }
     }
 
-    // A quarter of the applications ask their users to approve tools with side effects, and a
-    // user approves most of the tools the application will call (as listed at that moment).
+    // A quarter of the applications ask their users to approve tools with side effects (every
+    // one, when the approval gate is the strategy under test), and a user approves most of the
+    // tools the application will call (as listed at that moment).
     let mut r = stream(seed, streams::APPROVALS);
+    let gated = strategies.client == ClientStrategy::ApprovalByName;
     for c in clients.iter_mut() {
-        c.ask_approval = r.random_ratio(1, 4);
+        c.ask_approval = r.random_ratio(1, 4) || gated;
     }
     let approvals: Vec<(ClientId, Name)> = calls
         .iter()
