@@ -260,28 +260,29 @@ async fn serve_stdio_child_process_2026() {
     child_server_converges(Era::V2026_07_28).await;
 }
 
-/// `listsync watch -- listsync serve --stdio ...`: the CLI client spawns the server, prints each
-/// published change with its version, and follows a mutation made through the server's control
-/// channel.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn watch_prints_each_change() {
-    let sock = socket_path("watch");
+/// `listsync watch WATCH_FLAGS -- listsync serve --stdio SERVE_FLAGS` over a catalog of `tools`
+/// tools, the server's control channel accepted and ready: the watch process, the control
+/// channel, and the watch's stdout lines.
+async fn watch_serve(
+    name: &str,
+    watch_flags: &[&str],
+    serve_flags: &[&str],
+    tools: usize,
+) -> (
+    tokio::process::Child,
+    Control,
+    tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+) {
+    let sock = socket_path(name);
     let listener = UnixListener::bind(&sock).expect("bind");
     let exe = env!("CARGO_BIN_EXE_listsync");
     let mut watch = tokio::process::Command::new(exe)
-        .args([
-            "watch",
-            "--kinds",
-            "tools",
-            "--",
-            exe,
-            "serve",
-            "--stdio",
-            "--page-size",
-            "2",
-        ])
+        .arg("watch")
+        .args(watch_flags)
+        .args(["--kinds", "tools", "--", exe, "serve", "--stdio"])
+        .args(serve_flags)
         .arg("--initial")
-        .arg(initial_ops(3).to_string())
+        .arg(initial_ops(tools).to_string())
         .arg("--control")
         .arg(&sock)
         .stdout(Stdio::piped())
@@ -291,18 +292,35 @@ async fn watch_prints_each_change() {
         .expect("spawn listsync watch");
     let mut control = Control::accept(&listener, None).await;
     control.event("ready").await;
-    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
-    let mut next = async || {
-        within("a line", lines.next_line())
-            .await
-            .expect("read")
-            .expect("line")
-    };
-    assert_eq!(next().await, "tools auth0 v1 (3 items): t0, t1, t2");
+    let lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    (watch, control, lines)
+}
+
+async fn next_line(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>) -> String {
+    within("a line", lines.next_line())
+        .await
+        .expect("read")
+        .expect("line")
+}
+
+/// `listsync watch -- listsync serve --stdio ...`: the CLI client spawns the server, prints each
+/// published change with its version, and follows a mutation made through the server's control
+/// channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_prints_each_change() {
+    let (mut watch, mut control, mut lines) =
+        watch_serve("watch", &[], &["--page-size", "2"], 3).await;
+    assert_eq!(
+        next_line(&mut lines).await,
+        "tools auth0 v1 (3 items): t0, t1, t2"
+    );
     control
         .cmd(json!({"cmd": "mutate", "ops": [{"op": "remove", "kind": "tools", "name": "t1"}]}))
         .await;
-    assert_eq!(next().await, "tools auth0 v2 (2 items): t0, t2");
+    assert_eq!(
+        next_line(&mut lines).await,
+        "tools auth0 v2 (2 items): t0, t2"
+    );
     let _ = watch.kill().await;
 }
 
@@ -310,32 +328,10 @@ async fn watch_prints_each_change() {
 /// have to approve, and marks a tool again when its definition changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_marks_tools_to_approve() {
-    let sock = socket_path("watch-approvals");
-    let listener = UnixListener::bind(&sock).expect("bind");
-    let exe = env!("CARGO_BIN_EXE_listsync");
-    let mut watch = tokio::process::Command::new(exe)
-        .args(["watch", "--approvals", "--kinds", "tools", "--", exe])
-        .args(["serve", "--stdio"])
-        .arg("--initial")
-        .arg(initial_ops(2).to_string())
-        .arg("--control")
-        .arg(&sock)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn listsync watch");
-    let mut control = Control::accept(&listener, None).await;
-    control.event("ready").await;
-    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
-    let mut next = async || {
-        within("a line", lines.next_line())
-            .await
-            .expect("read")
-            .expect("line")
-    };
+    let (mut watch, mut control, mut lines) =
+        watch_serve("watch-approvals", &["--approvals"], &[], 2).await;
     assert_eq!(
-        next().await,
+        next_line(&mut lines).await,
         "tools auth0 v1 (2 items): t0 [approve], t1 [approve]"
     );
     let reply = control
@@ -346,7 +342,7 @@ async fn watch_marks_tools_to_approve() {
         .await;
     assert_eq!(reply["ok"], json!(true), "{reply}");
     assert_eq!(
-        next().await,
+        next_line(&mut lines).await,
         "tools auth0 v2 (3 items): t0, t1 [re-approve], t2 [approve]"
     );
     let _ = watch.kill().await;

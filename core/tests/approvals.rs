@@ -5,13 +5,13 @@
 //! the world's observation (the user's approvals, the deliveries, the calls on the wire), tells
 //! the reference from `approval-by-name`.
 
-use listsync_core::client::{ClientConfig, Pacing};
+mod common;
+
 use listsync_core::property::{Property, Verdict};
 use listsync_core::record::Log;
-use listsync_core::scenario::{Faults, Scenario, Transport};
-use listsync_core::server::ServerConfig;
+use listsync_core::scenario::Scenario;
 use listsync_core::strategy::ClientStrategy;
-use listsync_core::vocab::{Era, Kind, Op};
+use listsync_core::vocab::{Kind, Op};
 use listsync_core::wire::{Request, ServerMsg};
 use listsync_core::world::{Link, Step, World};
 
@@ -20,44 +20,23 @@ const READ_ONLY: &str = r#"{"annotations":{"readOnlyHint":true}}"#;
 /// One stdio client asking for approvals, tools `a` (side effects) and `r` (read-only); a batch
 /// changing `a`'s definition; the user approves `a`; the application calls `a`, `r`, `a`.
 fn scenario(strategy: ClientStrategy) -> Scenario {
-    let client = ClientConfig {
-        pacing: Pacing::OFF,
-        ask_approval: true,
-        ..ClientConfig::tools(strategy, Era::V2025_11_25)
-    };
-    Scenario {
-        name: "approvals".into(),
-        era: Era::V2025_11_25,
-        transport: Transport::Stdio,
-        server: ServerConfig::default(),
-        initial: vec![
+    let mut scn = common::one_client(
+        "approvals",
+        strategy,
+        vec![
             Op::add(Kind::Tools, "a", "a1"),
             Op::add(Kind::Tools, "r", READ_ONLY),
         ],
-        clients: vec![client],
-        script: vec![vec![Op::update(Kind::Tools, "a", "a2")]],
-        auth_changes: Vec::new(),
-        calls: vec![(0, "a".into()), (0, "r".into()), (0, "a".into())],
-        approvals: vec![(0, "a".into())],
-        faults: Faults::default(),
-        cluster: None,
-    }
+        vec![vec![Op::update(Kind::Tools, "a", "a2")]],
+        &["a", "r", "a"],
+    );
+    scn.clients[0].ask_approval = true;
+    scn.approvals = vec![(0, "a".into())];
+    scn
 }
 
-/// Delivers every message in flight (head first), until nothing is.
 fn settle(w: &mut World, scn: &Scenario) {
-    for _ in 0..100 {
-        let mut steps = Vec::new();
-        w.enabled(scn, &mut steps);
-        let Some(s) = steps
-            .into_iter()
-            .find(|s| matches!(s, Step::Deliver { .. }))
-        else {
-            return;
-        };
-        w.apply(scn, &s, &mut Log::default()).unwrap();
-    }
-    panic!("the world does not settle");
+    common::settle(w, scn, &mut Log::default());
 }
 
 fn apply(w: &mut World, scn: &Scenario, s: Step) {

@@ -4,60 +4,36 @@
 //! `errors_not_changes` judge, fed by the world's own observation of the wire, tells the
 //! difference.
 
-use listsync_core::client::{ClientConfig, Pacing};
+mod common;
+
+use common::{one_client, settle};
 use listsync_core::history::Event;
 use listsync_core::property::Property;
 use listsync_core::record::Log;
-use listsync_core::scenario::{Faults, Scenario, Transport};
-use listsync_core::server::ServerConfig;
+use listsync_core::scenario::{Faults, Scenario};
 use listsync_core::strategy::ClientStrategy;
-use listsync_core::vocab::{Era, Kind, Op};
+use listsync_core::vocab::{Kind, Op};
 use listsync_core::world::{Link, Step, World};
 
 /// One stdio client of tools `a`, `b`; a batch removing `a`; calls of `a` and `b` by name.
 fn scenario(strategy: ClientStrategy) -> Scenario {
-    let client = ClientConfig {
-        pacing: Pacing::OFF,
-        calls_by_name: true,
-        ..ClientConfig::tools(strategy, Era::V2025_11_25)
-    };
-    Scenario {
-        name: "call-errors".into(),
-        era: Era::V2025_11_25,
-        transport: Transport::Stdio,
-        server: ServerConfig::default(),
-        initial: vec![
+    let mut scn = one_client(
+        "call-errors",
+        strategy,
+        vec![
             Op::add(Kind::Tools, "a", "a1"),
             Op::add(Kind::Tools, "b", "b1"),
         ],
-        clients: vec![client],
-        script: vec![vec![Op::remove(Kind::Tools, "a")]],
-        auth_changes: Vec::new(),
-        calls: vec![(0, "a".into()), (0, "b".into()), (0, "a".into())],
-        approvals: Vec::new(),
-        faults: Faults {
-            call_error: 1,
-            drop: 1,
-            ..Faults::default()
-        },
-        cluster: None,
-    }
-}
-
-/// Delivers every message in flight (requests first), until nothing is.
-fn settle(w: &mut World, scn: &Scenario, log: &mut Log) {
-    for _ in 0..100 {
-        let mut steps = Vec::new();
-        w.enabled(scn, &mut steps);
-        let Some(s) = steps
-            .into_iter()
-            .find(|s| matches!(s, Step::Deliver { .. }))
-        else {
-            return;
-        };
-        w.apply(scn, &s, log).unwrap();
-    }
-    panic!("the world does not settle");
+        vec![vec![Op::remove(Kind::Tools, "a")]],
+        &["a", "b", "a"],
+    );
+    scn.clients[0].calls_by_name = true;
+    scn.faults = Faults {
+        call_error: 1,
+        drop: 1,
+        ..Faults::default()
+    };
+    scn
 }
 
 fn step(w: &mut World, scn: &Scenario, s: Step) -> Vec<Event> {

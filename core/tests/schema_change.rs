@@ -5,14 +5,15 @@
 //! schema fingerprint on the wire and its own catalog, catches that. A reworded description
 //! (same input schema) does not stop a call.
 
-use listsync_core::client::{ClientConfig, Pacing};
+mod common;
+
+use common::{one_client, settle};
 use listsync_core::history::Event;
 use listsync_core::property::Property;
 use listsync_core::record::Log;
-use listsync_core::scenario::{Faults, Scenario, Transport};
-use listsync_core::server::ServerConfig;
+use listsync_core::scenario::Scenario;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
-use listsync_core::vocab::{Era, Kind, Op, schema_fingerprint};
+use listsync_core::vocab::{Kind, Op, schema_fingerprint};
 use listsync_core::wire::{ErrorReason, Request, Response, ServerMsg};
 use listsync_core::world::{Link, Step, World};
 
@@ -22,26 +23,15 @@ const A_Y: &str = r#"{"description":"a","inputSchema":{"properties":{"y":{}}}}"#
 
 /// One stdio client of tool `a` (argument `x`); one batch changing `a` to `to`; one call of `a`.
 fn scenario(server: ServerStrategy, to: &str) -> Scenario {
-    Scenario {
-        name: "schema-change".into(),
-        era: Era::V2025_11_25,
-        transport: Transport::Stdio,
-        server: ServerConfig {
-            strategy: server,
-            ..ServerConfig::default()
-        },
-        initial: vec![Op::add(Kind::Tools, "a", A_X)],
-        clients: vec![ClientConfig {
-            pacing: Pacing::OFF,
-            ..ClientConfig::tools(ClientStrategy::Reference, Era::V2025_11_25)
-        }],
-        script: vec![vec![Op::update(Kind::Tools, "a", to)]],
-        auth_changes: Vec::new(),
-        calls: vec![(0, "a".into())],
-        approvals: Vec::new(),
-        faults: Faults::default(),
-        cluster: None,
-    }
+    let mut scn = one_client(
+        "schema-change",
+        ClientStrategy::Reference,
+        vec![Op::add(Kind::Tools, "a", A_X)],
+        vec![vec![Op::update(Kind::Tools, "a", to)]],
+        &["a"],
+    );
+    scn.server.strategy = server;
+    scn
 }
 
 fn deliver(w: &mut World, scn: &Scenario, link: Link, log: &mut Log) {
@@ -51,22 +41,6 @@ fn deliver(w: &mut World, scn: &Scenario, link: Link, log: &mut Log) {
         index: 0,
     };
     w.apply(scn, &step, log).unwrap();
-}
-
-/// Delivers every message in flight (head first), until nothing is.
-fn settle(w: &mut World, scn: &Scenario, log: &mut Log) {
-    for _ in 0..100 {
-        let mut steps = Vec::new();
-        w.enabled(scn, &mut steps);
-        let Some(s) = steps
-            .into_iter()
-            .find(|s| matches!(s, Step::Deliver { .. }))
-        else {
-            return;
-        };
-        w.apply(scn, &s, log).unwrap();
-    }
-    panic!("the world does not settle");
 }
 
 /// Listed; the application calls `a` (arguments built for `x`); the change to `a` is committed
