@@ -1172,15 +1172,8 @@ impl World {
                 self.client_step(scn, c, ClientInput::SetAuth(auth), rec);
             }
             Step::Call { call } => {
-                let (c, name) = scn
-                    .calls
-                    .get(usize::from(call))
-                    .cloned()
-                    .ok_or_else(|| format!("the scenario has no call {call}"))?;
+                let (c, name) = take_scripted(&scn.calls, &mut self.calls_done, call, "call")?;
                 client_ok(c)?;
-                if !self.calls_done.insert(call) {
-                    return Err(format!("call {call} was already made"));
-                }
                 note(rec, || Note::AppCalls {
                     client: c,
                     name: name.clone(),
@@ -1188,15 +1181,9 @@ impl World {
                 self.client_step(scn, c, ClientInput::CallTool(name), rec);
             }
             Step::Approve { approval } => {
-                let (c, name) = scn
-                    .approvals
-                    .get(usize::from(approval))
-                    .cloned()
-                    .ok_or_else(|| format!("the scenario has no approval {approval}"))?;
+                let (c, name) =
+                    take_scripted(&scn.approvals, &mut self.approvals_done, approval, "approval")?;
                 client_ok(c)?;
-                if !self.approvals_done.insert(approval) {
-                    return Err(format!("approval {approval} was already given"));
-                }
                 note(rec, || Note::UserApproves {
                     client: c,
                     name: name.clone(),
@@ -1294,6 +1281,24 @@ pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Ev
         gone: matches!(err, CallError::Rpc(e) if e.reason.says_tool_changed()),
         relisted,
     })
+}
+
+/// Scripted entry `i` (a tool call, an approval) of `script`, marked taken in `done`; an error if
+/// the script has no such entry or it was taken already.
+fn take_scripted(
+    script: &[(ClientId, crate::vocab::Name)],
+    done: &mut BTreeSet<u8>,
+    i: u8,
+    what: &str,
+) -> Result<(ClientId, crate::vocab::Name), String> {
+    let entry = script
+        .get(usize::from(i))
+        .cloned()
+        .ok_or_else(|| format!("the scenario has no {what} {i}"))?;
+    if !done.insert(i) {
+        return Err(format!("{what} {i} was already taken"));
+    }
+    Ok(entry)
 }
 
 /// The observed events of a client's call router deciding on the application's calls, from the
