@@ -63,9 +63,9 @@ fn show(v: &Verdicts) -> String {
 
 /// Why a corpus trace may be out of the harness's reach: several server nodes (the harness
 /// runs one server process); tools the application preloads, user approvals, or a property the
-/// harness does not judge (`errors_not_changes`, `consumers_agree`, `approval_not_inherited`:
-/// the harness does not see why a client listed, nor its router, nor its user). Anything else
-/// unsupported is a failure.
+/// harness does not judge (`outcome::judges`: it does not see why a client listed, nor its
+/// router, nor its user, nor what a call's arguments were built for). Anything else unsupported
+/// is a failure.
 fn out_of_scope(t: &Trace) -> bool {
     t.scenario.cluster.is_some()
         || t.scenario
