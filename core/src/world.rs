@@ -1181,8 +1181,12 @@ impl World {
                 self.client_step(scn, c, ClientInput::CallTool(name), rec);
             }
             Step::Approve { approval } => {
-                let (c, name) =
-                    take_scripted(&scn.approvals, &mut self.approvals_done, approval, "approval")?;
+                let (c, name) = take_scripted(
+                    &scn.approvals,
+                    &mut self.approvals_done,
+                    approval,
+                    "approval",
+                )?;
                 client_ok(c)?;
                 note(rec, || Note::UserApproves {
                     client: c,

@@ -116,6 +116,17 @@ async fn a_call_waits_while_a_change_is_announced() {
     );
     let change = apply_later(&server, vec![Op::update(Kind::Tools, "a", "writes v2")]);
     assert!(within("walk parked", server.gates().parked(walk)).await);
+    // The delivery of the change's notice is observed (what the judge's "unsettled" rests on).
+    assert!(
+        history.events().iter().any(|e| matches!(
+            e,
+            Event::NoticeReceived {
+                kind: Kind::Tools,
+                ..
+            }
+        )),
+        "no notice observed"
+    );
     let mut call = Box::pin(client.call("a"));
     tokio::select! {
         biased;
