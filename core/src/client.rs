@@ -695,7 +695,7 @@ impl CatalogClient {
     /// The approval gate's bookkeeping after a step whose outputs begin at `from`: fold the
     /// step's walk events into the tool list's settledness; once it settles, the waiting calls
     /// are decided afresh against the list now published; if the walk after the change failed,
-    /// they fail (the list is known to be out of date).
+    /// or no walk is coming, they fail (the list is known to be out of date).
     fn settle(&mut self, from: usize, out: &mut Vec<ClientOutput>) {
         let before = self.unsettled;
         for o in &out[from..] {
@@ -703,8 +703,10 @@ impl CatalogClient {
                 self.unsettled = Unsettled::after(self.unsettled, e);
             }
         }
-        let failed = matches!(before, Some(Unsettled::Walking(_)))
-            && self.unsettled == Some(Unsettled::Told);
+        // Told of a change with no walk of the list coming (the walk after it failed, or a
+        // strategy that does not walk again): the held calls would wait for ever.
+        let failed = self.unsettled == Some(Unsettled::Told)
+            && (matches!(before, Some(Unsettled::Walking(_))) || !self.walk_coming(Kind::Tools));
         if self.paused.is_empty() || !(failed || self.unsettled.is_none()) {
             return;
         }
