@@ -1091,11 +1091,9 @@ impl World {
                         client,
                         msg: msg.clone(),
                     });
-                    if let ServerMsg::Notification(Notification::ListChanged { kind, .. }) = &msg
-                        && scn.clients[client as usize].ask_approval
-                    {
-                        let kind = *kind;
-                        self.observe(&Event::NoticeReceived { client, kind }, rec);
+                    let approval = scn.clients[client as usize].ask_approval;
+                    if let Some(e) = observe_notice(client, approval, &msg) {
+                        self.observe(&e, rec);
                     }
                     self.client_step(scn, client, ClientInput::Receive(msg), rec);
                 }
@@ -1285,6 +1283,21 @@ pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Ev
         gone: matches!(err, CallError::Rpc(e) if e.reason.says_tool_changed()),
         relisted,
     })
+}
+
+/// The observed event of a `list_changed` reaching a client whose application asks for
+/// approvals (`approval`); None for any other message or client. The world and the runtime
+/// observe deliveries with this one function.
+pub fn observe_notice(client: ClientId, approval: bool, msg: &ServerMsg) -> Option<Event> {
+    match msg {
+        ServerMsg::Notification(Notification::ListChanged { kind, .. }) if approval => {
+            Some(Event::NoticeReceived {
+                client,
+                kind: *kind,
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Scripted entry `i` (a tool call, an approval) of `script`, marked taken in `done`; an error if

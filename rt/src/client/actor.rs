@@ -843,18 +843,12 @@ impl Actor {
             let now = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.machine.set_clock(now);
             let approval = self.settings.client.ask_approval;
-            if approval
-                && let ClientInput::Receive(ServerMsg::Notification(Notification::ListChanged {
-                    kind,
-                    ..
-                })) = &input
+            if let ClientInput::Receive(msg) = &input
+                && let Some(e) =
+                    listsync_core::world::observe_notice(self.machine.id(), approval, msg)
                 && let Some(h) = &self.settings.history
             {
-                let client = self.machine.id();
-                h.record(&Event::NoticeReceived {
-                    client,
-                    kind: *kind,
-                });
+                h.record(&e);
             }
             self.machine.step(input, &mut out);
             // A call's routing, and a failed call with the list requests it made the client
