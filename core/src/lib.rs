@@ -5,6 +5,7 @@
 //! Nothing here performs I/O or depends on an async runtime: machines are plain
 //! `Clone + Hash + Eq` data stepped by their drivers.
 
+pub mod aggregate;
 pub mod client;
 pub mod history;
 pub mod monitor;

@@ -61,11 +61,17 @@ pub enum Property {
     /// longer has: it checks them against the current definition at dispatch.
     #[serde(rename = "no_stale_arguments")]
     NoStaleArguments,
+    /// An application connected to several servers shows every tool of every server under a
+    /// name of its own: a name it calls always reaches the same server's tool, that tool is
+    /// always called by the same name, and at quiescence its combined listing holds every
+    /// server's tools, none hidden by another's.
+    #[serde(rename = "no_name_collision")]
+    NoNameCollision,
 }
 
 impl Property {
     /// Every property, in report order.
-    pub const ALL: [Property; 14] = [
+    pub const ALL: [Property; 15] = [
         Property::NoTornSnapshot,
         Property::NoStaleOverwrite,
         Property::Converges,
@@ -80,6 +86,7 @@ impl Property {
         Property::ConsumersAgree,
         Property::ApprovalNotInherited,
         Property::NoStaleArguments,
+        Property::NoNameCollision,
     ];
 
     /// The fixed name.
@@ -99,6 +106,7 @@ impl Property {
             Property::ConsumersAgree => "consumers_agree",
             Property::ApprovalNotInherited => "approval_not_inherited",
             Property::NoStaleArguments => "no_stale_arguments",
+            Property::NoNameCollision => "no_name_collision",
         }
     }
 
@@ -119,6 +127,7 @@ impl Property {
             Property::ConsumersAgree => "agree",
             Property::ApprovalNotInherited => "approve",
             Property::NoStaleArguments => "args",
+            Property::NoNameCollision => "names",
         }
     }
 
@@ -193,7 +202,8 @@ mod tests {
                 "errors_not_changes",
                 "consumers_agree",
                 "approval_not_inherited",
-                "no_stale_arguments"
+                "no_stale_arguments",
+                "no_name_collision"
             ]
         );
         for p in Property::ALL {

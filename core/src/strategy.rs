@@ -55,6 +55,11 @@ pub enum ClientStrategy {
     /// runs under the approval of the old definition (the "rug pull").
     #[serde(rename = "approval-by-name")]
     ApprovalByName,
+    /// An application connected to several servers prefixes each server's tools with the
+    /// `serverInfo.name` that server reports: two servers reporting the same name collide, and
+    /// one's tools shadow the other's (each connection is kept as `reference` keeps it).
+    #[serde(rename = "prefix-from-server-info")]
+    PrefixFromServerInfo,
 }
 
 /// How a server applies mutations, paginates, notifies and dispatches.
@@ -139,6 +144,7 @@ names!(
     TwoRegistries = "two-registries",
     KnownToolsSurvive = "known-tools-survive",
     ApprovalByName = "approval-by-name",
+    PrefixFromServerInfo = "prefix-from-server-info",
 );
 
 names!(
@@ -172,6 +178,7 @@ impl ClientStrategy {
             ClientStrategy::TwoRegistries => Some(Property::ConsumersAgree),
             ClientStrategy::KnownToolsSurvive => Some(Property::NoCallToRemoved),
             ClientStrategy::ApprovalByName => Some(Property::ApprovalNotInherited),
+            ClientStrategy::PrefixFromServerInfo => Some(Property::NoNameCollision),
         }
     }
 
@@ -186,6 +193,7 @@ impl ClientStrategy {
                 | ClientStrategy::TwoRegistries
                 | ClientStrategy::KnownToolsSurvive
                 | ClientStrategy::ApprovalByName
+                | ClientStrategy::PrefixFromServerInfo
         )
     }
 }
