@@ -175,6 +175,27 @@ pub enum Event {
         /// Notification group.
         kind: Kind,
     },
+    /// (several servers) The application's combined listing, rebuilt after one of its clients
+    /// published a tool list: how many entries it shows, and how many tools its clients'
+    /// published lists hold together (what it should show, each under a name of its own).
+    CombinedListing {
+        /// The client whose publication rebuilt it.
+        client: ClientId,
+        /// Entries the combined listing shows.
+        shown: u32,
+        /// Tools in the clients' published lists, all servers together.
+        listed: u32,
+    },
+    /// (several servers) The application called a name of its combined listing, and the call
+    /// went on the wire of `client`'s connection as a call of `tool`.
+    CalledCombined {
+        /// The combined name the application called.
+        name: Name,
+        /// Whose connection (that is, which server) carried the call.
+        client: ClientId,
+        /// The tool named on the wire.
+        tool: Name,
+    },
     /// A client woke up for a reason that may warrant a refresh.
     Woken {
         /// Client.
@@ -404,6 +425,21 @@ impl fmt::Display for Event {
             Event::NoticeReceived { client, kind } => {
                 write!(f, "c{client} receives a {kind} list_changed")
             }
+            Event::CombinedListing {
+                client,
+                shown,
+                listed,
+            } => write!(
+                f,
+                "after c{client} publishes, the combined listing shows {shown} of {listed} tools"
+            ),
+            Event::CalledCombined { name, client, tool } => {
+                write!(
+                    f,
+                    "the application's call of {name} goes to c{client} as {tool}"
+                )
+            }
+
             Event::Woken {
                 client,
                 kinds,

@@ -65,6 +65,9 @@ pub struct Monitor {
     approvals: BTreeSet<(ClientId, Name, u64)>,
     /// Clients (whose application asks for approvals) whose tool list is unsettled.
     unsettled: BTreeMap<ClientId, Unsettled>,
+    /// (several servers) Each combined name the application called, with the connection and
+    /// tool its first call reached on the wire.
+    combined: BTreeMap<Name, (ClientId, Name)>,
     first: [Option<Arc<str>>; Property::ALL.len()],
     observed: usize,
     /// Per (kind, auth): the range of committed versions whose visible list has each digest;
@@ -115,6 +118,7 @@ impl PartialEq for Monitor {
             && self.listed == o.listed
             && self.approvals == o.approvals
             && self.unsettled == o.unsettled
+            && self.combined == o.combined
             && self.first == o.first
     }
 }
@@ -131,6 +135,7 @@ impl Hash for Monitor {
         self.listed.hash(h);
         self.approvals.hash(h);
         self.unsettled.hash(h);
+        self.combined.hash(h);
         self.first.hash(h);
     }
 }
@@ -313,6 +318,11 @@ impl Monitor {
                 .map(|(c, n, f)| (m(c), n.clone(), *f))
                 .collect(),
             unsettled: self.unsettled.iter().map(|(c, u)| (m(c), *u)).collect(),
+            combined: self
+                .combined
+                .iter()
+                .map(|(n, (c, t))| (n.clone(), (m(c), t.clone())))
+                .collect(),
             first: self.first.clone(),
             observed: self.observed,
             memo: self.memo.clone(),
@@ -482,6 +492,53 @@ impl Monitor {
                 if let Some(Some(entry)) = self.published_entry(*client, tool, *auth) {
                     let fp = fingerprint(&entry.def);
                     self.approvals.insert((*client, tool.clone(), fp));
+                }
+            }
+            Event::CombinedListing {
+                client,
+                shown,
+                listed,
+            } => {
+                if shown != listed {
+                    self.flag(
+                        &mut out,
+                        Property::NoNameCollision,
+                        format!(
+                            "after c{client} published its tools, the application's combined \
+                             listing shows {shown} tools where its servers' published lists hold \
+                             {listed}: a name stands for more than one server's tool"
+                        ),
+                    );
+                }
+            }
+            Event::CalledCombined { name, client, tool } => {
+                let reached = (*client, tool.clone());
+                let other_name = self
+                    .combined
+                    .iter()
+                    .find(|(n, r)| *n != name && **r == reached)
+                    .map(|(n, _)| n.clone());
+                match self.combined.get(name) {
+                    Some(first) if *first != reached => {
+                        let why = format!(
+                            "the application's call of {name} reached c{client}'s server as \
+                             {tool}, where an earlier call of the same name reached c{}'s server \
+                             as {}",
+                            first.0, first.1
+                        );
+                        self.flag(&mut out, Property::NoNameCollision, why);
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.combined.insert(name.clone(), reached);
+                    }
+                }
+                if let Some(other) = other_name {
+                    let why = format!(
+                        "c{client}'s server's {tool} was called as {name} after being called as \
+                         {other}: its name in the combined listing changed"
+                    );
+                    self.flag(&mut out, Property::NoNameCollision, why);
                 }
             }
             Event::NoticeReceived { client, kind } => {

@@ -3,6 +3,7 @@
 //! administrator's scripted batches, authorization changes and tool calls, and the fault
 //! budgets. Model configurations, simulator runs and traces are all scenarios.
 
+use crate::aggregate::{self, Member};
 use crate::client::ClientConfig;
 use crate::history::ClientId;
 use crate::property::{Property, Verdict, Verdicts};
@@ -77,7 +78,28 @@ pub struct Scenario {
     /// change bus (absent: one server that commits by itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<Cluster>,
+    /// One application connected to several servers, one client per server (absent: each
+    /// client is an application of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregate: Option<Aggregate>,
 }
+
+/// One application that connects to several servers and shows their tools in one combined
+/// listing (docs/design.md, "Many servers in one client"). Client `i` is its connection to
+/// server `i`; every client runs the same strategy, which also decides the prefixes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Aggregate {
+    /// Per client: the key the application configured for its server and the
+    /// `serverInfo.name` that server reports.
+    pub members: Vec<Member>,
+    /// Calls the application makes under names of its combined listing (each name it shows
+    /// at that moment may be the one called).
+    #[serde(default)]
+    pub calls: u8,
+}
+
+/// Most servers one application connects to in a scenario.
+pub const MAX_MEMBERS: usize = 16;
 
 /// A multi-node deployment: every node keeps a local copy of the shared catalog, learns of new
 /// versions from a bus that may duplicate, reorder and lose events, catches up by reading the
@@ -159,12 +181,19 @@ impl Scenario {
             Property::NoCallToRemoved
             | Property::ErrorsNotChanges
             | Property::ConsumersAgree
-            | Property::NoStaleArguments => !self.calls.is_empty(),
+            | Property::NoStaleArguments => self.makes_calls(),
+            Property::NoNameCollision => self.aggregate.is_some(),
             Property::ApprovalNotInherited => {
                 !self.calls.is_empty() && self.clients.iter().any(|c| c.ask_approval)
             }
             _ => true,
         }
+    }
+
+    /// Whether any application calls a tool (scripted calls, or calls through a combined
+    /// listing).
+    pub fn makes_calls(&self) -> bool {
+        !self.calls.is_empty() || self.aggregate.as_ref().is_some_and(|a| a.calls > 0)
     }
 
     /// Verdicts with inapplicable properties replaced by n/a.
@@ -248,6 +277,31 @@ impl Scenario {
             || self.auth_changes.len() > usize::from(u8::MAX) + 1
         {
             return Err("at most 256 scripted batches and 256 auth changes".into());
+        }
+        if let Some(a) = &self.aggregate {
+            if a.members.len() != n || n > MAX_MEMBERS {
+                return Err(format!(
+                    "an application with several servers names one server per client \
+                     (at most {MAX_MEMBERS}); {} servers for {n} clients",
+                    a.members.len()
+                ));
+            }
+            aggregate::check_members(&a.members)?;
+            let s = self.client_strategy();
+            if self.clients.iter().any(|c| c.strategy != s) {
+                return Err("the clients of one application run one strategy".into());
+            }
+            if self
+                .clients
+                .iter()
+                .any(|c| c.ask_approval || c.calls_by_name)
+            {
+                return Err(
+                    "an application with several servers asks no approvals and calls through \
+                     its combined listing"
+                        .into(),
+                );
+            }
         }
         Ok(())
     }

@@ -89,11 +89,15 @@ pub enum Situation {
     /// tool (still present) no longer has: the schema-change race.
     #[serde(rename = "call_in_flight_during_schema_change")]
     CallInFlightDuringSchemaChange,
+    /// (several servers) Two clients of one application have published a tool of the same
+    /// name: the collision the application's prefixes must keep apart.
+    #[serde(rename = "one_name_two_servers")]
+    OneNameTwoServers,
 }
 
 impl Situation {
     /// Every situation, in report order.
-    pub const ALL: [Situation; 18] = [
+    pub const ALL: [Situation; 19] = [
         Situation::NotifyDuringRefresh,
         Situation::NotifyMidWalk,
         Situation::BurstDuringRefresh,
@@ -112,6 +116,7 @@ impl Situation {
         Situation::ApprovedDefinitionChanged,
         Situation::CallWaitsForSettle,
         Situation::CallInFlightDuringSchemaChange,
+        Situation::OneNameTwoServers,
     ];
 
     /// The fixed name.
@@ -135,6 +140,7 @@ impl Situation {
             Situation::ApprovedDefinitionChanged => "approved_definition_changed",
             Situation::CallWaitsForSettle => "call_waits_for_settle",
             Situation::CallInFlightDuringSchemaChange => "call_in_flight_during_schema_change",
+            Situation::OneNameTwoServers => "one_name_two_servers",
         }
     }
 
@@ -275,6 +281,20 @@ impl Situation {
                     _ => false,
                 })
             }),
+            Situation::OneNameTwoServers => {
+                scn.aggregate.is_some() && {
+                    let mut seen = std::collections::BTreeSet::new();
+                    w.clients
+                        .iter()
+                        .filter_map(|c| c.snapshot(Kind::Tools))
+                        .flat_map(|s| {
+                            let names: std::collections::BTreeSet<_> =
+                                s.items.iter().map(|i| i.name.clone()).collect();
+                            names
+                        })
+                        .any(|n| !seen.insert(n))
+                }
+            }
         }
     }
 }

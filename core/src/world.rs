@@ -7,6 +7,7 @@
 //! steps, replayed here to validate it. The world adds only what the environment does: it never
 //! decides protocol behaviour, which stays in the machines.
 
+use crate::aggregate;
 use crate::client::{CallError, CatalogClient, ClientInput, ClientOutput};
 use crate::history::{ClientId, Event};
 use crate::monitor::Monitor;
@@ -14,7 +15,7 @@ use crate::property::{Property, Verdict, Verdicts};
 use crate::record::{Note, Recorder, note};
 use crate::scenario::{Scenario, Transport};
 use crate::server::{Registry, ServerInput, ServerOutput};
-use crate::vocab::{AuthCtx, Catalog, Item, Kind, KindSet};
+use crate::vocab::{AuthCtx, Catalog, Item, Kind, KindSet, Name};
 use crate::wire::{
     ClientMsg, ErrorReason, Lane, Notification, Request, Response, RpcError, ServerMsg,
 };
@@ -118,6 +119,11 @@ pub enum Step {
         /// Index in the scenario's approvals.
         approval: u8,
     },
+    /// The application of several servers calls `name` from its combined listing.
+    CallCombined {
+        /// The combined name called.
+        name: Name,
+    },
     /// The tool call at `index` of a client's request link fails with an internal error in the
     /// server's place (the server never sees it): an error that is not a list change.
     FailCall {
@@ -220,6 +226,7 @@ impl fmt::Display for Step {
             Step::Drop { client, link } => write!(f, "lose head of {link:?} of c{client}"),
             Step::SetAuth { change } => write!(f, "auth change {change}"),
             Step::Call { call } => write!(f, "tool call {call}"),
+            Step::CallCombined { name } => write!(f, "combined call of {name}"),
             Step::Approve { approval } => write!(f, "user approval {approval}"),
             Step::FailCall { client, index } => {
                 write!(f, "fail the call at Up[{index}] of c{client}")
@@ -278,6 +285,8 @@ pub struct World {
     pub calls_done: BTreeSet<u8>,
     /// Scripted approvals given.
     pub approvals_done: BTreeSet<u8>,
+    /// Calls made through the combined listing (several servers).
+    pub combined_calls: u8,
     /// Faults used: duplicates, drops, disconnects, failed calls.
     pub used: [u32; 4],
     /// Clients whose connection is cut.
@@ -323,6 +332,7 @@ impl World {
             next_auth: 0,
             calls_done: BTreeSet::new(),
             approvals_done: BTreeSet::new(),
+            combined_calls: 0,
             used: [0; 4],
             cut: BTreeSet::new(),
             monitor: Monitor::new(),
@@ -434,9 +444,19 @@ impl World {
         c: ClientId,
         input: ClientInput,
         rec: &mut dyn Recorder,
-    ) {
+    ) -> Vec<Event> {
         let mut out = Vec::new();
         self.clients[c as usize].step(input, &mut out);
+        let tools_published = scn.aggregate.is_some()
+            && out.iter().any(|o| {
+                matches!(
+                    o,
+                    ClientOutput::Event(Event::Published {
+                        kind: Kind::Tools,
+                        ..
+                    })
+                )
+            });
         let failed = observe_call_failure(c, &out);
         let cfg = &scn.clients[c as usize];
         let routed = if cfg.calls_by_name {
@@ -496,8 +516,44 @@ impl World {
                 }),
             }
         }
-        for e in routed.into_iter().chain(failed) {
+        for e in routed.iter().chain(&failed) {
+            self.observe(e, rec);
+        }
+        if tools_published {
+            let e = self.observe_combined(scn, c);
             self.observe(&e, rec);
+        }
+        routed
+    }
+
+    /// (several servers) The application's combined listing now, built by the application's
+    /// own code ([`aggregate::combined`]) from each client's published tool list.
+    pub fn combined_listing(&self, scn: &Scenario) -> Vec<aggregate::Entry> {
+        let Some(a) = &scn.aggregate else {
+            return Vec::new();
+        };
+        let lists: Vec<Option<&[Item]>> = self
+            .clients
+            .iter()
+            .map(|c| c.snapshot(Kind::Tools).map(|s| &*s.items))
+            .collect();
+        aggregate::combined(scn.client_strategy(), &a.members, &lists)
+    }
+
+    /// The observed event of the application's combined listing after client `c` published
+    /// its tools: the entries it shows against the tools its clients' published lists hold
+    /// (the lists every consumer of each client reads).
+    fn observe_combined(&self, scn: &Scenario, c: ClientId) -> Event {
+        let listed = self
+            .clients
+            .iter()
+            .filter_map(|c| c.snapshot(Kind::Tools))
+            .map(|s| s.items.len() as u32)
+            .sum();
+        Event::CombinedListing {
+            client: c,
+            shown: self.combined_listing(scn).len() as u32,
+            listed,
         }
     }
 
@@ -733,6 +789,7 @@ impl World {
             next_auth: self.next_auth,
             calls_done: self.calls_done.clone(),
             approvals_done: self.approvals_done.clone(),
+            combined_calls: self.combined_calls,
             used: self.used,
             cut,
             monitor: self.monitor.relabel(&map),
@@ -825,6 +882,13 @@ impl World {
         for i in (0..scn.calls.len()).map(|i| i as u8) {
             if !self.calls_done.contains(&i) {
                 steps.push(Step::Call { call: i });
+            }
+        }
+        if let Some(a) = &scn.aggregate
+            && self.combined_calls < a.calls
+        {
+            for e in self.combined_listing(scn) {
+                steps.push(Step::CallCombined { name: e.name });
             }
         }
         for i in (0..scn.approvals.len()).map(|i| i as u8) {
@@ -1177,6 +1241,41 @@ impl World {
                     name: name.clone(),
                 });
                 self.client_step(scn, c, ClientInput::CallTool(name), rec);
+            }
+            Step::CallCombined { ref name } => {
+                let Some(a) = &scn.aggregate else {
+                    return Err("the scenario has no application with several servers".into());
+                };
+                if self.combined_calls >= a.calls {
+                    return Err(format!("all {} combined calls are made", a.calls));
+                }
+                let listing = self.combined_listing(scn);
+                let Some(e) = aggregate::route(&listing, &name) else {
+                    return Err(format!("the combined listing shows no {name}"));
+                };
+                let (c, tool) = (e.member as ClientId, e.item.name.clone());
+                self.combined_calls += 1;
+                note(rec, || Note::AppCalls {
+                    client: c,
+                    name: name.clone(),
+                });
+                let routed = self.client_step(scn, c, ClientInput::CallTool(tool), rec);
+                for r in routed {
+                    if let Event::Routed {
+                        client,
+                        tool,
+                        sent: true,
+                        ..
+                    } = r
+                    {
+                        let e = Event::CalledCombined {
+                            name: name.clone(),
+                            client,
+                            tool,
+                        };
+                        self.observe(&e, rec);
+                    }
+                }
             }
             Step::Approve { approval } => {
                 let (c, name) = take_scripted(

@@ -4,9 +4,10 @@
 //! caught. The table in `model/README.md` documents each with its state count and time.
 
 use crate::Search;
+use listsync_core::aggregate::Member;
 use listsync_core::client::{ClientConfig, Limits, Pacing};
 use listsync_core::property::{Property, Verdict, Verdicts};
-use listsync_core::scenario::{Cluster, Faults, Scenario, Transport};
+use listsync_core::scenario::{Aggregate, Cluster, Faults, Scenario, Transport};
 use listsync_core::server::ServerConfig;
 use listsync_core::situation::Situation;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
@@ -139,6 +140,7 @@ impl Spec {
             approvals: Vec::new(),
             faults: Faults::default(),
             cluster: None,
+            aggregate: None,
         }
     }
 }
@@ -213,6 +215,7 @@ fn must_reach(name: &str) -> &'static [Situation] {
         "two-registries" | "known-tools-survive" => &[NotifyDuringRefresh],
         "approval-by-name" => &[ApprovedDefinitionChanged],
         "unvalidated-dispatch" => &[CallInFlightDuringSchemaChange],
+        "reference-two-servers" | "prefix-from-server-info" => &[OneNameTwoServers],
         "reference-burst" | "reference-burst-paced" => &[
             NotifyMidWalk,
             BurstDuringRefresh,
@@ -420,6 +423,22 @@ pub fn all() -> Vec<Config> {
     out.push(cfg(
         s,
         "the versioned migration: add a_v2 with the new input schema, move callers over, then remove a; no tool's schema changes under a name, so no call's arguments go stale",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-two-servers");
+    s.clients = 2;
+    s.page_size = 0;
+    s.initial = tools(&[("read", "r1"), ("a", "a1")]);
+    s.script = vec![vec![
+        Op::add(Kind::Tools, "b", "b1"),
+        Op::remove(Kind::Tools, "a"),
+    ]];
+    let mut s = two_servers(s.build());
+    s.aggregate.as_mut().expect("two servers").calls = 2;
+    out.push(cfg(
+        s,
+        "one application, two servers that both report serverInfo.name \"files\" and list the same tool names (two sessions of one registry, as two instances of one server program): the combined listing names every tool of both, and two calls of any names it shows at any moment each reach the server it named, while one batch adds a tool and removes another",
         &[],
     ));
 
@@ -731,7 +750,39 @@ pub fn all() -> Vec<Config> {
         &[NoStaleArguments],
     ));
 
+    let mut s = Spec::bad("prefix-from-server-info");
+    s.client = ClientStrategy::PrefixFromServerInfo;
+    s.clients = 2;
+    s.page_size = 0;
+    s.initial = tools(&[("read", "r1")]);
+    s.script = Vec::new();
+    let mut s = two_servers(s.build());
+    s.aggregate.as_mut().expect("two servers").calls = 2;
+    out.push(cfg(
+        s,
+        "an application that prefixes each server's tools with the serverInfo.name it reports: two servers both named \"files\" collide, so the combined listing hides one server's read, and a call of files__read reaches whichever server listed last",
+        &[NoNameCollision],
+    ));
+
     out
+}
+
+/// Makes a two-client scenario one application connected to two servers that both report
+/// `serverInfo.name` "files", configured as `alpha` and `beta`. The two servers are two sessions
+/// of one registry (two instances of one server program with one catalog, the usual way two
+/// servers come to report the same name): the application cannot tell, and what
+/// `no_name_collision` judges is which connection a name reaches.
+fn two_servers(mut s: Scenario) -> Scenario {
+    s.aggregate = Some(Aggregate {
+        members: ["alpha", "beta"]
+            .map(|key| Member {
+                key: key.into(),
+                server_name: "files".into(),
+            })
+            .to_vec(),
+        calls: 0,
+    });
+    s
 }
 
 /// Tool `a` taking argument `x`.

@@ -183,6 +183,7 @@ impl Model for ListModel {
             always!(Property::ConsumersAgree),
             always!(Property::ApprovalNotInherited),
             always!(Property::NoStaleArguments),
+            always!(Property::NoNameCollision),
             sometimes!(Situation::NotifyDuringRefresh),
             sometimes!(Situation::NotifyMidWalk),
             sometimes!(Situation::BurstDuringRefresh),
@@ -201,6 +202,7 @@ impl Model for ListModel {
             sometimes!(Situation::ApprovedDefinitionChanged),
             sometimes!(Situation::CallWaitsForSettle),
             sometimes!(Situation::CallInFlightDuringSchemaChange),
+            sometimes!(Situation::OneNameTwoServers),
         ]
     }
 

@@ -61,6 +61,7 @@ pub fn storm(pacing: Pacing) -> Scenario {
         approvals: Vec::new(),
         faults: Faults::default(),
         cluster: None,
+        aggregate: None,
     }
 }
 

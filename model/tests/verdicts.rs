@@ -21,6 +21,7 @@ const REFERENCE_STATES: &[(&str, usize)] = &[
     ("reference-approvals", 20284),
     ("reference-schema-change", 2476),
     ("reference-migration", 2214),
+    ("reference-two-servers", 34745),
     ("reference-cluster", 722496),
     ("reference-cluster-migrate", 293790),
     ("reference-burst", 864),

@@ -576,6 +576,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
             migrate: shape.migrations,
             ..Cluster::default()
         }),
+        aggregate: None,
     }
 }
 
@@ -594,6 +595,7 @@ fn scenario_defaults() -> Scenario {
         approvals: Vec::new(),
         faults: Faults::default(),
         cluster: None,
+        aggregate: None,
     }
 }
 

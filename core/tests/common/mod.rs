@@ -51,5 +51,6 @@ pub fn one_client(
         approvals: Vec::new(),
         faults: Faults::default(),
         cluster: None,
+        aggregate: None,
     }
 }

@@ -304,6 +304,26 @@ impl<'a> Builder<'a> {
                 format!("reject call {tool} from c{client} (-32602)"),
                 Tone::Plain,
             ),
+            Event::CombinedListing {
+                client,
+                shown,
+                listed,
+            } => Self::note(
+                lines,
+                self.client_lane(*client),
+                format!("combined listing: {shown} of {listed} tools"),
+                if shown == listed {
+                    Tone::Plain
+                } else {
+                    Tone::Bad
+                },
+            ),
+            Event::CalledCombined { name, client, tool } => Self::note(
+                lines,
+                self.client_lane(*client),
+                format!("app calls {name}: goes out as {tool}"),
+                Tone::Plain,
+            ),
             Event::Routed {
                 client, tool, sent, ..
             } => Self::note(
