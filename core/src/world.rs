@@ -1250,7 +1250,7 @@ impl World {
                     return Err(format!("all {} combined calls are made", a.calls));
                 }
                 let listing = self.combined_listing(scn);
-                let Some(e) = aggregate::route(&listing, &name) else {
+                let Some(e) = aggregate::route(&listing, name) else {
                     return Err(format!("the combined listing shows no {name}"));
                 };
                 let (c, tool) = (e.member as ClientId, e.item.name.clone());
