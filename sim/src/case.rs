@@ -10,7 +10,8 @@
 use crate::plan::{FaultPlan, Micros};
 use listsync_core::client::{ClientConfig, Limits, Pacing};
 use listsync_core::history::ClientId;
-use listsync_core::scenario::{Cluster, Faults, Scenario, Transport};
+use listsync_core::aggregate::Member;
+use listsync_core::scenario::{Aggregate, Cluster, Faults, MAX_MEMBERS, Scenario, Transport};
 use listsync_core::server::ServerConfig;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Name, Op, Scope};
@@ -365,6 +366,8 @@ pub mod streams {
     pub const LINKS: u64 = 13;
     /// (stack level) How long a staged commit waits after its notifications went out.
     pub const COMMITS: u64 = 14;
+    /// Which runs are one application connected to every server (same-name servers).
+    pub const AGGREGATE: u64 = 15;
 }
 
 const POOL: usize = 6;
@@ -532,6 +535,29 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
         .cloned()
         .collect();
 
+    // Same-name servers: in a quarter of the runs with two to 16 clients (every such run when
+    // the prefixing is the strategy under test), the clients are one application's connections
+    // to as many servers, all reporting serverInfo.name "files"; the application asks no
+    // approvals and also makes the scripted calls' number of calls through its combined listing.
+    let mut r = stream(seed, streams::AGGREGATE);
+    let together = (2..=MAX_MEMBERS).contains(&clients.len())
+        && (r.random_ratio(1, 4) || strategies.client == ClientStrategy::PrefixFromServerInfo);
+    let (approvals, aggregate) = if together {
+        for c in clients.iter_mut() {
+            c.ask_approval = false;
+        }
+        let members = (0..clients.len())
+            .map(|i| Member {
+                key: format!("s{i}"),
+                server_name: "files".into(),
+            })
+            .collect();
+        let calls = (calls.len().max(1)).min(usize::from(u8::MAX)) as u8;
+        (Vec::new(), Some(Aggregate { members, calls }))
+    } else {
+        (approvals, None)
+    };
+
     let mut r = stream(seed, streams::AUTH);
     let auth_changes: Vec<(ClientId, AuthCtx)> = (0..shape.auth_changes)
         .map(|_| (r.random_range(0..n), AuthCtx(r.random_range(0..=1))))
@@ -576,7 +602,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
             migrate: shape.migrations,
             ..Cluster::default()
         }),
-        aggregate: None,
+        aggregate,
     }
 }
 

@@ -168,6 +168,11 @@ enum Ev {
     Approve {
         approval: u8,
     },
+    /// The application of several servers calls an entry of its combined listing (`pick`,
+    /// modulo the entries it shows then).
+    CallCombined {
+        pick: u32,
+    },
     Retry {
         client: ClientId,
         kind: Kind,
@@ -471,6 +476,12 @@ impl<'a> Engine<'a> {
             let at = r.random_range(0..=horizon);
             let client = r.random_range(0..n);
             self.push(at, Ev::Migrate { client });
+        }
+        // Drawn last, so that a run without several servers draws what it always drew.
+        for _ in 0..scn.aggregate.as_ref().map_or(0, |a| a.calls) {
+            let at = r.random_range(0..=horizon);
+            let pick = r.random();
+            self.push(at, Ev::CallCombined { pick });
         }
     }
 
@@ -789,6 +800,14 @@ impl<'a> Engine<'a> {
             Ev::Approve { approval } => {
                 let c = self.scn.approvals[usize::from(approval)].0;
                 self.apply(Step::Approve { approval }, Some(c));
+            }
+            Ev::CallCombined { pick } => {
+                let listing = self.world.combined_listing(self.scn);
+                if !listing.is_empty() {
+                    let e = &listing[pick as usize % listing.len()];
+                    let (name, c) = (e.name.clone(), e.member as ClientId);
+                    self.apply(Step::CallCombined { name }, Some(c));
+                }
             }
             Ev::Retry {
                 client,

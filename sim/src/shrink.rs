@@ -503,6 +503,9 @@ fn without_client(scn: &Scenario, steps: &[Step], k: ClientId) -> Option<(Scenar
     let shift = |c: ClientId| if c > k { c - 1 } else { c };
     let mut s2 = scn.clone();
     s2.clients.remove(k as usize);
+    if let Some(a) = s2.aggregate.as_mut() {
+        a.members.remove(k as usize);
+    }
     for (c, _) in s2.calls.iter_mut().chain(s2.approvals.iter_mut()) {
         *c = shift(*c);
     }
