@@ -135,8 +135,11 @@ pub struct Status {
     pub lists: BTreeMap<Kind, ListStatus>,
     /// Negotiated protocol version.
     pub protocol_version: Option<String>,
-    /// `serverInfo` name and version.
+    /// `serverInfo` name and version (`NAME VERSION`).
     pub server: Option<String>,
+    /// `serverInfo.name` alone (either field may contain spaces, so [`Status::server`] cannot
+    /// be split back reliably).
+    pub server_name: Option<String>,
 }
 
 /// Whether a list's snapshot can be trusted.
