@@ -443,3 +443,181 @@ async fn watch_stdio_is_the_client_adapter() {
         .expect("status");
     assert!(exit.success());
 }
+
+/// A `listsync serve --stdio` command line for `watch --server NAME=COMMAND` (split on
+/// whitespace: the catalog's JSON is compact and its descriptions have no spaces).
+fn serve_line(tools: &[(&str, &str)], control: Option<&std::path::Path>) -> String {
+    let exe = env!("CARGO_BIN_EXE_listsync");
+    assert!(!exe.contains(char::is_whitespace), "{exe}");
+    let ops: Vec<Value> = tools
+        .iter()
+        .map(
+            |(name, desc)| json!({"op": "add", "kind": "tools", "name": name, "description": desc}),
+        )
+        .collect();
+    let mut line = format!("{exe} serve --stdio --initial {}", Value::Array(ops));
+    if let Some(path) = control {
+        line.push_str(&format!(" --control {}", path.display()));
+    }
+    line
+}
+
+/// Reads stdout lines until one equals `want`.
+async fn line_equal(
+    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    want: &str,
+) {
+    let mut seen = Vec::new();
+    let found = tokio::time::timeout(LIMIT, async {
+        loop {
+            let line = lines.next_line().await.expect("read").expect("line");
+            if line == want {
+                return;
+            }
+            seen.push(line);
+        }
+    })
+    .await;
+    assert!(found.is_ok(), "no line {want:?}; saw {seen:?}");
+}
+
+/// `listsync watch --server alpha=... --server beta=...` against two `listsync serve` children
+/// that report the same `serverInfo.name` and both have a tool `read`: the tools line is the
+/// combined listing under the configured names, and follows a change of one server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_combines_several_servers() {
+    let (sock_a, sock_b) = (socket_path("many-a"), socket_path("many-b"));
+    let (listen_a, listen_b) = (
+        UnixListener::bind(&sock_a).expect("bind"),
+        UnixListener::bind(&sock_b).expect("bind"),
+    );
+    let alpha = serve_line(&[("read", "A-read"), ("a_only", "a")], Some(&sock_a));
+    let beta = serve_line(&[("read", "B-read"), ("b_only", "b")], Some(&sock_b));
+    let mut watch = tokio::process::Command::new(env!("CARGO_BIN_EXE_listsync"))
+        .args(["watch", "--kinds", "tools"])
+        .arg("--server")
+        .arg(format!("alpha={alpha}"))
+        .arg("--server")
+        .arg(format!("beta={beta}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn listsync watch");
+    let mut control_a = Control::accept(&listen_a, None).await;
+    let mut control_b = Control::accept(&listen_b, None).await;
+    control_a.event("ready").await;
+    control_b.event("ready").await;
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    line_equal(
+        &mut lines,
+        "tools auth0 alpha=v1 beta=v1 (4 items): alpha__a_only, alpha__read, beta__b_only, beta__read",
+    )
+    .await;
+    let reply = control_b
+        .cmd(json!({"cmd": "mutate", "ops": [
+            {"op": "add", "kind": "tools", "name": "b_new", "description": "b2"},
+            {"op": "remove", "kind": "tools", "name": "b_only"}
+        ]}))
+        .await;
+    assert_eq!(reply["ok"], json!(true), "{reply}");
+    assert_eq!(
+        next_line(&mut lines).await,
+        "tools auth0 alpha=v1 beta=v2 (4 items): alpha__a_only, alpha__read, beta__b_new, beta__read"
+    );
+    let _ = watch.kill().await;
+}
+
+/// `--strategy prefix-from-server-info`: both servers report `listsync-rt`, so their `read`s
+/// collide under one name and the combined line lists one tool fewer than the servers do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_server_info_prefixes_collide() {
+    let alpha = serve_line(&[("read", "A-read"), ("a_only", "a")], None);
+    let beta = serve_line(&[("read", "B-read"), ("b_only", "b")], None);
+    let mut watch = tokio::process::Command::new(env!("CARGO_BIN_EXE_listsync"))
+        .args([
+            "watch",
+            "--kinds",
+            "tools",
+            "--strategy",
+            "prefix-from-server-info",
+        ])
+        .arg("--server")
+        .arg(format!("alpha={alpha}"))
+        .arg("--server")
+        .arg(format!("beta={beta}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn listsync watch");
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    line_equal(
+        &mut lines,
+        "tools auth0 alpha=v1 beta=v1 (3 items): listsync-rt__a_only, listsync-rt__b_only, listsync-rt__read",
+    )
+    .await;
+    let _ = watch.kill().await;
+}
+
+/// Bad named-server arguments are usage errors at once: exit status 2, one line on stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_refuses_bad_server_arguments() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--server", "Alpha=x"], "'Alpha'"),
+        (&["--server", "a_b=x"], "'a_b'"),
+        (
+            &[
+                "--server",
+                "alpha=x",
+                "--url",
+                "alpha=http://127.0.0.1:1/mcp",
+            ],
+            "twice",
+        ),
+        (&["--server", "alpha="], "no command"),
+        (&["--server", "alpha=   "], "no command"),
+        (&["--url", "alpha="], "no URL"),
+        (&["--url", "alpha=ftp://x"], "not an http:// URL"),
+        (&["--server", "alpha"], "NAME=COMMAND"),
+        (&["--server", "alpha=x", "--stdio"], "--stdio"),
+        (
+            &["--url", "alpha=http://127.0.0.1:1/mcp", "--stdio"],
+            "--stdio",
+        ),
+        (&["--server", "alpha=x", "--", "y"], "name every one"),
+        (
+            &["--server", "alpha=x", "--url", "http://127.0.0.1:1/mcp"],
+            "name every one",
+        ),
+        (
+            &["--server", "alpha=x", "--control", "/nonexistent"],
+            "control channel",
+        ),
+    ];
+    for (args, says) in cases {
+        let started = std::time::Instant::now();
+        let out = within(
+            "watch exits",
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_listsync"))
+                .arg("watch")
+                .args(*args)
+                .env_remove("LISTSYNC_CONTROL")
+                .stdin(Stdio::null())
+                .output(),
+        )
+        .await
+        .expect("run listsync watch");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{args:?}: not at once"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("listsync: ") && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+}

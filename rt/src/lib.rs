@@ -7,8 +7,8 @@
 //!   gates that park a chosen reply);
 //! * [`client::ClientHandle`]: the reference client (one actor task stepping the catalog machine,
 //!   wait-free snapshot reads, a change stream, retries and reconnects);
-//! * [`watch`]: the reference client watching a server, each change and failure said as a line
-//!   (`listsync watch`);
+//! * [`watch`]: the reference client watching a server (or several, their tools combined),
+//!   each change and failure said as a line (`listsync watch`);
 //! * [`fixtures`]: the items and trigger tools the official conformance suite expects;
 //! * [`control`]: the harness control protocol (`docs/harness-protocol.md`) for both roles;
 //! * [`history::SharedHistory`]: a shared recorder of core history events, judged with core's

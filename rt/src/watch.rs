@@ -7,9 +7,17 @@
 //! connection ends. With a control socket the harness control channel (client role) is served
 //! too, and every notice is forwarded to it. With [`WatchOptions::approvals`] the tools line
 //! marks what a user would have to approve (docs/design.md, "Approval is never inherited").
+//!
+//! With several servers ([`Watched::Many`]) it runs one client per server under the key the
+//! application configured for it ([`Servers`]): the tools line is the combined listing
+//! (`tools AUTH KEY=vVERSION... (N items): KEY__tool, ...`), said again whenever any member's
+//! tools change; every other list and every diagnostic is said per member, prefixed `KEY: `.
+//! One member giving up ends the run. The control channel serves one client, so it is refused
+//! with several servers.
 
-use crate::client::{ClientHandle, ClientNotice, ClientSettings, Endpoint, View};
+use crate::client::{ClientHandle, ClientNotice, ClientSettings, Endpoint, Servers, Status, View};
 use crate::control::{self, ReadyInfo};
+use listsync_core::aggregate::{self, Member};
 use listsync_core::client::Pacing;
 use listsync_core::history::{Event, RefreshOutcome};
 use listsync_core::strategy::ClientStrategy;
@@ -44,15 +52,26 @@ impl std::str::FromStr for Retry {
     }
 }
 
+/// Which server, or servers, to watch.
+#[derive(Clone, Debug)]
+pub enum Watched {
+    /// One server.
+    One(Endpoint),
+    /// Several servers, each under the key the application configured for it (checked as
+    /// [`listsync_core::aggregate::check_members`] checks keys), in this order.
+    Many(Vec<(String, Endpoint)>),
+}
+
 /// What to watch and how.
 #[derive(Clone, Debug)]
 pub struct WatchOptions {
     /// Protocol era.
     pub era: Era,
-    /// Client strategy.
+    /// Client strategy. With several servers it is also the prefixing strategy of the combined
+    /// listing; `prefix-from-server-info` keeps each member's lists as `reference` does.
     pub strategy: ClientStrategy,
-    /// Where the server is.
-    pub endpoint: Endpoint,
+    /// Where the server (or servers) are.
+    pub watched: Watched,
     /// Lists kept.
     pub kinds: KindSet,
     /// Authorization context to start in.
@@ -65,7 +84,7 @@ pub struct WatchOptions {
     pub timeout: Duration,
     /// Pacing of the walks notifications cause.
     pub pacing: Pacing,
-    /// Unix socket of the harness control channel.
+    /// Unix socket of the harness control channel (one server only).
     pub control: Option<PathBuf>,
     /// Mark, on the tools line, each tool with side effects a user would have to approve:
     /// `[approve]` the first time it is listed, `[re-approve]` when its definition differs from
@@ -192,38 +211,20 @@ impl Notices {
     }
 }
 
-/// Runs the client until it stops or gives up, saying each line through `say` as it happens.
-/// Fails only when the control socket cannot be reached.
-pub async fn watch(opts: WatchOptions, say: &mut dyn FnMut(Said)) -> std::io::Result<Ended> {
-    let WatchOptions {
-        era,
-        strategy,
-        endpoint,
-        kinds,
-        auth,
-        bearer,
-        retry,
-        timeout,
-        pacing,
-        control: control_path,
-        approvals,
-    } = opts;
-    // The control channel first: no event may be lost.
-    let channel = match &control_path {
-        Some(path) => Some(control::connect_client(path).await.map_err(|e| {
-            std::io::Error::new(e.kind(), format!("control socket {}: {e}", path.display()))
-        })?),
-        None => None,
-    };
-    let (ntx, mut nrx) = mpsc::unbounded_channel();
-    let mut settings = ClientSettings::new(era, kinds);
+/// The settings of one client `watch` runs, reporting to `observer`.
+fn settings(
+    opts: &WatchOptions,
+    strategy: ClientStrategy,
+    observer: mpsc::UnboundedSender<ClientNotice>,
+) -> ClientSettings {
+    let mut settings = ClientSettings::new(opts.era, opts.kinds);
     settings.client.strategy = strategy;
-    settings.client.auth = auth;
-    settings.client.pacing = pacing;
-    settings.observer = Some(ntx);
-    settings.connect_timeout = timeout;
-    settings.request_timeout = timeout;
-    match retry {
+    settings.client.auth = opts.auth;
+    settings.client.pacing = opts.pacing;
+    settings.observer = Some(observer);
+    settings.connect_timeout = opts.timeout;
+    settings.request_timeout = opts.timeout;
+    match opts.retry {
         Retry::Times(n) => {
             settings.max_reconnects = Some(u32::from(n));
             settings.client.limits.max_retries = n;
@@ -233,9 +234,45 @@ pub async fn watch(opts: WatchOptions, say: &mut dyn FnMut(Said)) -> std::io::Re
             settings.client.limits.max_retries = u8::MAX;
         }
     }
-    if let Some(token) = bearer {
-        settings.bearer.insert(auth, token);
+    if let Some(token) = &opts.bearer {
+        settings.bearer.insert(opts.auth, token.clone());
     }
+    settings
+}
+
+/// Runs the client (or clients) until it stops or gives up, saying each line through `say` as
+/// it happens. Fails only when the control socket cannot be reached, or (several servers) when
+/// a key is invalid or a control socket is given.
+pub async fn watch(opts: WatchOptions, say: &mut dyn FnMut(Said)) -> std::io::Result<Ended> {
+    match opts.watched.clone() {
+        Watched::One(endpoint) => watch_one(opts, endpoint, say).await,
+        Watched::Many(members) => watch_many(opts, members, say).await,
+    }
+}
+
+async fn watch_one(
+    opts: WatchOptions,
+    endpoint: Endpoint,
+    say: &mut dyn FnMut(Said),
+) -> std::io::Result<Ended> {
+    let (ntx, mut nrx) = mpsc::unbounded_channel();
+    let settings = settings(&opts, opts.strategy, ntx);
+    let WatchOptions {
+        era,
+        strategy,
+        kinds,
+        retry,
+        control: control_path,
+        approvals,
+        ..
+    } = opts;
+    // The control channel first: no event may be lost.
+    let channel = match &control_path {
+        Some(path) => Some(control::connect_client(path).await.map_err(|e| {
+            std::io::Error::new(e.kind(), format!("control socket {}: {e}", path.display()))
+        })?),
+        None => None,
+    };
     let stdio = matches!(endpoint, Endpoint::Stdio);
     let catalog = ClientHandle::spawn(settings, endpoint);
     let stop = CancellationToken::new();
@@ -337,6 +374,203 @@ pub async fn watch(opts: WatchOptions, say: &mut dyn FnMut(Said)) -> std::io::Re
     {
         let _ = tokio::time::timeout(Duration::from_secs(2), out.flush()).await;
     }
+    Ok(ended)
+}
+
+/// What one member's forwarding task reports to [`watch_many`].
+enum FromMember {
+    Notice(ClientNotice),
+    Changed,
+    Ended(Status),
+}
+
+/// Forwards member `i`'s notices, snapshot changes and end to `tx`, in that priority (its
+/// last failure reaches `tx` before its end).
+fn forward(
+    i: usize,
+    handle: &ClientHandle,
+    mut notices: mpsc::UnboundedReceiver<ClientNotice>,
+    tx: mpsc::UnboundedSender<(usize, FromMember)>,
+) {
+    let mut changes = handle.changes();
+    // A snapshot published before this subscription is not a change to it: say it once.
+    changes.mark_changed();
+    let mut status = handle.status();
+    tokio::spawn(async move {
+        loop {
+            let m = tokio::select! {
+                biased;
+                Some(n) = notices.recv() => FromMember::Notice(n),
+                r = changes.changed() => {
+                    if r.is_err() {
+                        break;
+                    }
+                    changes.borrow_and_update();
+                    FromMember::Changed
+                }
+                r = status.wait_for(|s| s.ended) => {
+                    let Ok(s) = r.map(|s| s.clone()) else { break };
+                    while let Ok(n) = notices.try_recv() {
+                        let _ = tx.send((i, FromMember::Notice(n)));
+                    }
+                    let _ = tx.send((i, FromMember::Ended(s)));
+                    break;
+                }
+            };
+            if tx.send((i, m)).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// The combined tools line, `None` before any member has listed its tools:
+/// `tools AUTH KEY=vVERSION... (N items)[ stale]: NAMES` (`v-`: not listed yet, or no
+/// version); `marks` (if given) marks the names as [`Shown::mark`] does.
+fn combined_line(servers: &Servers, marks: Option<&mut Shown>) -> Option<String> {
+    let views: Vec<(&str, std::sync::Arc<View>)> =
+        servers.handles().map(|(k, h)| (k, h.tools())).collect();
+    let auth = views.iter().find(|(_, v)| v.fetched)?.1.auth;
+    let versions: Vec<String> = views
+        .iter()
+        .map(|(k, v)| match v.version.filter(|_| v.fetched) {
+            Some(n) => format!("{k}=v{n}"),
+            None => format!("{k}=v-"),
+        })
+        .collect();
+    let stale = views.iter().any(|(_, v)| v.fetched && v.is_stale());
+    let listing = servers.listing();
+    let names = match marks {
+        Some(shown) => {
+            let items: Vec<Item> = listing
+                .iter()
+                .map(|e| Item {
+                    name: e.name.clone(),
+                    ..e.item.clone()
+                })
+                .collect();
+            shown.mark(auth, &items)
+        }
+        None => listing.iter().map(|e| e.name.to_string()).collect(),
+    };
+    Some(format!(
+        "{} {} {} ({} items){}: {}",
+        Kind::Tools,
+        auth,
+        versions.join(" "),
+        listing.len(),
+        if stale { " stale" } else { "" },
+        names.join(", ")
+    ))
+}
+
+/// [`watch`] of several servers.
+async fn watch_many(
+    opts: WatchOptions,
+    members: Vec<(String, Endpoint)>,
+    say: &mut dyn FnMut(Said),
+) -> std::io::Result<Ended> {
+    let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
+    if opts.control.is_some() {
+        return Err(invalid(
+            "the control channel serves one client: not with several servers".into(),
+        ));
+    }
+    // Each member keeps its lists as the strategy says; the known-bad prefixing is the
+    // combined listing's alone.
+    let member_strategy = match opts.strategy {
+        ClientStrategy::PrefixFromServerInfo => ClientStrategy::Reference,
+        s => s,
+    };
+    // Keys are checked before any client starts (a member may be a child process).
+    let check: Vec<Member> = members
+        .iter()
+        .map(|(key, _)| Member {
+            key: key.clone(),
+            server_name: String::new(),
+        })
+        .collect();
+    aggregate::check_members(&check).map_err(invalid)?;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut handles = Vec::with_capacity(members.len());
+    let mut inboxes = Vec::with_capacity(members.len());
+    for (i, (key, endpoint)) in members.into_iter().enumerate() {
+        let (ntx, nrx) = mpsc::unbounded_channel();
+        let mut settings = settings(&opts, member_strategy, ntx);
+        settings.id = u32::try_from(i).unwrap_or(u32::MAX);
+        handles.push((key, ClientHandle::spawn(settings, endpoint)));
+        inboxes.push(nrx);
+    }
+    let servers = Servers::new(opts.strategy, handles).map_err(invalid)?;
+    for (i, ((_, h), nrx)) in servers.handles().zip(inboxes).enumerate() {
+        forward(i, h, nrx, tx.clone());
+    }
+    drop(tx);
+    let keys: Vec<String> = servers.handles().map(|(k, _)| k.to_owned()).collect();
+    let mut notices: Vec<Notices> = keys
+        .iter()
+        .map(|_| Notices {
+            retry: opts.retry,
+            failures: BTreeMap::new(),
+        })
+        .collect();
+    let mut last_tools: Option<String> = None;
+    let mut last: BTreeMap<(usize, Kind), String> = BTreeMap::new();
+    let mut shown = Shown::default();
+    let mut ended = Ended::Stopped;
+    loop {
+        let (i, m) = tokio::select! {
+            m = rx.recv() => match m {
+                Some(m) => m,
+                None => break,
+            },
+            _ = tokio::signal::ctrl_c() => break,
+        };
+        let key = &keys[i];
+        match m {
+            FromMember::Notice(n) => {
+                let (said, give_up) = notices[i].word(&n);
+                if let Some(line) = said {
+                    say(Said::Diagnostic(format!("{key}: {line}")));
+                }
+                if let Some(why) = give_up {
+                    say(Said::Diagnostic(format!("{key}: {why}")));
+                    ended = Ended::GaveUp;
+                    break;
+                }
+            }
+            FromMember::Changed => {
+                if opts.kinds.contains(Kind::Tools)
+                    && let Some(line) = combined_line(&servers, None)
+                    && last_tools.as_ref() != Some(&line)
+                {
+                    let marked = opts
+                        .approvals
+                        .then(|| combined_line(&servers, Some(&mut shown)))
+                        .flatten();
+                    say(Said::Change(marked.unwrap_or_else(|| line.clone())));
+                    last_tools = Some(line);
+                }
+                let handle = servers.handle(key).expect("a member");
+                for kind in opts.kinds.iter().filter(|k| *k != Kind::Tools) {
+                    let view = handle.list(kind);
+                    if let Some(line) = change_line(kind, &view, None)
+                        && last.get(&(i, kind)) != Some(&line)
+                    {
+                        say(Said::Change(format!("{key}: {line}")));
+                        last.insert((i, kind), line);
+                    }
+                }
+            }
+            FromMember::Ended(s) => {
+                let why = s.last_error.unwrap_or_else(|| "stopped".into());
+                say(Said::Diagnostic(format!("{key}: giving up: {why}")));
+                ended = Ended::GaveUp;
+                break;
+            }
+        }
+    }
+    servers.shutdown();
     Ok(ended)
 }
 

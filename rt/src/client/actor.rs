@@ -544,12 +544,11 @@ impl Actor {
                     .as_ref()
                     .map(|i| i.protocol_version.to_string())
                     .unwrap_or_default();
-                let server = live
-                    .info
-                    .as_ref()
-                    .and_then(|i| i.server_info.as_ref())
+                let info = live.info.as_ref().and_then(|i| i.server_info.as_ref());
+                let server = info
                     .map(|s| format!("{} {}", s.name, s.version))
                     .unwrap_or_default();
+                self.now.server_name = Some(info.map(|s| s.name.clone()).unwrap_or_default());
                 self.now.connected = true;
                 self.now.connections += 1;
                 self.now.protocol_version = Some(version.clone());

@@ -18,7 +18,9 @@
 //!   different server drops the cache, and a context switch shows that context's own snapshots
 //!   only — a private entry is never served to another context;
 //! * in 2026-07-28 the machine opens `subscriptions/listen`, lists after the acknowledgement, and
-//!   re-opens and re-lists after the stream drops.
+//!   re-opens and re-lists after the stream drops;
+//! * an application connected to several servers holds one handle per server in [`Servers`],
+//!   which shows their tools as one combined listing under the keys it configured.
 //!
 //! [`CatalogClient`]: listsync_core::client::CatalogClient
 
@@ -27,10 +29,12 @@ mod connect;
 mod handler;
 pub mod inflow;
 mod request;
+mod servers;
 mod sniff;
 mod views;
 
 pub use connect::{BoxRead, BoxWrite, Endpoint, IoFactory};
+pub use servers::{Servers, ServersError};
 pub use views::{Change, Listing, View};
 
 use crate::history::SharedHistory;
@@ -135,8 +139,11 @@ pub struct Status {
     pub lists: BTreeMap<Kind, ListStatus>,
     /// Negotiated protocol version.
     pub protocol_version: Option<String>,
-    /// `serverInfo` name and version.
+    /// `serverInfo` name and version (`NAME VERSION`).
     pub server: Option<String>,
+    /// `serverInfo.name` alone (either field may contain spaces, so [`Status::server`] cannot
+    /// be split back reliably).
+    pub server_name: Option<String>,
 }
 
 /// Whether a list's snapshot can be trusted.
