@@ -62,12 +62,13 @@ fn show(v: &Verdicts) -> String {
 }
 
 /// Why a corpus trace may be out of the harness's reach: several server nodes (the harness
-/// runs one server process); tools the application preloads, user approvals, or a property the
+/// runs one server process) or one application with several servers (it runs one client); tools the application preloads, user approvals, or a property the
 /// harness does not judge (`outcome::judges`: it does not see why a client listed, nor its
 /// router, nor its user, nor what a call's arguments were built for). Anything else unsupported
 /// is a failure.
 fn out_of_scope(t: &Trace) -> bool {
     t.scenario.cluster.is_some()
+        || t.scenario.aggregate.is_some()
         || t.scenario
             .clients
             .iter()

@@ -143,6 +143,7 @@ impl Exercise {
             Property::AuthIsolation => false,
             Property::ListenThenList => era == Era::V2026_07_28,
             Property::NoCallToRemoved => self == Exercise::CallRemoval,
+            Property::NoNameCollision => false,
             _ => true,
         }
     }

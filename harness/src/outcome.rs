@@ -257,10 +257,12 @@ impl RunReport {
 }
 
 /// Whether the harness judges `p` on `scn`: an applicable property, except
-/// `errors_not_changes`, `consumers_agree`, `approval_not_inherited` and `no_stale_arguments` —
+/// `errors_not_changes`, `consumers_agree`, `approval_not_inherited`, `no_stale_arguments` and
+/// `no_name_collision` —
 /// the harness does not pair a client's list requests with the failed call they answer, SDK
 /// clients call tools by name (their router does not consult their listing), a user's approvals
-/// are not on the wire, and the harness's calls carry no arguments built from a definition.
+/// are not on the wire, the harness's calls carry no arguments built from a definition, and it
+/// runs one client against one server.
 pub fn judges(scn: &Scenario, p: Property) -> bool {
     scn.applicable(p)
         && !matches!(
@@ -269,6 +271,7 @@ pub fn judges(scn: &Scenario, p: Property) -> bool {
                 | Property::ConsumersAgree
                 | Property::ApprovalNotInherited
                 | Property::NoStaleArguments
+                | Property::NoNameCollision
         )
 }
 

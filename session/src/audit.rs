@@ -213,6 +213,10 @@ fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
             Status::NotApplicable,
             "which definition a call's arguments were built for is not on the wire (only our clients say so, in _meta)".into(),
         ),
+        Property::NoNameCollision => (
+            Status::NotApplicable,
+            "a recorded session is one connection to one server; the names an application shows for several servers are not on its wire".into(),
+        ),
         Property::ErrorsNotChanges => (
             Status::NotApplicable,
             "why a client lists again is not on the wire: a list request after a failed call may be the application's or a timer's".into(),

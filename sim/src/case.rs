@@ -8,9 +8,9 @@
 //! (say, fewer initial items) leaves the others (the script, the calls) as they were.
 
 use crate::plan::{FaultPlan, Micros};
+use listsync_core::aggregate::Member;
 use listsync_core::client::{ClientConfig, Limits, Pacing};
 use listsync_core::history::ClientId;
-use listsync_core::aggregate::Member;
 use listsync_core::scenario::{Aggregate, Cluster, Faults, MAX_MEMBERS, Scenario, Transport};
 use listsync_core::server::ServerConfig;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};

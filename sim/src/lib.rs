@@ -78,6 +78,13 @@ impl Case {
     /// simulated network, its schedule and faults drawn from the case's seed.
     pub fn run_stack(&self, plan: &FaultPlan, opts: RunOpts) -> (RunResult, stack::StackReport) {
         let how = stack::StackRun::of(self, plan);
-        stack::run(&self.scenario, plan, self.shape.seed, &how, opts)
+        // Each application of the stack level is one client: the combined listing of an
+        // application with several servers is run at the machine level and in rt's tests
+        // (rt/tests/many_servers.rs), so the stack level leaves it out.
+        let scn = Scenario {
+            aggregate: None,
+            ..self.scenario.clone()
+        };
+        stack::run(&scn, plan, self.shape.seed, &how, opts)
     }
 }

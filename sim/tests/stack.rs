@@ -154,13 +154,16 @@ fn caught_on_the_stack(name: &str, seeds: u64) -> campaign::CampaignResult {
 /// `cluster-notify-before-visible` needs nodes; `unvalidated-dispatch` needs a tool whose input
 /// schema changes, and the runtime builds every generated tool with one schema (a change is a
 /// new description), so no call's arguments go stale there (the machine level, whose plain
-/// definitions are their own schema, catches it).
-const NOT_ON_THE_STACK: [&str; 5] = [
+/// definitions are their own schema, catches it); `prefix-from-server-info` needs one
+/// application over several connections, and each stack-level application is one client (the
+/// machine level and rt's `many_servers` test catch it).
+const NOT_ON_THE_STACK: [&str; 6] = [
     "naive",
     "request-id-guard",
     "offset-cursor",
     "cluster-notify-before-visible",
     "unvalidated-dispatch",
+    "prefix-from-server-info",
 ];
 
 /// Every other known-bad strategy, client or server, run on the runtime is caught by the

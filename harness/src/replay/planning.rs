@@ -216,6 +216,13 @@ fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
             "cluster scenarios (several server nodes) are out of the harness's scope".into(),
         );
     }
+    if scn.aggregate.is_some() {
+        return Some(
+            "an application with several servers is out of the harness's scope: it runs one \
+             client against one server per run"
+                .into(),
+        );
+    }
     if scn.clients.len() != 1 {
         return Some(format!(
             "{} clients: the harness runs one client per run",
