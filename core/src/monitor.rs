@@ -505,8 +505,8 @@ impl Monitor {
                         Property::NoNameCollision,
                         format!(
                             "after c{client} published its tools, the application's combined \
-                             listing shows {shown} tools where its servers' published lists hold \
-                             {listed}: a name stands for more than one server's tool"
+                             listing shows {shown} of the {listed} tools its servers' published \
+                             lists hold: one name stands for tools of several servers"
                         ),
                     );
                 }
