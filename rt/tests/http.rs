@@ -37,6 +37,45 @@ async fn mutation_between_pages_2026() {
     mutation_between_pages(Era::V2026_07_28, Http, Phase::Before).await;
 }
 
+/// The server becomes unreachable and comes back unchanged: the walk after the reconnect lists
+/// the very version the client already shows, so nothing new is published, and the snapshot
+/// marked stale at the disconnect is shown current again (not left marked for ever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outage_without_change_clears_the_stale_mark() {
+    for era in Era::ALL {
+        let history = SharedHistory::new();
+        let server = server(ServerSettings::new(era, 2), &initial(3), &history);
+        let ep = within("bind", server.serve_http("127.0.0.1:0".parse().unwrap()))
+            .await
+            .unwrap();
+        let addr = ep.addr();
+        let catalog = ClientHandle::spawn(
+            client_settings(era, KindSet::only(Kind::Tools), 0, &history),
+            Endpoint::Http { url: ep.url() },
+        );
+        settle(&server, &[&catalog]).await;
+        let before = catalog.tools();
+        within("shutdown", ep.shutdown()).await;
+        wait_view("marked stale", &catalog, Kind::Tools, |v| v.is_stale()).await;
+
+        let ep = within("rebind", server.serve_http(addr)).await.unwrap();
+        wait_status("reconnected", &catalog, |s| {
+            s.connections >= 2 && s.connected && s.ready && s.idle
+        })
+        .await;
+        wait_view("shown current", &catalog, Kind::Tools, |v| !v.is_stale()).await;
+        let after = catalog.tools();
+        assert_eq!(
+            (&after.items, after.version),
+            (&before.items, before.version),
+            "the same list"
+        );
+        history.quiescent(vec![(0, Kind::Tools, AuthCtx(0))]);
+        assert_holds(&history);
+        within("shutdown", ep.shutdown()).await;
+    }
+}
+
 /// The server becomes unreachable (its HTTP endpoint shuts down) and changes meanwhile: the
 /// client notices (2025-11-25: its idle probe fails; 2026-07-28: the listen stream ends), keeps
 /// its snapshot marked stale, reconnects when the endpoint is back, and re-lists. Judged whole.

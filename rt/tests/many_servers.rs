@@ -112,9 +112,8 @@ async fn wait_listing(what: &str, servers: &Servers, pred: impl Fn(&[Entry]) -> 
     .await
 }
 
-/// Waits until every member is connected, idle, and has listed its tools, its list current.
-/// (The list's status, not the snapshot's stale mark: a reconnect that re-lists the very same
-/// version publishes nothing, and the snapshot marked stale at the disconnect stays marked.)
+/// Waits until every member is connected, idle, and has listed its tools, its list current and
+/// its snapshot not marked stale.
 async fn wait_listed(servers: &Servers) {
     for (key, h) in servers.handles() {
         wait_status(key, h, |s| {
@@ -123,7 +122,7 @@ async fn wait_listed(servers: &Servers) {
                 && s.lists.get(&Kind::Tools).map(|l| l.health) == Some(ListHealth::Current)
         })
         .await;
-        wait_view(key, h, Kind::Tools, |v| v.fetched).await;
+        wait_view(key, h, Kind::Tools, |v| v.fetched && !v.is_stale()).await;
     }
 }
 

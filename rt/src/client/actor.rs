@@ -1038,10 +1038,17 @@ impl Actor {
 
     /// A refresh of `kind` completed: the list is current unless its snapshot is stale.
     fn list_current(&mut self, kind: Kind) {
+        let auth = self.machine.auth();
         let stale = self
             .machine
-            .snapshot_for(kind, self.machine.auth())
+            .snapshot_for(kind, auth)
             .is_some_and(|s| s.stale);
+        if !stale
+            && self.machine.snapshot_for(kind, auth).is_some()
+            && self.views.confirm(kind, auth, auth, self.seq + 1)
+        {
+            self.seq += 1;
+        }
         if let Some(ls) = self.now.lists.get_mut(&kind) {
             *ls = if stale {
                 ListStatus {

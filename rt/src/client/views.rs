@@ -151,6 +151,21 @@ impl Views {
         self.announce(&listing, false);
     }
 
+    /// The machine confirmed (kind, auth)'s snapshot current again without replacing it (a walk
+    /// after a reconnect listed the same version): if readers see it marked stale, re-publish it
+    /// unmarked under the fresh sequence number `seq`. Returns whether it did.
+    pub(crate) fn confirm(&self, kind: Kind, auth: AuthCtx, current: AuthCtx, seq: u64) -> bool {
+        let listing = match self.cached(kind, auth) {
+            Some((l, true)) => Listing {
+                seq,
+                ..(*l).clone()
+            },
+            _ => return false,
+        };
+        self.publish(listing, current);
+        true
+    }
+
     /// Marks (kind, auth)'s snapshot stale.
     pub(crate) fn mark_stale(&self, kind: Kind, auth: AuthCtx, current: AuthCtx) {
         let listing = {
