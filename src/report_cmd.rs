@@ -18,6 +18,13 @@ pub struct Args {
     /// Where `cargo bench` wrote its figures (merged into bench.json if present).
     #[arg(long, default_value = "target/listsync-bench")]
     bench_figures: PathBuf,
+    /// Import a cargo-mutants run directory (its `run.json` and `mutants.out/`, as
+    /// `scripts/mutants.sh` leaves them) into `mutants.json` first.
+    #[arg(long, value_name = "DIR")]
+    mutants: Option<PathBuf>,
+    /// The survivors' explanations, attached to the imported run.
+    #[arg(long, default_value = "docs/mutants-survivors.json")]
+    mutants_explained: PathBuf,
 }
 
 /// Runs `listsync report`.
@@ -26,6 +33,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         out: args.out.clone(),
         traces: args.traces,
         bench_figures: args.bench_figures,
+        mutants_run: args.mutants,
+        mutants_explained: args.mutants_explained,
     })?;
     println!(
         "listsync report: wrote {} in {} and {} diagrams",

@@ -48,11 +48,69 @@ fn run(c: &Config) -> CheckResult {
     check(&c.scenario, c.search, c.situations, 1, &mut |_, _| {})
 }
 
+/// The configurations `which` selects, checked and spread over the machine's cores (each
+/// configuration on one thread, the largest first), in the suite's order.
+fn run_all(which: impl Fn(&Config) -> bool) -> Vec<(Config, CheckResult)> {
+    let mut all: Vec<(usize, Config)> = configs::all()
+        .into_iter()
+        .filter(|c| which(c))
+        .enumerate()
+        .collect();
+    // Largest first, so that the two cluster configurations do not end up on one thread last.
+    let size = |c: &Config| {
+        REFERENCE_STATES
+            .iter()
+            .find(|(n, _)| *n == c.name())
+            .map_or(0, |(_, s)| *s)
+    };
+    all.sort_by_key(|(_, c)| std::cmp::Reverse(size(c)));
+    let queue = std::sync::Mutex::new(all.into_iter());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut done: Vec<(usize, Config, CheckResult)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let next = queue.lock().expect("queue").next();
+                        let Some((i, c)) = next else { break mine };
+                        let r = run(&c);
+                        mine.push((i, c, r));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a configuration's check panicked"))
+            .collect()
+    });
+    done.sort_by_key(|(i, _, _)| *i);
+    done.into_iter().map(|(_, c, r)| (c, r)).collect()
+}
+
+/// A configuration of several server nodes sharing a store (three quarters of the suite's states).
+fn clustered(c: &Config) -> bool {
+    c.scenario.cluster.as_ref().is_some_and(|k| k.nodes > 1)
+}
+
+// Two tests, so that the mutation run (scripts/mutants.sh) can judge every mutant by the
+// single-node configurations first and by the cluster ones only where those let it survive.
 #[test]
-fn every_config_gives_its_expected_verdicts() {
+fn every_single_node_config_gives_its_expected_verdicts() {
+    expected_verdicts(|c| !clustered(c));
+}
+
+#[test]
+fn every_cluster_config_gives_its_expected_verdicts() {
+    expected_verdicts(clustered);
+}
+
+fn expected_verdicts(which: impl Fn(&Config) -> bool) {
     let mut failures = Vec::new();
-    for c in configs::all() {
-        let r = run(&c);
+    let checked = run_all(which);
+    assert!(!checked.is_empty(), "no configuration selected");
+    for (c, r) in checked {
         assert!(r.exhaustive, "{} was cut short", c.name());
         // Its verdicts mean something: every situation it names was reached ...
         assert!(!c.situations.is_empty(), "{} names no situation", c.name());

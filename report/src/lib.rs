@@ -10,6 +10,7 @@
 //!   bench's section of the bench page);
 //! * [`bench`]: the bench figures file the benches write and the report reads;
 //! * [`plot`]: the bench plots;
+//! * [`mutants`]: the mutation report (a cargo-mutants run, imported);
 //! * [`junit`]: JUnit XML of a command's run, for CI (`--junit FILE`);
 //! * [`md`], [`svg`]: helpers.
 
@@ -23,6 +24,7 @@ pub mod diagram;
 pub mod junit;
 pub mod md;
 pub mod model_check;
+pub mod mutants;
 pub mod pages;
 pub mod plot;
 pub mod sim;

@@ -4,6 +4,8 @@
 //! * `model-check.md` from `model-check.json` (`listsync check`);
 //! * `sim.md` from `sim.json` and `sim/*.json` (`listsync sim --report ...`);
 //! * `conformance.md` from `conformance.json` (`listsync matrix`);
+//! * `mutants.md` from `mutants.json` (imported from a cargo-mutants run by
+//!   `listsync report --mutants DIR`, see [`crate::mutants`]);
 //! * `bench.md` and `plots/*.svg` from `target/listsync-bench/*.json` (`cargo bench`), merged into
 //!   `bench.json` so the page can be regenerated without re-running the benches (a group is
 //!   replaced only by a newer run of it);
@@ -21,6 +23,7 @@
 use crate::bench::BenchFile;
 use crate::conformance::{self, Conformance};
 use crate::model_check::{self as mc, SuiteReport};
+use crate::mutants::{self, MutantsReport};
 use crate::{bench_page, diagram, plot, sim};
 use anyhow::{Context, Result};
 use listsync_harness::matrix::{CellState, Row};
@@ -36,6 +39,10 @@ pub struct Sources {
     pub traces: PathBuf,
     /// Where `cargo bench` wrote its figures (merged into bench.json if present).
     pub bench_figures: PathBuf,
+    /// A cargo-mutants run directory to import into `mutants.json` first (`scripts/mutants.sh`).
+    pub mutants_run: Option<PathBuf>,
+    /// The survivors' explanations (`docs/mutants-survivors.json`).
+    pub mutants_explained: PathBuf,
 }
 
 /// Diagram directories under `reports/`, for the corpus and the simulator's traces.
@@ -77,13 +84,17 @@ pub fn regenerate(args: &Sources) -> Result<Written> {
     let sims = sim_page(out, &mut w)?;
     let conf = conformance_page(out, &mut w)?;
     let bench = bench_pages(out, &args.bench_figures, &mut w)?;
+    let muts = mutants_page(out, args, &mut w)?;
     index(
         out,
-        check.as_ref(),
-        &corpus,
-        &sims,
-        conf.as_ref(),
-        &bench,
+        &Inputs {
+            check: check.as_ref(),
+            corpus: &corpus,
+            sims: &sims,
+            conf: conf.as_ref(),
+            bench: &bench,
+            muts: muts.as_ref(),
+        },
         &w,
     )?;
     w.pages.push("README.md".into());
@@ -127,6 +138,32 @@ fn model_check_into(out: &Path, w: &mut Written) -> Result<Option<SuiteReport>> 
     };
     std::fs::write(&page, text).with_context(|| format!("writing {}", page.display()))?;
     w.pages.push("model-check.md".into());
+    Ok(parsed)
+}
+
+/// Imports a cargo-mutants run if asked (writing `mutants.json`), then renders `mutants.md`.
+fn mutants_page(out: &Path, args: &Sources, w: &mut Written) -> Result<Option<MutantsReport>> {
+    let json = out.join("mutants.json");
+    if let Some(dir) = &args.mutants_run {
+        let r = mutants::import(dir, &args.mutants_explained)?;
+        std::fs::write(&json, serde_json::to_string_pretty(&r)? + "\n")
+            .with_context(|| format!("writing {}", json.display()))?;
+    }
+    let parsed = match std::fs::read_to_string(&json) {
+        Err(_) => None,
+        Ok(text) => match mutants::parse(&text) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                w.failed.push(format!("{}: {e:#}", json.display()));
+                None
+            }
+        },
+    };
+    let text = parsed
+        .as_ref()
+        .map_or_else(mutants::render_missing, mutants::render);
+    std::fs::write(out.join("mutants.md"), text)?;
+    w.pages.push("mutants.md".into());
     Ok(parsed)
 }
 
@@ -354,15 +391,25 @@ fn conformance_headline(v: &Conformance) -> String {
     )
 }
 
-fn index(
-    out: &Path,
-    check: Option<&SuiteReport>,
-    corpus: &[String],
-    sims: &[sim::Summary],
-    conf: Option<&Conformance>,
-    bench: &BenchFile,
-    w: &Written,
-) -> Result<()> {
+/// What the index summarizes: each page's parsed input.
+struct Inputs<'a> {
+    check: Option<&'a SuiteReport>,
+    corpus: &'a [String],
+    sims: &'a [sim::Summary],
+    conf: Option<&'a Conformance>,
+    bench: &'a BenchFile,
+    muts: Option<&'a MutantsReport>,
+}
+
+fn index(out: &Path, inputs: &Inputs<'_>, w: &Written) -> Result<()> {
+    let Inputs {
+        check,
+        corpus,
+        sims,
+        conf,
+        bench,
+        muts,
+    } = *inputs;
     let mut s = String::new();
     let _ = writeln!(s, "# listsync reports\n");
     let _ = writeln!(
@@ -440,6 +487,15 @@ fn index(
         }
     );
 
+    let _ = writeln!(
+        s,
+        "| [mutation score](mutants.md) | bugs injected into the shipped decision logic (cargo-mutants), and how many the suite catches | {} |",
+        muts.map_or_else(
+            || "not run yet (`scripts/mutants.sh`)".to_owned(),
+            mutants::headline
+        )
+    );
+
     // Pages other tools write straight into reports/ (not regenerated here).
     let ours = [
         "README.md",
@@ -447,6 +503,7 @@ fn index(
         "sim.md",
         "conformance.md",
         "bench.md",
+        "mutants.md",
     ];
     let mut others: Vec<String> = std::fs::read_dir(out)
         .map(|d| {

@@ -1,0 +1,564 @@
+//! The mutation report: how many bugs injected into the shipped decision logic the suite catches.
+//!
+//! `scripts/mutants.sh` runs cargo-mutants (pinned) over the scoped files with the chosen test
+//! selection and writes, beside cargo-mutants' own `mutants.out/outcomes.json`, a `run.json`
+//! saying what ran on which tree ([`Run`]). `listsync report --mutants DIR` imports both with
+//! [`import`] into `reports/mutants.json` ([`MutantsReport`], this module's one document), and
+//! every `listsync report` renders `reports/mutants.md` from it with [`render`].
+//!
+//! A surviving mutant carries the one line that explains it, from `docs/mutants-survivors.json`
+//! (full mutant name → why it is equivalent, or which check is missing): an unexplained survivor
+//! is shown as such. Explanations whose mutant is not in the run (the code moved) are listed, so
+//! that none silently goes stale.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::md::cell_escape;
+
+/// What ran, on which tree: written by `scripts/mutants.sh` as `run.json`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    /// `git rev-parse HEAD^{tree}` of the tree the mutants were made from.
+    pub tree: String,
+    /// `git rev-parse HEAD`.
+    pub commit: String,
+    /// Whether the working tree had uncommitted changes (then `tree` is not the whole story).
+    pub dirty: bool,
+    /// The mutation tool and its pinned version.
+    pub tool: String,
+    /// The command that ran, as typed.
+    pub command: String,
+    /// The files mutated.
+    pub scope: Vec<String>,
+    /// The passes, in order: each judged the mutants the passes before it let survive.
+    pub passes: Vec<Pass>,
+    /// Wall-clock time of the whole run, seconds.
+    pub wall_s: f64,
+    /// This run is one shard (`K/N`) of the scope's mutants, or all of them.
+    #[serde(default)]
+    pub shard: Option<String>,
+}
+
+/// One pass of the run: its cargo-mutants output directory (relative to the run's) and the
+/// tests it judged by.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Pass {
+    /// Its copy of `mutants.out`, relative to the run directory.
+    pub dir: String,
+    /// The tests it ran for each mutant.
+    pub tests: String,
+}
+
+/// What happened to one mutant.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tests failed: the bug was caught.
+    Caught,
+    /// The tests hung past the timeout (counted as caught, as cargo-mutants does).
+    Timeout,
+    /// The tests passed: the bug survived.
+    Missed,
+    /// The mutant did not build (not counted).
+    Unviable,
+}
+
+impl Outcome {
+    fn label(self) -> &'static str {
+        match self {
+            Outcome::Caught => "caught",
+            Outcome::Timeout => "timeout",
+            Outcome::Missed => "missed",
+            Outcome::Unviable => "unviable",
+        }
+    }
+}
+
+/// One mutant and its outcome.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Mutant {
+    /// cargo-mutants' full name: `file:line:col: change`.
+    pub name: String,
+    /// The file mutated.
+    pub file: String,
+    /// Line of the mutation.
+    pub line: u32,
+    /// The enclosing function, if any.
+    pub function: Option<String>,
+    /// What changed, without the location.
+    pub change: String,
+    /// What the tests made of it.
+    pub outcome: Outcome,
+    /// The pass (1-based) whose tests gave that outcome.
+    pub pass: u8,
+    /// For a survivor: why it is equivalent, or what check is missing.
+    pub why: Option<String>,
+}
+
+/// The counts, and the score over the viable mutants.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Counts {
+    /// Every mutant tried.
+    pub total: u32,
+    /// Caught by a failing test.
+    pub caught: u32,
+    /// Timed out (counted as caught).
+    pub timeout: u32,
+    /// Survived.
+    pub missed: u32,
+    /// Did not build.
+    pub unviable: u32,
+    /// (caught + timeout) / (total − unviable), in percent.
+    pub score_percent: f64,
+}
+
+impl Counts {
+    fn of(mutants: &[Mutant]) -> Counts {
+        let mut c = Counts::default();
+        for m in mutants {
+            c.total += 1;
+            match m.outcome {
+                Outcome::Caught => c.caught += 1,
+                Outcome::Timeout => c.timeout += 1,
+                Outcome::Missed => c.missed += 1,
+                Outcome::Unviable => c.unviable += 1,
+            }
+        }
+        let viable = c.total - c.unviable;
+        c.score_percent = if viable == 0 {
+            0.0
+        } else {
+            100.0 * f64::from(c.caught + c.timeout) / f64::from(viable)
+        };
+        c
+    }
+}
+
+/// `reports/mutants.json`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MutantsReport {
+    /// What ran.
+    pub run: Run,
+    /// The counts.
+    pub counts: Counts,
+    /// Every mutant, survivors first, then by file and line.
+    pub mutants: Vec<Mutant>,
+    /// Explanations in `docs/mutants-survivors.json` that name no surviving mutant of this run.
+    pub unused_explanations: Vec<String>,
+}
+
+impl MutantsReport {
+    /// The survivors.
+    pub fn survivors(&self) -> impl Iterator<Item = &Mutant> {
+        self.mutants.iter().filter(|m| m.outcome == Outcome::Missed)
+    }
+}
+
+/// The part of cargo-mutants' `outcomes.json` this reads.
+#[derive(Deserialize)]
+struct Outcomes {
+    outcomes: Vec<ScenarioOutcome>,
+}
+
+#[derive(Deserialize)]
+struct ScenarioOutcome {
+    scenario: Scenario,
+    summary: String,
+}
+
+#[derive(Deserialize)]
+enum Scenario {
+    Baseline,
+    Mutant(ToolMutant),
+}
+
+#[derive(Deserialize)]
+struct ToolMutant {
+    name: String,
+    file: String,
+    function: Option<ToolFunction>,
+    span: ToolSpan,
+}
+
+#[derive(Deserialize)]
+struct ToolFunction {
+    function_name: String,
+}
+
+#[derive(Deserialize)]
+struct ToolSpan {
+    start: ToolPos,
+}
+
+#[derive(Deserialize)]
+struct ToolPos {
+    line: u32,
+}
+
+/// Builds the report from a cargo-mutants run directory (`run.json` and each pass's copy of
+/// `mutants.out`) and the survivors' explanations (`docs/mutants-survivors.json`).
+pub fn import(dir: &Path, explanations: &Path) -> Result<MutantsReport> {
+    let read =
+        |p: &Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
+    let run_path = dir.join("run.json");
+    let run: Run = serde_json::from_str(&read(&run_path)?)
+        .with_context(|| format!("{}", run_path.display()))?;
+    let mut passes = Vec::new();
+    for p in &run.passes {
+        let path = dir.join(&p.dir).join("outcomes.json");
+        let o: Outcomes =
+            serde_json::from_str(&read(&path)?).with_context(|| format!("{}", path.display()))?;
+        passes.push(o);
+    }
+    let why: BTreeMap<String, String> = if explanations.exists() {
+        serde_json::from_str(&read(explanations)?)
+            .with_context(|| format!("{}", explanations.display()))?
+    } else {
+        BTreeMap::new()
+    };
+    from_parts(run, passes, &why)
+}
+
+fn from_parts(
+    run: Run,
+    passes: Vec<Outcomes>,
+    why: &BTreeMap<String, String>,
+) -> Result<MutantsReport> {
+    anyhow::ensure!(!passes.is_empty(), "the run has no pass");
+    // By name: a later pass's outcome replaces an earlier one's.
+    let mut by_name: BTreeMap<String, Mutant> = BTreeMap::new();
+    for (i, outcomes) in passes.into_iter().enumerate() {
+        let pass = u8::try_from(i + 1).context("too many passes")?;
+        for o in outcomes.outcomes {
+            let Scenario::Mutant(m) = o.scenario else {
+                anyhow::ensure!(
+                    o.summary == "Success",
+                    "pass {pass}: the unmutated tree did not pass its tests ({}): no mutant can be judged",
+                    o.summary
+                );
+                continue;
+            };
+            let outcome = match o.summary.as_str() {
+                "CaughtMutant" => Outcome::Caught,
+                "MissedMutant" => Outcome::Missed,
+                "Timeout" => Outcome::Timeout,
+                "Unviable" => Outcome::Unviable,
+                other => anyhow::bail!("{}: outcome {other:?} is not a judged mutant", m.name),
+            };
+            let change = m
+                .name
+                .splitn(4, ':')
+                .nth(3)
+                .map_or_else(|| m.name.clone(), |s| s.trim().to_owned());
+            by_name.insert(
+                m.name.clone(),
+                Mutant {
+                    why: (outcome == Outcome::Missed)
+                        .then(|| why.get(&m.name).cloned())
+                        .flatten(),
+                    name: m.name,
+                    file: m.file,
+                    line: m.span.start.line,
+                    function: m.function.map(|f| f.function_name),
+                    change,
+                    outcome,
+                    pass,
+                },
+            );
+        }
+    }
+    let mut mutants: Vec<Mutant> = by_name.into_values().collect();
+    mutants.sort_by(|a, b| {
+        (a.outcome != Outcome::Missed, &a.file, a.line, &a.name).cmp(&(
+            b.outcome != Outcome::Missed,
+            &b.file,
+            b.line,
+            &b.name,
+        ))
+    });
+    let unused_explanations = why
+        .keys()
+        .filter(|k| {
+            !mutants
+                .iter()
+                .any(|m| &m.name == *k && m.outcome == Outcome::Missed)
+        })
+        .cloned()
+        .collect();
+    Ok(MutantsReport {
+        counts: Counts::of(&mutants),
+        run,
+        mutants,
+        unused_explanations,
+    })
+}
+
+/// Parses `reports/mutants.json`.
+pub fn parse(text: &str) -> Result<MutantsReport> {
+    Ok(serde_json::from_str(text)?)
+}
+
+/// The page's one-line headline (for the index).
+pub fn headline(r: &MutantsReport) -> String {
+    let c = &r.counts;
+    format!(
+        "{:.0} % of {} viable mutants caught ({} caught, {} timeouts, {} missed, {} unviable) in {}",
+        c.score_percent,
+        c.total - c.unviable,
+        c.caught,
+        c.timeout,
+        c.missed,
+        c.unviable,
+        r.run.scope.join(", ")
+    )
+}
+
+/// `reports/mutants.md`.
+pub fn render(r: &MutantsReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Mutation score of the verifier\n");
+    let _ = writeln!(
+        s,
+        "Generated by `listsync report` from `reports/mutants.json`, which `scripts/mutants.sh` \
+         imports from a cargo-mutants run (`listsync report --mutants DIR`). Each mutant is one \
+         bug injected into the shipped decision logic; it is *caught* when the tests below fail \
+         on it. A survivor is either equivalent to the original (no observer could tell them \
+         apart) or a check the suite lacks: each says which, from `docs/mutants-survivors.json`.\n"
+    );
+    let run = &r.run;
+    let _ = writeln!(s, "| | |\n|---|---|");
+    let _ = writeln!(
+        s,
+        "| source tree | `{}` (commit `{}`){} |",
+        run.tree,
+        run.commit,
+        if run.dirty {
+            ", **with uncommitted changes**"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(s, "| tool | {} |", cell_escape(&run.tool));
+    let _ = writeln!(s, "| command | `{}` |", cell_escape(&run.command));
+    let _ = writeln!(
+        s,
+        "| files mutated | {} |",
+        run.scope
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(shard) = &run.shard {
+        let _ = writeln!(s, "| shard | {shard} of the scope's mutants |");
+    }
+    for (i, p) in run.passes.iter().enumerate() {
+        let _ = writeln!(s, "| tests, pass {} | {} |", i + 1, cell_escape(&p.tests));
+    }
+    let _ = writeln!(s, "| wall time | {:.0} min |", run.wall_s / 60.0);
+    let c = &r.counts;
+    let _ = writeln!(
+        s,
+        "\n**{:.1} % of the {} viable mutants caught**: {} caught, {} timeouts (counted as caught), {} missed; {} unviable (did not build).\n",
+        c.score_percent,
+        c.total - c.unviable,
+        c.caught,
+        c.timeout,
+        c.missed,
+        c.unviable
+    );
+    let mut per_file: BTreeMap<&str, Counts> = BTreeMap::new();
+    for m in &r.mutants {
+        let e = per_file.entry(&m.file).or_default();
+        e.total += 1;
+        match m.outcome {
+            Outcome::Caught => e.caught += 1,
+            Outcome::Timeout => e.timeout += 1,
+            Outcome::Missed => e.missed += 1,
+            Outcome::Unviable => e.unviable += 1,
+        }
+    }
+    let _ = writeln!(
+        s,
+        "| file | mutants | caught | timeout | missed | unviable | score |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+    for (file, e) in &per_file {
+        let viable = e.total - e.unviable;
+        let score = if viable == 0 {
+            0.0
+        } else {
+            100.0 * f64::from(e.caught + e.timeout) / f64::from(viable)
+        };
+        let _ = writeln!(
+            s,
+            "| `{file}` | {} | {} | {} | {} | {} | {score:.0} % |",
+            e.total, e.caught, e.timeout, e.missed, e.unviable
+        );
+    }
+    let _ = writeln!(s, "\n## Survivors\n");
+    let survivors: Vec<&Mutant> = r.survivors().collect();
+    if survivors.is_empty() {
+        let _ = writeln!(s, "None.");
+    } else {
+        let _ = writeln!(s, "| mutant | why it survives |");
+        let _ = writeln!(s, "|---|---|");
+        for m in survivors {
+            let _ = writeln!(
+                s,
+                "| `{}` | {} |",
+                cell_escape(&m.name),
+                m.why
+                    .as_deref()
+                    .map_or_else(|| "**not explained yet**".to_owned(), cell_escape)
+            );
+        }
+    }
+    if !r.unused_explanations.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nExplanations in `docs/mutants-survivors.json` that name no survivor of this run (the mutant was caught, or the code moved):\n"
+        );
+        for k in &r.unused_explanations {
+            let _ = writeln!(s, "- `{}`", cell_escape(k));
+        }
+    }
+    let _ = writeln!(s, "\n## Every other mutant\n");
+    let _ = writeln!(s, "| mutant | outcome | pass |");
+    let _ = writeln!(s, "|---|---|---:|");
+    for m in r.mutants.iter().filter(|m| m.outcome != Outcome::Missed) {
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} |",
+            cell_escape(&m.name),
+            m.outcome.label(),
+            m.pass
+        );
+    }
+    s
+}
+
+/// The page when no run was imported yet.
+pub fn render_missing() -> String {
+    "# Mutation score of the verifier\n\nNot run yet: `scripts/mutants.sh` runs cargo-mutants over \
+     the scoped files and imports the result (`listsync report --mutants target/mutants`).\n"
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> Run {
+        Run {
+            tree: "t".into(),
+            commit: "c".into(),
+            dirty: false,
+            tool: "cargo-mutants 27.0.0".into(),
+            command: "scripts/mutants.sh".into(),
+            scope: vec!["core/src/server.rs".into()],
+            passes: vec![
+                Pass {
+                    dir: "pass1".into(),
+                    tests: "fast".into(),
+                },
+                Pass {
+                    dir: "pass2".into(),
+                    tests: "full".into(),
+                },
+            ],
+            wall_s: 60.0,
+            shard: None,
+        }
+    }
+
+    fn outcomes(text: &str) -> Outcomes {
+        serde_json::from_str(text).unwrap()
+    }
+
+    const TWO: &str = r#"{"outcomes": [
+        {"scenario": "Baseline", "summary": "Success"},
+        {"scenario": {"Mutant": {"name": "core/src/server.rs:10:5: replace f -> bool with true",
+            "file": "core/src/server.rs", "function": {"function_name": "f", "return_type": "-> bool"},
+            "span": {"start": {"line": 10, "column": 5}, "end": {"line": 10, "column": 9}}}},
+         "summary": "MissedMutant"},
+        {"scenario": {"Mutant": {"name": "core/src/server.rs:3:1: replace == with != in g",
+            "file": "core/src/server.rs", "function": null,
+            "span": {"start": {"line": 3, "column": 1}, "end": {"line": 3, "column": 3}}}},
+         "summary": "CaughtMutant"},
+        {"scenario": {"Mutant": {"name": "core/src/server.rs:4:1: replace h with ()",
+            "file": "core/src/server.rs", "function": {"function_name": "h", "return_type": ""},
+            "span": {"start": {"line": 4, "column": 1}, "end": {"line": 4, "column": 3}}}},
+         "summary": "Unviable"}
+    ]}"#;
+
+    #[test]
+    fn counts_score_over_viable_mutants_and_attach_explanations() {
+        let mut why = BTreeMap::new();
+        why.insert(
+            "core/src/server.rs:10:5: replace f -> bool with true".to_owned(),
+            "equivalent".to_owned(),
+        );
+        why.insert("gone.rs:1:1: x".to_owned(), "stale".to_owned());
+        let again = r#"{"outcomes": [{"scenario": "Baseline", "summary": "Success"},
+            {"scenario": {"Mutant": {"name": "core/src/server.rs:3:1: replace == with != in g",
+            "file": "core/src/server.rs", "function": null,
+            "span": {"start": {"line": 3, "column": 1}}}}, "summary": "MissedMutant"}]}"#;
+        // Pass 2 re-judges only what pass 1 let survive; here it re-judges a caught one, to
+        // show that the later pass's outcome is the one kept.
+        let r = from_parts(run(), vec![outcomes(TWO), outcomes(again)], &why).unwrap();
+        assert_eq!(r.counts.missed, 2);
+        let g = r
+            .mutants
+            .iter()
+            .find(|m| m.change.ends_with("in g"))
+            .unwrap();
+        assert_eq!((g.outcome, g.pass), (Outcome::Missed, 2));
+        let r = from_parts(run(), vec![outcomes(TWO)], &why).unwrap();
+        assert_eq!(
+            (
+                r.counts.total,
+                r.counts.caught,
+                r.counts.missed,
+                r.counts.unviable
+            ),
+            (3, 1, 1, 1)
+        );
+        assert!((r.counts.score_percent - 50.0).abs() < 1e-9);
+        assert_eq!(r.mutants[0].outcome, Outcome::Missed, "survivors first");
+        assert_eq!(r.mutants[0].why.as_deref(), Some("equivalent"));
+        assert_eq!(r.mutants[0].change, "replace f -> bool with true");
+        assert_eq!(r.unused_explanations, vec!["gone.rs:1:1: x".to_owned()]);
+        let page = render(&r);
+        assert!(page.contains("**50.0 % of the 2 viable mutants caught**"));
+        assert!(
+            page.contains(
+                "| `core/src/server.rs:10:5: replace f -> bool with true` | equivalent |"
+            )
+        );
+        let back = parse(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn an_unexplained_survivor_says_so() {
+        let r = from_parts(run(), vec![outcomes(TWO)], &BTreeMap::new()).unwrap();
+        assert!(render(&r).contains("**not explained yet**"));
+    }
+
+    #[test]
+    fn a_failing_baseline_is_refused() {
+        let bad = r#"{"outcomes": [{"scenario": "Baseline", "summary": "Failure"}]}"#;
+        let e = from_parts(run(), vec![outcomes(bad)], &BTreeMap::new()).unwrap_err();
+        assert!(e.to_string().contains("unmutated tree did not pass"));
+    }
+}
