@@ -222,11 +222,6 @@ impl Registry {
         self.staged.is_some() || self.staged_install.is_some()
     }
 
-    /// Whether `client` has a session (connected).
-    pub fn is_connected(&self, client: ClientId) -> bool {
-        self.sessions.contains_key(&client)
-    }
-
     /// Makes a catalog committed elsewhere (the shared store of a multi-node deployment)
     /// visible at `version`, if newer than what this node serves, then notifies this node's
     /// clients. Duplicate and out-of-order versions are ignored. Returns whether it was taken.
