@@ -376,33 +376,21 @@ pub fn render(r: &MutantsReport) -> String {
         c.missed,
         c.unviable
     );
-    let mut per_file: BTreeMap<&str, Counts> = BTreeMap::new();
+    let mut per_file: BTreeMap<&str, Vec<Mutant>> = BTreeMap::new();
     for m in &r.mutants {
-        let e = per_file.entry(&m.file).or_default();
-        e.total += 1;
-        match m.outcome {
-            Outcome::Caught => e.caught += 1,
-            Outcome::Timeout => e.timeout += 1,
-            Outcome::Missed => e.missed += 1,
-            Outcome::Unviable => e.unviable += 1,
-        }
+        per_file.entry(&m.file).or_default().push(m.clone());
     }
     let _ = writeln!(
         s,
         "| file | mutants | caught | timeout | missed | unviable | score |"
     );
     let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
-    for (file, e) in &per_file {
-        let viable = e.total - e.unviable;
-        let score = if viable == 0 {
-            0.0
-        } else {
-            100.0 * f64::from(e.caught + e.timeout) / f64::from(viable)
-        };
+    for (file, ms) in &per_file {
+        let e = Counts::of(ms);
         let _ = writeln!(
             s,
-            "| `{file}` | {} | {} | {} | {} | {} | {score:.0} % |",
-            e.total, e.caught, e.timeout, e.missed, e.unviable
+            "| `{file}` | {} | {} | {} | {} | {} | {:.0} % |",
+            e.total, e.caught, e.timeout, e.missed, e.unviable, e.score_percent
         );
     }
     let _ = writeln!(s, "\n## Survivors\n");

@@ -10,10 +10,10 @@ use common::Transport::Http;
 use common::scenarios::*;
 use common::*;
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Op};
-use listsync_rt::client::{ClientHandle, Endpoint};
+use listsync_rt::client::{ClientHandle, Endpoint, View};
 use listsync_rt::gate::Phase;
 use listsync_rt::history::SharedHistory;
-use listsync_rt::server::ServerSettings;
+use listsync_rt::server::{Server, ServerSettings};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn converges_after_batches_2025() {
@@ -37,26 +37,55 @@ async fn mutation_between_pages_2026() {
     mutation_between_pages(Era::V2026_07_28, Http, Phase::Before).await;
 }
 
+/// A client that listed the tools of a server whose HTTP endpoint then went away: the client
+/// noticed, and shows the list it had, marked stale.
+struct Outage {
+    history: SharedHistory,
+    server: Server,
+    addr: std::net::SocketAddr,
+    catalog: ClientHandle,
+    before: std::sync::Arc<View>,
+}
+
+async fn outage(era: Era) -> Outage {
+    let history = SharedHistory::new();
+    let server = server(ServerSettings::new(era, 2), &initial(3), &history);
+    let ep = within("bind", server.serve_http("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap();
+    let addr = ep.addr();
+    let catalog = ClientHandle::spawn(
+        client_settings(era, KindSet::only(Kind::Tools), 0, &history),
+        Endpoint::Http { url: ep.url() },
+    );
+    settle(&server, &[&catalog]).await;
+    let before = catalog.tools();
+    within("shutdown", ep.shutdown()).await;
+    wait_status("disconnect noticed", &catalog, |s| !s.connected).await;
+    wait_view("marked stale", &catalog, Kind::Tools, |v| v.is_stale()).await;
+    assert_eq!(catalog.tools().items, before.items, "old snapshot kept");
+    Outage {
+        history,
+        server,
+        addr,
+        catalog,
+        before,
+    }
+}
+
 /// The server becomes unreachable and comes back unchanged: the walk after the reconnect lists
 /// the very version the client already shows, so nothing new is published, and the snapshot
 /// marked stale at the disconnect is shown current again (not left marked for ever).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outage_without_change_clears_the_stale_mark() {
     for era in Era::ALL {
-        let history = SharedHistory::new();
-        let server = server(ServerSettings::new(era, 2), &initial(3), &history);
-        let ep = within("bind", server.serve_http("127.0.0.1:0".parse().unwrap()))
-            .await
-            .unwrap();
-        let addr = ep.addr();
-        let catalog = ClientHandle::spawn(
-            client_settings(era, KindSet::only(Kind::Tools), 0, &history),
-            Endpoint::Http { url: ep.url() },
-        );
-        settle(&server, &[&catalog]).await;
-        let before = catalog.tools();
-        within("shutdown", ep.shutdown()).await;
-        wait_view("marked stale", &catalog, Kind::Tools, |v| v.is_stale()).await;
+        let Outage {
+            history,
+            server,
+            addr,
+            catalog,
+            before,
+        } = outage(era).await;
 
         let ep = within("rebind", server.serve_http(addr)).await.unwrap();
         wait_status("reconnected", &catalog, |s| {
@@ -82,24 +111,13 @@ async fn outage_without_change_clears_the_stale_mark() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outage_keeps_snapshot_then_relists() {
     for era in Era::ALL {
-        let history = SharedHistory::new();
-        let server = server(ServerSettings::new(era, 2), &initial(3), &history);
-        let ep = within("bind", server.serve_http("127.0.0.1:0".parse().unwrap()))
-            .await
-            .unwrap();
-        let addr = ep.addr();
-        let tools = KindSet::only(Kind::Tools);
-        let catalog = ClientHandle::spawn(
-            client_settings(era, tools, 0, &history),
-            Endpoint::Http { url: ep.url() },
-        );
-        settle(&server, &[&catalog]).await;
-        let before = catalog.tools();
-        within("shutdown", ep.shutdown()).await;
-
-        wait_status("disconnect noticed", &catalog, |s| !s.connected).await;
-        wait_view("marked stale", &catalog, Kind::Tools, |v| v.is_stale()).await;
-        assert_eq!(catalog.tools().items, before.items, "old snapshot kept");
+        let Outage {
+            history,
+            server,
+            addr,
+            catalog,
+            ..
+        } = outage(era).await;
         within(
             "add while down",
             server.apply(&[Op::add(Kind::Tools, "t9", "t9 v1")]),
