@@ -18,18 +18,12 @@
 #   only the cluster configurations would catch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VERSION=27.0.0
-TOOL=.cache/cargo-mutants/bin/cargo-mutants
-if ! [[ -x $TOOL ]] || ! "$TOOL" mutants --version | grep -qF "$VERSION"; then
-  echo "scripts/mutants.sh: installing cargo-mutants $VERSION into .cache/cargo-mutants (first use, about 3 minutes)" >&2
-  cargo install --quiet cargo-mutants --version "$VERSION" --locked --root .cache/cargo-mutants
-fi
 shard=""
 one_pass=""
 files=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --shard) shard="$2"; shift 2 ;;
+    --shard) shard="${2:-}"; [[ -n $shard ]] || { echo "scripts/mutants.sh: --shard wants K/N" >&2; exit 2; }; shift 2 ;;
     --one-pass) one_pass=1; shift ;;
     -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     -*) echo "scripts/mutants.sh: unknown option $1" >&2; exit 2 ;;
@@ -43,6 +37,15 @@ fi
 for f in "${files[@]}"; do
   [[ -f $f ]] || { echo "scripts/mutants.sh: no such file: $f" >&2; exit 2; }
 done
+if [[ -n $shard && ! $shard =~ ^[0-9]+/[1-9][0-9]*$ ]]; then
+  echo "scripts/mutants.sh: --shard wants K/N (e.g. 0/4), got: $shard" >&2; exit 2
+fi
+VERSION=27.0.0
+TOOL=.cache/cargo-mutants/bin/cargo-mutants
+if ! [[ -x $TOOL ]] || ! "$TOOL" mutants --version | grep -qF "$VERSION"; then
+  echo "scripts/mutants.sh: installing cargo-mutants $VERSION into .cache/cargo-mutants (first use, about 3 minutes)" >&2
+  cargo install --quiet cargo-mutants --version "$VERSION" --locked --root .cache/cargo-mutants
+fi
 OUT=target/mutants
 rm -rf "$OUT"
 mkdir -p "$OUT"
