@@ -23,9 +23,10 @@ pub struct Args {
     /// Print one JSON document instead of the table.
     #[arg(long)]
     json: bool,
-    /// Checker threads.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
-    threads: u16,
+    /// Threads (default: all cores). With two or more, one runs the progress pass beside the
+    /// checker's others
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Option<u16>,
     /// List the configurations and exit.
     #[arg(long)]
     list: bool,
@@ -98,7 +99,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut current = String::new();
     let run = suite::run(
         selected,
-        usize::from(args.threads),
+        args.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, usize::from),
+            usize::from,
+        ),
         &mut |name, states, secs| {
             if name != current {
                 if !current.is_empty() {

@@ -258,7 +258,7 @@ impl fmt::Display for Step {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct World {
     /// The server nodes (one unless the scenario is a cluster).
-    pub nodes: Vec<Registry>,
+    pub nodes: Vec<Arc<Registry>>,
     /// Node each client is connected to.
     pub node_of: Vec<u8>,
     /// What the administrator has committed: the latest version and its catalog (the shared
@@ -274,9 +274,9 @@ pub struct World {
     /// (cluster) Faults used: bus duplicates, bus drops, migrations.
     pub bus_used: [u32; 3],
     /// The clients, indexed by `ClientId`.
-    pub clients: Vec<CatalogClient>,
+    pub clients: Vec<Arc<CatalogClient>>,
     /// Messages in flight, per client.
-    pub links: Vec<Links>,
+    pub links: Vec<Arc<Links>>,
     /// Next scripted batch.
     pub next_batch: u8,
     /// Next scripted auth change.
@@ -292,7 +292,7 @@ pub struct World {
     /// Clients whose connection is cut.
     pub cut: BTreeSet<ClientId>,
     /// The property checker.
-    pub monitor: Monitor,
+    pub monitor: Arc<Monitor>,
 }
 
 impl World {
@@ -309,7 +309,7 @@ impl World {
             .cluster
             .as_ref()
             .map_or(1, |c| usize::from(c.nodes.max(1)));
-        let nodes = vec![Registry::new(scn.server, initial.clone()); n_nodes];
+        let nodes = vec![Arc::new(Registry::new(scn.server, initial.clone())); n_nodes];
         let node_of = (0..scn.clients.len())
             .map(|c| scn.cluster.as_ref().map_or(0, |cl| cl.node_of_client(c)))
             .collect();
@@ -323,11 +323,11 @@ impl World {
             .clients
             .iter()
             .enumerate()
-            .map(|(i, c)| CatalogClient::new(i as ClientId, Arc::new(c.clone())))
+            .map(|(i, c)| Arc::new(CatalogClient::new(i as ClientId, Arc::new(c.clone()))))
             .collect();
         let mut w = World {
             clients,
-            links: vec![Links::default(); scn.clients.len()],
+            links: vec![Arc::default(); scn.clients.len()],
             next_batch: 0,
             next_auth: 0,
             calls_done: BTreeSet::new(),
@@ -335,7 +335,7 @@ impl World {
             combined_calls: 0,
             used: [0; 4],
             cut: BTreeSet::new(),
-            monitor: Monitor::new(),
+            monitor: Arc::new(Monitor::new()),
             nodes,
             node_of,
             truth,
@@ -356,7 +356,7 @@ impl World {
 
     fn observe(&mut self, e: &Event, rec: &mut dyn Recorder) {
         rec.event(e);
-        for v in self.monitor.observe(e) {
+        for v in Arc::make_mut(&mut self.monitor).observe(e) {
             note(rec, || Note::Violation {
                 property: v.property,
                 detail: v.detail.clone(),
@@ -369,9 +369,14 @@ impl World {
         &self.nodes[0]
     }
 
+    /// Client `c`'s machine, to change it (copied first if another state shares it).
+    pub fn client_mut(&mut self, c: ClientId) -> &mut CatalogClient {
+        Arc::make_mut(&mut self.clients[c as usize])
+    }
+
     fn node(&mut self, c: ClientId) -> &mut Registry {
         let n = usize::from(self.node_of[c as usize]);
-        &mut self.nodes[n]
+        Arc::make_mut(&mut self.nodes[n])
     }
 
     fn connect(&mut self, scn: &Scenario, c: ClientId, rec: &mut dyn Recorder) {
@@ -417,7 +422,7 @@ impl World {
                         to,
                         msg: msg.clone(),
                     });
-                    let l = &mut self.links[to as usize];
+                    let l = Arc::make_mut(&mut self.links[to as usize]);
                     let link = match (scn.transport, lane) {
                         (Transport::Http, Lane::Stream) => {
                             l.stream.push(msg);
@@ -446,7 +451,7 @@ impl World {
         rec: &mut dyn Recorder,
     ) -> Vec<Event> {
         let mut out = Vec::new();
-        self.clients[c as usize].step(input, &mut out);
+        self.client_mut(c).step(input, &mut out);
         let tools_published = scn.aggregate.is_some()
             && out.iter().any(|o| {
                 matches!(
@@ -472,7 +477,7 @@ impl World {
                         client: c,
                         msg: msg.clone(),
                     });
-                    let up = &mut self.links[c as usize].up;
+                    let up = &mut Arc::make_mut(&mut self.links[c as usize]).up;
                     match scn.transport {
                         Transport::Stdio => up.push(msg),
                         Transport::Http => insert_sorted(up, msg),
@@ -577,7 +582,9 @@ impl World {
         for auth in scn.auth_contexts() {
             for k in kind.notification_group() {
                 let seen = probe(&self.nodes[node], *k, auth)
-                    .and_then(|items| self.monitor.latest_version_of(*k, auth, &items))
+                    .and_then(|items| {
+                        Arc::make_mut(&mut self.monitor).latest_version_of(*k, auth, &items)
+                    })
                     .unwrap_or(0);
                 visible = visible.min(seen);
             }
@@ -666,7 +673,7 @@ impl World {
         let r = &mut self.reached[usize::from(node)];
         *r = (*r).max(v);
         let mut out = Vec::new();
-        if self.nodes[usize::from(node)].install(v, cat, &mut out) {
+        if Arc::make_mut(&mut self.nodes[usize::from(node)]).install(v, cat, &mut out) {
             note(rec, || Note::NodeTakes { node, version: v });
         }
         self.route_server(scn, out, rec);
@@ -688,7 +695,7 @@ impl World {
             && self.nodes.iter().all(|n| !n.has_staged())
             && self.bus.iter().all(Vec::is_empty)
             && (!self.is_cluster() || self.nodes.iter().all(|n| n.version() == self.truth.0))
-            && self.links.iter().all(Links::is_empty)
+            && self.links.iter().all(|l| l.is_empty())
             && self.clients.iter().all(|c| c.is_idle() && c.is_ready())
             && (0..self.clients.len()).all(|c| self.ttl_due(c as ClientId).is_empty())
     }
@@ -770,14 +777,18 @@ impl World {
         let mut node_of = self.node_of.clone();
         for (old, new) in map.iter().enumerate() {
             node_of[*new as usize] = self.node_of[old];
-            clients[*new as usize] = self.clients[old].with_id(*new);
+            clients[*new as usize] = Arc::new(self.clients[old].with_id(*new));
             links[*new as usize] = self.links[old].clone();
             if self.is_cut(old as ClientId) {
                 cut.insert(*new);
             }
         }
         World {
-            nodes: self.nodes.iter().map(|n| n.relabel(&map)).collect(),
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| Arc::new(n.relabel(&map)))
+                .collect(),
             node_of,
             truth: self.truth.clone(),
             bus: self.bus.clone(),
@@ -792,7 +803,7 @@ impl World {
             combined_calls: self.combined_calls,
             used: self.used,
             cut,
-            monitor: self.monitor.relabel(&map),
+            monitor: Arc::new(self.monitor.relabel(&map)),
         }
     }
 
@@ -985,7 +996,8 @@ impl World {
                 }
                 if !cluster {
                     let mut out = Vec::new();
-                    self.nodes[0].step(ServerInput::Apply(ops.clone().into()), &mut out);
+                    Arc::make_mut(&mut self.nodes[0])
+                        .step(ServerInput::Apply(ops.clone().into()), &mut out);
                     self.route_server(scn, out, rec);
                 }
             }
@@ -994,7 +1006,7 @@ impl World {
                     return Err("nothing is staged".into());
                 }
                 let mut out = Vec::new();
-                self.nodes[0].step(ServerInput::CommitStaged, &mut out);
+                Arc::make_mut(&mut self.nodes[0]).step(ServerInput::CommitStaged, &mut out);
                 self.route_server(scn, out, rec);
             }
             Step::BusDeliver { node, index }
@@ -1064,12 +1076,13 @@ impl World {
                     || !self
                         .nodes
                         .get(usize::from(node))
-                        .is_some_and(Registry::has_staged)
+                        .is_some_and(|n| n.has_staged())
                 {
                     return Err(format!("node {node} has nothing staged"));
                 }
                 let mut out = Vec::new();
-                self.nodes[usize::from(node)].step(ServerInput::CommitStaged, &mut out);
+                Arc::make_mut(&mut self.nodes[usize::from(node)])
+                    .step(ServerInput::CommitStaged, &mut out);
                 let version = self.nodes[usize::from(node)].version();
                 note(rec, || Note::NodeLoads { node, version });
                 self.route_server(scn, out, rec);
@@ -1084,7 +1097,7 @@ impl World {
                     return Err(format!("c{client} cannot move now"));
                 }
                 self.bus_used[2] += 1;
-                self.links[client as usize] = Links::default();
+                self.links[client as usize] = Arc::default();
                 let mut out = Vec::new();
                 self.node(client)
                     .step(ServerInput::Disconnect(client), &mut out);
@@ -1107,7 +1120,7 @@ impl World {
                         "{link:?} of c{client} is ordered: only its head can be delivered"
                     ));
                 }
-                let l = &mut self.links[client as usize];
+                let l = Arc::make_mut(&mut self.links[client as usize]);
                 let i = usize::from(index);
                 if link == Link::Up {
                     if i >= l.up.len() {
@@ -1173,7 +1186,7 @@ impl World {
                 if self.used[slot] >= budget {
                     return Err(format!("the scenario allows {budget} such faults"));
                 }
-                let q = self.links[client as usize].down_link_mut(link);
+                let q = Arc::make_mut(&mut self.links[client as usize]).down_link_mut(link);
                 if !is_list_changed(q.first()) {
                     return Err(format!(
                         "the head of {link:?} of c{client} is not a list_changed notification"
@@ -1205,7 +1218,7 @@ impl World {
                     _ => return Err(format!("no tool call at Up[{i}] of c{client}")),
                 };
                 self.used[3] += 1;
-                let msg = self.links[client as usize].up.remove(i);
+                let msg = Arc::make_mut(&mut self.links[client as usize]).up.remove(i);
                 note(rec, || Note::CallFails { client, name });
                 let failure = ServerOutput::Send {
                     to: client,
@@ -1329,7 +1342,7 @@ impl World {
                 }
                 self.used[2] += 1;
                 self.cut.insert(client);
-                self.links[client as usize] = Links::default();
+                self.links[client as usize] = Arc::default();
                 note(rec, || Note::ConnectionCut { client });
                 let mut out = Vec::new();
                 self.node(client)

@@ -294,20 +294,16 @@ pub struct Counterexample {
     pub trace: Trace,
 }
 
-/// Explores `scenario` exhaustively and collects verdicts, counterexamples and how each of
-/// the `situations` was reached.
-pub fn check(
-    scenario: &Scenario,
+/// Runs stateright's checker on `model` with `threads` threads until it is done; returns it
+/// with its wall time.
+fn run_checker(
+    model: ListModel,
     search: Search,
-    situations: &[Situation],
     threads: usize,
     progress: &mut dyn FnMut(usize, f64),
-) -> CheckResult {
-    let model = ListModel::first_only(scenario.clone()).watching(situations);
-    let counts = model.situations.clone();
-    let quiescence = progress::check(&model, search);
+) -> (Box<dyn Checker<ListModel>>, f64) {
     let start = Instant::now();
-    let builder = model.checker().threads(threads.max(1));
+    let builder = model.checker().threads(threads);
     let checker: Box<dyn Checker<ListModel>> = match search {
         Search::Bfs => Box::new(builder.spawn_bfs()),
         Search::DfsSymmetric => Box::new(builder.symmetry_fn(symmetry::representative).spawn_dfs()),
@@ -322,7 +318,34 @@ pub fn check(
             reported = Instant::now();
         }
     }
-    let seconds = start.elapsed().as_secs_f64();
+    (checker, start.elapsed().as_secs_f64())
+}
+
+/// Explores `scenario` exhaustively and collects verdicts, counterexamples and how each of
+/// the `situations` was reached.
+pub fn check(
+    scenario: &Scenario,
+    search: Search,
+    situations: &[Situation],
+    threads: usize,
+    progress: &mut dyn FnMut(usize, f64),
+) -> CheckResult {
+    let model = ListModel::first_only(scenario.clone()).watching(situations);
+    let counts = model.situations.clone();
+    let threads = threads.max(1);
+    // With two threads or more, the progress pass explores beside the checker on one of them
+    // (it needs no result of the checker's); with one, before it.
+    let (quiescence, (checker, seconds)) = if threads >= 2 {
+        let for_progress = model.clone();
+        std::thread::scope(|s| {
+            let pass = s.spawn(move || progress::check(&for_progress, search));
+            let run = run_checker(model, search, threads - 1, progress);
+            (pass.join().expect("the progress pass does not panic"), run)
+        })
+    } else {
+        let quiescence = progress::check(&model, search);
+        (quiescence, run_checker(model, search, 1, progress))
+    };
     let mut verdicts = Verdicts::new();
     let mut counterexamples = Vec::new();
     for p in Property::ALL {

@@ -12,9 +12,10 @@ use crate::{ListModel, Search};
 use listsync_core::world::World;
 use serde::{Deserialize, Serialize};
 use stateright::Model;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::collections::hash_map::{Entry, HashMap};
 use std::fmt::Display;
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher, Hash};
+use std::hash::Hash;
 
 /// The outcome of the progress pass.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -40,13 +41,13 @@ impl Progress {
 }
 
 /// The explored graph: states by breadth-first id, with fingerprint, parent (itself for an
-/// initial state), predecessors and whether quiescent.
+/// initial state) and whether quiescent, and every edge as (from, to).
 #[derive(Default)]
 struct Graph {
-    ids: HashMap<u64, u32>,
+    ids: HashMap<u64, u32, Fingerprints>,
     prints: Vec<u64>,
     parent: Vec<u32>,
-    preds: Vec<Vec<u32>>,
+    edges: Vec<(u32, u32)>,
     quiescent: Vec<bool>,
 }
 
@@ -59,21 +60,45 @@ impl Graph {
         parent: Option<u32>,
         quiescent: impl FnOnce() -> bool,
     ) -> (u32, bool) {
-        if let Some(&id) = self.ids.get(&f) {
-            return (id, false);
+        let next = self.prints.len() as u32;
+        match self.ids.entry(f) {
+            Entry::Occupied(e) => (*e.get(), false),
+            Entry::Vacant(e) => {
+                e.insert(next);
+                self.prints.push(f);
+                self.parent.push(parent.unwrap_or(next));
+                self.quiescent.push(quiescent());
+                (next, true)
+            }
         }
-        let id = self.prints.len() as u32;
-        self.ids.insert(f, id);
-        self.prints.push(f);
-        self.parent.push(parent.unwrap_or(id));
-        self.preds.push(Vec::new());
-        self.quiescent.push(quiescent());
-        (id, true)
+    }
+
+    /// The predecessors of every state, as one array of ids and each state's range in it.
+    fn predecessors(&self) -> (Vec<u32>, Vec<u32>) {
+        let n = self.prints.len();
+        let mut start = vec![0u32; n + 1];
+        for &(_, to) in &self.edges {
+            start[to as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut preds = vec![0u32; self.edges.len()];
+        for &(from, to) in &self.edges {
+            preds[fill[to as usize] as usize] = from;
+            fill[to as usize] += 1;
+        }
+        (preds, start)
     }
 }
 
+/// The hasher of fingerprints and of the fingerprint table: ahash with fixed seeds (the one
+/// stateright fingerprints with), several times faster than the std SipHash on these states.
+type Fingerprints = ahash::RandomState;
+
 fn hash<S: Hash>(s: &S) -> u64 {
-    BuildHasherDefault::<DefaultHasher>::default().hash_one(s)
+    ahash::RandomState::with_seeds(0x6c69_7374, 0x7379_6e63, 0x7072_6f67, 0x7265_7373).hash_one(s)
 }
 
 /// Runs the progress pass on a configuration's whole state space; with the symmetric search,
@@ -120,14 +145,14 @@ where
                 queue.push_back((to, next));
             }
             if to != id {
-                g.preds[to as usize].push(id);
+                g.edges.push((id, to));
             }
         }
     }
+    let (preds, range) = g.predecessors();
     let Graph {
         prints,
         parent,
-        preds,
         quiescent,
         ..
     } = g;
@@ -136,7 +161,8 @@ where
     let mut live = quiescent.clone();
     let mut back: VecDeque<u32> = (0..n as u32).filter(|i| quiescent[*i as usize]).collect();
     while let Some(i) = back.pop_front() {
-        for &p in &preds[i as usize] {
+        let i = i as usize;
+        for &p in &preds[range[i] as usize..range[i + 1] as usize] {
             if !live[p as usize] {
                 live[p as usize] = true;
                 back.push_back(p);

@@ -555,7 +555,7 @@ impl<'a> Engine<'a> {
     fn apply(&mut self, step: Step, touched: Option<ClientId>) -> bool {
         if let Some(c) = touched {
             // Pacing reads the client's clock: the simulated time.
-            self.world.clients[c as usize].set_clock(self.now);
+            self.world.client_mut(c).set_clock(self.now);
         }
         if let Err(why) = self.world.apply(self.scn, &step, &mut self.tap) {
             // The scheduler only applies steps it knows are possible; count the exception.
