@@ -309,7 +309,9 @@ impl World {
             .cluster
             .as_ref()
             .map_or(1, |c| usize::from(c.nodes.max(1)));
-        let nodes = vec![Arc::new(Registry::new(scn.server, initial.clone())); n_nodes];
+        // One machine shared by every node until one of them changes (copy on write).
+        let node = Arc::new(Registry::new(scn.server, initial.clone()));
+        let nodes = vec![node; n_nodes];
         let node_of = (0..scn.clients.len())
             .map(|c| scn.cluster.as_ref().map_or(0, |cl| cl.node_of_client(c)))
             .collect();
