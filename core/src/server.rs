@@ -1025,13 +1025,16 @@ mod tests {
             vec![
                 Op::add(Kind::Tools, "d", "d1"),
                 Op::remove(Kind::Tools, "a"),
+                // Changes nothing: not a mutation to announce.
+                Op::update(Kind::Tools, "b", "b1"),
             ],
         );
         assert_eq!(
             out.iter()
                 .filter(|o| matches!(o, ServerOutput::Send { .. }))
                 .count(),
-            2
+            2,
+            "one list_changed per mutation that changed something"
         );
     }
 
@@ -1050,6 +1053,15 @@ mod tests {
         assert_eq!(page(list(&mut r, None)).items.len(), 3);
         r.step(ServerInput::CommitStaged, &mut Vec::new());
         assert_eq!(page(list(&mut r, None)).items.len(), 4);
+        // Its only bug is the order: commits number versions as the reference does, a staged
+        // batch landing first when another one comes.
+        assert_eq!(r.version(), 2, "the staged batch is version 2");
+        apply(&mut r, vec![Op::add(Kind::Tools, "e", "e1")]);
+        apply(&mut r, vec![Op::add(Kind::Tools, "f", "f1")]);
+        assert_eq!(r.version(), 3, "the staged e landed when f came");
+        r.step(ServerInput::CommitStaged, &mut Vec::new());
+        assert_eq!(r.version(), 4);
+        assert_eq!(page(list(&mut r, None)).items.len(), 6);
     }
 
     #[test]
@@ -1275,6 +1287,116 @@ mod tests {
             told(&auth1),
             Vec::<ClientId>::new(),
             "both listed under auth0 only"
+        );
+    }
+
+    /// A node installs only versions newer than both the one it serves and the one it has
+    /// staged (announced, not yet loaded, as `cluster-notify-before-visible` does): an older
+    /// event arriving late is ignored, also while one is staged.
+    #[test]
+    fn a_node_never_installs_a_version_older_than_its_staged_one() {
+        let cat = |n: usize| {
+            let ops: Vec<Op> = (0..n)
+                .map(|i| Op::add(Kind::Tools, &format!("t{i}"), "d"))
+                .collect();
+            Arc::new(Catalog::from_ops(&ops))
+        };
+        for strategy in [
+            ServerStrategy::Reference,
+            ServerStrategy::ClusterNotifyBeforeVisible,
+        ] {
+            let mut r = reg(strategy, 0);
+            let mut out = Vec::new();
+            assert!(r.install(3, cat(5), &mut out), "{strategy}: v3 is new");
+            assert!(!r.install(2, cat(4), &mut out), "{strategy}: v2 came late");
+            assert!(!r.install(3, cat(5), &mut out), "{strategy}: v3 again");
+            r.step(ServerInput::CommitStaged, &mut out);
+            assert_eq!(r.version(), 3, "{strategy}");
+            assert_eq!(page(list(&mut r, None)).items.len(), 5, "{strategy}");
+        }
+    }
+
+    /// A session is told only of changes the contexts it listed under see, for up to
+    /// [`MAX_SESSION_CONTEXTS`] contexts; past that, the server stops keeping them and tells
+    /// it of every change.
+    #[test]
+    fn a_session_past_the_context_bound_is_told_of_every_change() {
+        let mut r = reg(ServerStrategy::Reference, 0);
+        let contexts = MAX_SESSION_CONTEXTS as u8;
+        requests(
+            &mut r,
+            0,
+            (0..contexts).map(|a| (a, list_tools())).collect(),
+        );
+        let unseen = apply(&mut r, vec![tool_only("s", "s1", contexts + 10)]);
+        assert_eq!(
+            told(&unseen),
+            Vec::<ClientId>::new(),
+            "{contexts} contexts are kept: none of them sees the change"
+        );
+        requests(&mut r, 0, vec![(contexts, list_tools())]);
+        let past = apply(&mut r, vec![tool_only("t", "t1", contexts + 11)]);
+        assert_eq!(told(&past), vec![0], "past the bound: told of every change");
+    }
+
+    /// Each `subscriptions/listen` stream gets its own id (a client tells its streams apart by
+    /// it), across sessions and on a session that listens again.
+    #[test]
+    fn every_listen_stream_gets_a_new_id() {
+        let mut r = reg_with(ServerConfig {
+            era: Era::V2026_07_28,
+            ..ServerConfig::default()
+        });
+        let mut out = Vec::new();
+        r.step(ServerInput::Connect(1), &mut out);
+        let listen = || Request::Listen {
+            kinds: KindSet::only(Kind::Tools),
+            uris: Vec::new(),
+        };
+        let mut out = Vec::new();
+        for (c, id) in [(0, 1), (1, 2), (0, 3)] {
+            let msg = ClientMsg {
+                id,
+                auth: AuthCtx(0),
+                req: listen(),
+            };
+            r.step(ServerInput::Request(c, msg), &mut out);
+        }
+        let subs: Vec<SubId> = sent(&out)
+            .into_iter()
+            .filter_map(|m| match m {
+                ServerMsg::Notification(Notification::Acknowledged { sub, .. }) => Some(*sub),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(subs.len(), 3, "three acknowledgements: {subs:?}");
+        let distinct: BTreeSet<SubId> = subs.iter().copied().collect();
+        assert_eq!(distinct.len(), 3, "ids repeat: {subs:?}");
+    }
+
+    /// A version-bound cursor is only ever issued for an offset inside the list; a forged one
+    /// at or past the end is refused, not answered with an empty last page.
+    #[test]
+    fn a_forged_cursor_at_or_past_the_end_is_refused() {
+        let mut r = reg(ServerStrategy::Reference, 2);
+        let issued = page(list(&mut r, None));
+        assert!(issued.next.is_some(), "three tools, pages of two");
+        for offset in [3, 4] {
+            let forged = ServerCursor {
+                version: Some(1),
+                auth: Some(AuthCtx(0)),
+                offset,
+            }
+            .encode();
+            match list(&mut r, Some(forged)) {
+                Response::Error(e) => assert_eq!(e, RpcError::invalid_cursor(), "offset {offset}"),
+                other => panic!("forged cursor at offset {offset} accepted: {other:?}"),
+            }
+        }
+        assert_eq!(
+            page(list(&mut r, issued.next)).items.len(),
+            1,
+            "the issued one works"
         );
     }
 
