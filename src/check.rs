@@ -30,6 +30,11 @@ pub struct Args {
     /// List the configurations and exit.
     #[arg(long)]
     list: bool,
+    /// Run the deep suite instead (worlds of ten million states and more, minutes each; run by
+    /// hand): writes model-check-deep.json, and with --update-reports the deep section of
+    /// reports/model-check.md
+    #[arg(long)]
+    deep: bool,
     /// Where to write traces and model-check.json (default: target/listsync/check; with
     /// --update-reports: reports).
     #[arg(long)]
@@ -54,6 +59,10 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode> {
     if args.list {
         for c in listsync_model::configs::all() {
+            println!("{:28} {}", c.name(), c.about);
+        }
+        println!("\ndeep suite (--deep):");
+        for c in listsync_model::configs::deep() {
             println!("{:28} {}", c.name(), c.about);
         }
         let names = |v: Vec<String>| v.join(", ");
@@ -82,7 +91,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let selected = suite::select(&args.configs).map_err(anyhow::Error::msg)?;
+    let selected = suite::select(&args.configs, args.deep).map_err(anyhow::Error::msg)?;
     if args.update_reports && !args.configs.is_empty() {
         anyhow::bail!("--update-reports regenerates the committed pages: run the whole suite");
     }
@@ -125,13 +134,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let report = &run.report;
     let json = serde_json::to_string_pretty(report)? + "\n";
-    let json_path = out.join("model-check.json");
+    let json_path = out.join(if args.deep {
+        listsync_report::model_check::DEEP_FILE
+    } else {
+        "model-check.json"
+    });
     std::fs::write(&json_path, &json)
         .with_context(|| format!("writing {}", json_path.display()))?;
     if args.update_reports {
         listsync_report::pages::model_check(&out)?;
-        suite::update_readme(&args.readme, report)
-            .with_context(|| format!("updating {}", args.readme.display()))?;
+        if !args.deep {
+            suite::update_readme(&args.readme, report)
+                .with_context(|| format!("updating {}", args.readme.display()))?;
+        }
     }
     if let Some(f) = &args.junit {
         listsync_report::junit::write(f, &[listsync_report::junit::from_check(report, &traces)])?;

@@ -222,6 +222,38 @@ fn must_reach(name: &str) -> &'static [Situation] {
             DuplicateNotificationInFlight,
         ],
         "reference-burst-unbound" => &[NotifyMidWalk, BurstDuringRefresh],
+        "reference-large" => &[
+            NotifyDuringRefresh,
+            NotifyMidWalk,
+            BurstDuringRefresh,
+            CallInFlightDuringRemoval,
+            CursorRefusedAfterChange,
+            DuplicateNotificationInFlight,
+            CutWithChangePending,
+        ],
+        "deep-clients" => &[
+            NotifyDuringRefresh,
+            NotifyMidWalk,
+            BurstDuringRefresh,
+            CursorRefusedAfterChange,
+            DuplicateNotificationInFlight,
+            CutWithChangePending,
+        ],
+        "deep-auth" => &[
+            NotifyMidWalk,
+            BurstDuringRefresh,
+            CallInFlightDuringRemoval,
+            CursorRefusedAfterChange,
+            AuthSwitchDuringRefresh,
+            CutWithChangePending,
+        ],
+        "deep-cluster" => &[
+            NotifyDuringRefresh,
+            NotifyMidWalk,
+            BurstDuringRefresh,
+            CursorRefusedAfterChange,
+            NodeBehindStore,
+        ],
         other => panic!("configuration {other} names no situation it must reach"),
     }
 }
@@ -476,6 +508,18 @@ pub fn all() -> Vec<Config> {
     out.push(cfg(
         s,
         "two nodes; a client moved to the other node (which may lag behind) mid-walk: its cursor is refused there, and an older list never replaces a newer one",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-large");
+    three_pages_four_batches(&mut s);
+    let mut s = s.build();
+    s.faults.duplicate = 1;
+    s.faults.disconnect = 1;
+    s.calls = vec![(0, "a".into())];
+    out.push(cfg(
+        s,
+        "three-page lists through four batches (add, remove, update, add), a call to the tool being removed, a duplicated notification and a cut connection",
         &[],
     ));
 
@@ -795,7 +839,79 @@ const A_Y: &str = r#"{"description":"a","inputSchema":{"properties":{"y":{}}}}"#
 /// A tool definition that declares itself read-only (canonical JSON, as rt builds it).
 const READ_ONLY: &str = r#"{"annotations":{"readOnlyHint":true}}"#;
 
-/// Looks a configuration up by name.
+/// Three pages and four batches: add, remove, update, add (the deep suite's script).
+fn three_pages_four_batches(s: &mut Spec) {
+    s.initial = tools(&[("a", "a1"), ("b", "b1"), ("c", "c1")]);
+    s.script = vec![
+        vec![Op::add(Kind::Tools, "d", "d1")],
+        vec![Op::remove(Kind::Tools, "a")],
+        vec![Op::update(Kind::Tools, "b", "b2")],
+        vec![Op::add(Kind::Tools, "e", "e1")],
+    ];
+}
+
+/// The deep suite (`listsync check --deep`): the reference machines in worlds of ten million
+/// states and more, run by hand (minutes each); their figures are committed in
+/// reports/model-check.md.
+pub fn deep() -> Vec<Config> {
+    let mut out = Vec::new();
+
+    let mut s = Spec::new("deep-clients");
+    three_pages_four_batches(&mut s);
+    s.clients = 3;
+    let mut s = s.build();
+    s.faults.duplicate = 1;
+    s.faults.disconnect = 1;
+    let mut c = cfg(
+        s,
+        "three interchangeable clients (symmetry-reduced DFS) walking three-page lists through four batches, with a duplicated notification and a cut connection",
+        &[],
+    );
+    c.search = Search::DfsSymmetric;
+    out.push(c);
+
+    let mut s = Spec::new("deep-auth");
+    three_pages_four_batches(&mut s);
+    s.clients = 2;
+    s.script[3] = vec![Op::Add {
+        kind: Kind::Tools,
+        name: "s".into(),
+        def: "s1".into(),
+        scope: Scope::Only(AuthCtx(1)),
+    }];
+    let mut s = s.build();
+    s.auth_changes = vec![(0, AuthCtx(1)), (0, AuthCtx(0))];
+    s.faults.duplicate = 1;
+    s.faults.disconnect = 1;
+    s.calls = vec![(1, "a".into())];
+    out.push(cfg(
+        s,
+        "two clients, three-page lists, four batches (the last one seen only by auth1) while client 0 switches to auth1 and back and client 1 calls the tool being removed; a duplicated notification and a cut connection",
+        &[],
+    ));
+
+    let mut s = Spec::new("deep-cluster");
+    three_pages_four_batches(&mut s);
+    s.clients = 2;
+    s.script.truncate(3);
+    let mut s = s.build();
+    s.cluster = Some(Cluster {
+        nodes: 2,
+        client_nodes: vec![0, 1],
+        batch_nodes: vec![0, 1, 0],
+        bus_duplicate: 1,
+        bus_drop: 1,
+        migrate: 1,
+    });
+    out.push(cfg(
+        s,
+        "two nodes on a bus that duplicates, reorders and loses events, one client per node walking three-page lists, three batches through both nodes, and a client moved to the other node mid-walk",
+        &[],
+    ));
+    out
+}
+
+/// Looks a configuration up by name (the default suite's, then the deep suite's).
 pub fn by_name(name: &str) -> Option<Config> {
-    all().into_iter().find(|c| c.name() == name)
+    all().into_iter().chain(deep()).find(|c| c.name() == name)
 }

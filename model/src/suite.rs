@@ -131,12 +131,17 @@ impl SuiteReport {
     }
 }
 
-/// The configurations named (every one when `names` is empty), or why not.
-pub fn select(names: &[String]) -> Result<Vec<Config>, String> {
-    let all = configs::all();
+/// The configurations named, or why not. With no name, the default suite, or with `deep` the
+/// deep suite; a name is looked up in both.
+pub fn select(names: &[String], deep: bool) -> Result<Vec<Config>, String> {
     if names.is_empty() {
-        return Ok(all);
+        return Ok(if deep {
+            configs::deep()
+        } else {
+            configs::all()
+        });
     }
+    let all: Vec<Config> = configs::all().into_iter().chain(configs::deep()).collect();
     names
         .iter()
         .map(|name| {

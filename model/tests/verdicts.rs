@@ -26,6 +26,7 @@ const STATES: &[(&str, usize)] = &[
     ("reference-two-servers", 34745),
     ("reference-cluster", 722496),
     ("reference-cluster-migrate", 293790),
+    ("reference-large", 1486182),
     ("reference-burst", 864),
     ("reference-burst-unbound", 299),
     ("reference-burst-paced", 7780),
@@ -78,13 +79,7 @@ fn run_all(which: impl Fn(&Config) -> bool) -> Vec<(Config, CheckResult)> {
         .enumerate()
         .collect();
     // Largest first, so that the two cluster configurations do not end up on one thread last.
-    let size = |c: &Config| {
-        STATES
-            .iter()
-            .find(|(n, _)| *n == c.name())
-            .map_or(0, |(_, s)| *s)
-    };
-    all.sort_by_key(|(_, c)| std::cmp::Reverse(size(c)));
+    all.sort_by_key(|(_, c)| std::cmp::Reverse(pinned(c)));
     let queue = std::sync::Mutex::new(all.into_iter());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut done: Vec<(usize, Config, CheckResult)> = std::thread::scope(|s| {
@@ -110,16 +105,35 @@ fn run_all(which: impl Fn(&Config) -> bool) -> Vec<(Config, CheckResult)> {
     done.into_iter().map(|(_, c, r)| (c, r)).collect()
 }
 
-/// A configuration of several server nodes sharing a store (three quarters of the suite's states).
+/// A configuration of several server nodes sharing a store.
 fn clustered(c: &Config) -> bool {
     c.scenario.cluster.as_ref().is_some_and(|k| k.nodes > 1)
 }
 
-// Two tests, so that the mutation run (scripts/mutants.sh) can judge every mutant by the
-// single-node configurations first and by the cluster ones only where those let it survive.
+/// A single-node configuration of a million states or more (`reference-large`).
+fn large(c: &Config) -> bool {
+    !clustered(c) && pinned(c) >= 1_000_000
+}
+
+fn pinned(c: &Config) -> usize {
+    STATES
+        .iter()
+        .find(|(n, _)| *n == c.name())
+        .unwrap_or_else(|| panic!("no pinned state count for {}", c.name()))
+        .1
+}
+
+// Three tests, so that the mutation run (scripts/mutants.sh) can judge every mutant by the
+// small single-node configurations first (a tenth of the suite's states) and by the large and
+// cluster ones only where those let it survive.
 #[test]
 fn every_single_node_config_gives_its_expected_verdicts() {
-    expected_verdicts(|c| !clustered(c));
+    expected_verdicts(|c| !clustered(c) && !large(c));
+}
+
+#[test]
+fn every_large_config_gives_its_expected_verdicts() {
+    expected_verdicts(large);
 }
 
 #[test]
@@ -172,11 +186,7 @@ fn expected_verdicts(which: impl Fn(&Config) -> bool) {
                 assert_eq!(cx.depth, cx.trace.steps.len());
             }
         }
-        let want = STATES
-            .iter()
-            .find(|(n, _)| *n == c.name())
-            .unwrap_or_else(|| panic!("no pinned state count for {}", c.name()))
-            .1;
+        let want = pinned(&c);
         if r.unique_states != want {
             failures.push(format!(
                 "{}: {} unique states, pinned {want}",
@@ -203,7 +213,12 @@ fn the_lossy_2026_config_converges_only_through_ttl() {
 
 #[test]
 fn configurations_are_well_formed() {
-    let all = configs::all();
+    let deep = configs::deep();
+    assert!(
+        deep.iter().all(Config::is_reference),
+        "the deep suite holds reference configurations"
+    );
+    let all: Vec<Config> = configs::all().into_iter().chain(deep).collect();
     let mut names: Vec<_> = all.iter().map(|c| c.name().to_owned()).collect();
     names.sort();
     names.dedup();

@@ -9,7 +9,10 @@ use std::path::Path;
 
 pub use listsync_model::suite::{ConfigReport, PropertyReport, SuiteReport};
 
-/// Parses `model-check.json`.
+/// The file `listsync check --deep` writes (same schema as `model-check.json`).
+pub const DEEP_FILE: &str = "model-check-deep.json";
+
+/// Parses `model-check.json` (or the deep suite's).
 pub fn parse(text: &str) -> anyhow::Result<SuiteReport> {
     Ok(serde_json::from_str(text)?)
 }
@@ -145,8 +148,9 @@ pub fn render(m: &SuiteReport) -> String {
         "\n**Progress.** `converges` is judged at quiescence, so a livelock would make it hold \
          vacuously. For every configuration a second pass explores the same state space, keeps \
          each state's predecessors and walks them back from the quiescent states; the \
-         progress column says whether every state can still reach quiescence (its time is \
-         not in the checker's)."
+         progress column says whether every state can still reach quiescence (with two \
+         threads or more it runs beside the checker on one of them; its time is not in the \
+         checker's)."
     );
     let _ = writeln!(s, "\n## Configurations\n");
     let _ = writeln!(s, "| config | era | search | what it shows |");
@@ -165,6 +169,61 @@ pub fn render(m: &SuiteReport) -> String {
         s,
         "\nTimes are from the `listsync check` run that wrote the JSON, on the machine that ran it."
     );
+    s
+}
+
+/// The deep suite's section of `model-check.md`, from `model-check-deep.json` (`listsync check
+/// --deep`, run by hand).
+pub fn render_deep(m: &SuiteReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n## Deep suite\n");
+    let _ = writeln!(
+        s,
+        "Written by `listsync check --deep --update-reports` ({}), run by hand: the reference \
+         machines in worlds of ten million states and more, explored exhaustively with the same \
+         properties, situations and progress pass. **{} configurations, {} unique states, {:.0} s \
+         wall; {}.** *checker s* is the checker's wall time, *progress s* the progress pass's \
+         (beside it on another thread); *peak MiB* the process's resident high-water mark.\n",
+        m.tool,
+        m.configs.len(),
+        m.total_unique_states,
+        m.total_seconds,
+        if m.all_as_expected {
+            "every property holds, every situation reached, quiescence always reachable"
+        } else {
+            "SOME VERDICTS DIFFER, a situation was unreached or a state is stuck"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "| config | search | states | depth | checker s | states/s | progress s | peak MiB | situations | progress | verdict | what it shows |"
+    );
+    let _ = writeln!(
+        s,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|"
+    );
+    for c in &m.configs {
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} | {:.0} | {:.0} | {:.0} | {} | {} | {} | {} | {} |",
+            c.name,
+            c.search,
+            c.unique_states,
+            c.max_depth,
+            c.seconds,
+            c.states_per_second,
+            c.progress.seconds,
+            mib(c.peak_memory_bytes),
+            reached(c),
+            if c.progress.holds() {
+                "holds".to_owned()
+            } else {
+                format!("**{} stuck**", c.progress.stuck)
+            },
+            verdict(c, "**", "**"),
+            cell_escape(&c.about)
+        );
+    }
     s
 }
 
@@ -283,4 +342,28 @@ fn mib(bytes: Option<u64>) -> String {
         || "-".to_owned(),
         |b| format!("{:.0}", b as f64 / f64::from(1 << 20)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use listsync_model::suite;
+
+    #[test]
+    fn the_deep_section_shows_each_configuration_s_figures() {
+        let selected = suite::select(&["reference-resources".into()], true).expect("known");
+        let run = suite::run(selected, 1, &mut |_, _, _| {});
+        let page = render_deep(&run.report);
+        assert!(page.contains("## Deep suite"), "{page}");
+        let row = page
+            .lines()
+            .find(|l| l.starts_with("| `reference-resources`"))
+            .unwrap_or_else(|| panic!("no row: {page}"));
+        let states = run.report.configs[0].unique_states.to_string();
+        assert!(row.contains(&format!("| {states} |")), "{row}");
+        assert!(row.contains("| 2/2 | holds | as expected |"), "{row}");
+        // A round trip through the file keeps it.
+        let json = serde_json::to_string(&run.report).expect("serializes");
+        assert_eq!(render_deep(&parse(&json).expect("parses")), page);
+    }
 }

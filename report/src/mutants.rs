@@ -234,7 +234,9 @@ fn from_parts(
     why: &BTreeMap<String, String>,
 ) -> Result<MutantsReport> {
     anyhow::ensure!(!passes.is_empty(), "the run has no pass");
-    // By name: a later pass's outcome replaces an earlier one's.
+    // By name: a later pass's outcome replaces an earlier one's only where that one survived
+    // (caught if any pass catches it; a timeout counts as caught, and cargo-mutants' --iterate
+    // re-tests timeouts too).
     let mut by_name: BTreeMap<String, Mutant> = BTreeMap::new();
     for (i, outcomes) in passes.into_iter().enumerate() {
         let pass = u8::try_from(i + 1).context("too many passes")?;
@@ -259,6 +261,12 @@ fn from_parts(
                 .splitn(4, ':')
                 .nth(3)
                 .map_or_else(|| m.name.clone(), |s| s.trim().to_owned());
+            if by_name
+                .get(&m.name)
+                .is_some_and(|earlier| earlier.outcome != Outcome::Missed)
+            {
+                continue;
+            }
             by_name.insert(
                 m.name.clone(),
                 Mutant {
@@ -501,16 +509,25 @@ mod tests {
             {"scenario": {"Mutant": {"name": "core/src/server.rs:3:1: replace == with != in g",
             "file": "core/src/server.rs", "function": null,
             "span": {"start": {"line": 3, "column": 1}}}}, "summary": "MissedMutant"}]}"#;
-        // Pass 2 re-judges only what pass 1 let survive; here it re-judges a caught one, to
-        // show that the later pass's outcome is the one kept.
+        // Pass 2 re-judges what pass 1 let survive (and, with --iterate, its timeouts); here it
+        // misses one pass 1 caught: caught by any pass is caught, so pass 1's outcome stands.
         let r = from_parts(run(), vec![outcomes(TWO), outcomes(again)], &why).unwrap();
-        assert_eq!(r.counts.missed, 2);
+        assert_eq!(r.counts.missed, 1);
         let g = r
             .mutants
             .iter()
             .find(|m| m.change.ends_with("in g"))
             .unwrap();
-        assert_eq!((g.outcome, g.pass), (Outcome::Missed, 2));
+        assert_eq!((g.outcome, g.pass), (Outcome::Caught, 1));
+        // A survivor of pass 1 that pass 2 catches is caught, by pass 2.
+        let later = r#"{"outcomes": [{"scenario": "Baseline", "summary": "Success"},
+            {"scenario": {"Mutant": {"name": "core/src/server.rs:10:5: replace f -> bool with true",
+            "file": "core/src/server.rs", "function": null,
+            "span": {"start": {"line": 10, "column": 5}}}}, "summary": "Timeout"}]}"#;
+        let r = from_parts(run(), vec![outcomes(TWO), outcomes(later)], &why).unwrap();
+        assert_eq!(r.counts.missed, 0);
+        let f = r.mutants.iter().find(|m| m.line == 10).unwrap();
+        assert_eq!((f.outcome, f.pass), (Outcome::Timeout, 2));
         let r = from_parts(run(), vec![outcomes(TWO)], &why).unwrap();
         assert_eq!(
             (

@@ -132,10 +132,18 @@ fn model_check_into(out: &Path, w: &mut Written) -> Result<Option<SuiteReport>> 
         };
         render_diagram(out, &trace, &mc::diagram_for(&name), w);
     }
-    let text = match &parsed {
+    let mut text = match &parsed {
         Some(m) => mc::render(m),
         None => mc::render_missing(json.exists()),
     };
+    // The deep suite's figures, when a hand run left them.
+    let deep = out.join(mc::DEEP_FILE);
+    if let Ok(t) = std::fs::read_to_string(&deep) {
+        match mc::parse(&t) {
+            Ok(d) => text.push_str(&mc::render_deep(&d)),
+            Err(e) => w.failed.push(format!("{}: {e:#}", deep.display())),
+        }
+    }
     std::fs::write(&page, text).with_context(|| format!("writing {}", page.display()))?;
     w.pages.push("model-check.md".into());
     Ok(parsed)
