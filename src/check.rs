@@ -30,7 +30,7 @@ pub struct Args {
     /// List the configurations and exit.
     #[arg(long)]
     list: bool,
-    /// Run the deep suite instead (worlds of ten million states and more, minutes each; run by
+    /// Run the deep suite instead (worlds far larger than the default suite's, minutes each; run by
     /// hand): writes model-check-deep.json, and with --update-reports the deep section of
     /// reports/model-check.md
     #[arg(long)]

@@ -850,8 +850,8 @@ fn three_pages_four_batches(s: &mut Spec) {
     ];
 }
 
-/// The deep suite (`listsync check --deep`): the reference machines in worlds of ten million
-/// states and more, run by hand (minutes each); their figures are committed in
+/// The deep suite (`listsync check --deep`): the reference machines in worlds far larger than the
+/// default suite's, run by hand (minutes each); their figures are committed in
 /// reports/model-check.md.
 pub fn deep() -> Vec<Config> {
     let mut out = Vec::new();

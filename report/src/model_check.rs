@@ -180,7 +180,7 @@ pub fn render_deep(m: &SuiteReport) -> String {
     let _ = writeln!(
         s,
         "Written by `listsync check --deep --update-reports` ({}), run by hand: the reference \
-         machines in worlds of ten million states and more, explored exhaustively with the same \
+         machines in worlds far larger than the default suite's, explored exhaustively with the same \
          properties, situations and progress pass. **{} configurations, {} unique states, {:.0} s \
          wall; {}.** *checker s* is the checker's wall time, *progress s* the progress pass's \
          (beside it on another thread); *peak MiB* the process's resident high-water mark.\n",
