@@ -6,6 +6,7 @@
 use crate::Search;
 use listsync_core::aggregate::Member;
 use listsync_core::client::{ClientConfig, Limits, Pacing};
+use listsync_core::history::ClientId;
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::scenario::{Aggregate, Cluster, Faults, Scenario, Transport};
 use listsync_core::server::ServerConfig;
@@ -514,9 +515,7 @@ pub fn all() -> Vec<Config> {
     let mut s = Spec::new("reference-large");
     three_pages_four_batches(&mut s);
     let mut s = s.build();
-    s.faults.duplicate = 1;
-    s.faults.disconnect = 1;
-    s.calls = vec![(0, "a".into())];
+    duplicate_cut_and_call(&mut s, 0);
     out.push(cfg(
         s,
         "three-page lists through four batches (add, remove, update, add), a call to the tool being removed, a duplicated notification and a cut connection",
@@ -850,6 +849,14 @@ fn three_pages_four_batches(s: &mut Spec) {
     ];
 }
 
+/// One duplicated notification, one cut connection, and client `caller` calling tool `a` (which
+/// the script's second batch removes) at any moment.
+fn duplicate_cut_and_call(s: &mut Scenario, caller: ClientId) {
+    s.faults.duplicate = 1;
+    s.faults.disconnect = 1;
+    s.calls = vec![(caller, "a".into())];
+}
+
 /// The deep suite (`listsync check --deep`): the reference machines in worlds far larger than the
 /// default suite's, run by hand (minutes each); their figures are committed in
 /// reports/model-check.md.
@@ -881,9 +888,7 @@ pub fn deep() -> Vec<Config> {
     }];
     let mut s = s.build();
     s.auth_changes = vec![(0, AuthCtx(1)), (0, AuthCtx(0))];
-    s.faults.duplicate = 1;
-    s.faults.disconnect = 1;
-    s.calls = vec![(1, "a".into())];
+    duplicate_cut_and_call(&mut s, 1);
     out.push(cfg(
         s,
         "two clients, three-page lists, four batches (the last one seen only by auth1) while client 0 switches to auth1 and back and client 1 calls the tool being removed; a duplicated notification and a cut connection",

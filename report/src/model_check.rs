@@ -134,11 +134,7 @@ pub fn render(m: &SuiteReport) -> String {
             s,
             " {} | {} | {} |",
             reached(c),
-            if c.progress.holds() {
-                "holds".to_owned()
-            } else {
-                format!("**{} stuck**", c.progress.stuck)
-            },
+            progress_cell(c),
             verdict(c, "**", "**")
         );
     }
@@ -215,16 +211,21 @@ pub fn render_deep(m: &SuiteReport) -> String {
             c.progress.seconds,
             mib(c.peak_memory_bytes),
             reached(c),
-            if c.progress.holds() {
-                "holds".to_owned()
-            } else {
-                format!("**{} stuck**", c.progress.stuck)
-            },
+            progress_cell(c),
             verdict(c, "**", "**"),
             cell_escape(&c.about)
         );
     }
     s
+}
+
+/// The progress cell: holds, or how many states are stuck.
+fn progress_cell(c: &ConfigReport) -> String {
+    if c.progress.holds() {
+        "holds".to_owned()
+    } else {
+        format!("**{} stuck**", c.progress.stuck)
+    }
 }
 
 /// "reached/required" situations of a configuration.
