@@ -376,9 +376,19 @@ impl World {
         Arc::make_mut(&mut self.clients[c as usize])
     }
 
+    /// Node `n`'s machine, to change it (copied first if another state shares it).
+    fn node_mut(&mut self, n: usize) -> &mut Registry {
+        Arc::make_mut(&mut self.nodes[n])
+    }
+
+    /// Client `c`'s links, to change them (copied first if another state shares them).
+    fn links_mut(&mut self, c: ClientId) -> &mut Links {
+        Arc::make_mut(&mut self.links[c as usize])
+    }
+
     fn node(&mut self, c: ClientId) -> &mut Registry {
         let n = usize::from(self.node_of[c as usize]);
-        Arc::make_mut(&mut self.nodes[n])
+        self.node_mut(n)
     }
 
     fn connect(&mut self, scn: &Scenario, c: ClientId, rec: &mut dyn Recorder) {
@@ -424,7 +434,7 @@ impl World {
                         to,
                         msg: msg.clone(),
                     });
-                    let l = Arc::make_mut(&mut self.links[to as usize]);
+                    let l = self.links_mut(to);
                     let link = match (scn.transport, lane) {
                         (Transport::Http, Lane::Stream) => {
                             l.stream.push(msg);
@@ -479,7 +489,7 @@ impl World {
                         client: c,
                         msg: msg.clone(),
                     });
-                    let up = &mut Arc::make_mut(&mut self.links[c as usize]).up;
+                    let up = &mut self.links_mut(c).up;
                     match scn.transport {
                         Transport::Stdio => up.push(msg),
                         Transport::Http => insert_sorted(up, msg),
@@ -675,7 +685,7 @@ impl World {
         let r = &mut self.reached[usize::from(node)];
         *r = (*r).max(v);
         let mut out = Vec::new();
-        if Arc::make_mut(&mut self.nodes[usize::from(node)]).install(v, cat, &mut out) {
+        if self.node_mut(usize::from(node)).install(v, cat, &mut out) {
             note(rec, || Note::NodeTakes { node, version: v });
         }
         self.route_server(scn, out, rec);
@@ -998,7 +1008,7 @@ impl World {
                 }
                 if !cluster {
                     let mut out = Vec::new();
-                    Arc::make_mut(&mut self.nodes[0])
+                    self.node_mut(0)
                         .step(ServerInput::Apply(ops.clone().into()), &mut out);
                     self.route_server(scn, out, rec);
                 }
@@ -1008,7 +1018,7 @@ impl World {
                     return Err("nothing is staged".into());
                 }
                 let mut out = Vec::new();
-                Arc::make_mut(&mut self.nodes[0]).step(ServerInput::CommitStaged, &mut out);
+                self.node_mut(0).step(ServerInput::CommitStaged, &mut out);
                 self.route_server(scn, out, rec);
             }
             Step::BusDeliver { node, index }
@@ -1083,7 +1093,7 @@ impl World {
                     return Err(format!("node {node} has nothing staged"));
                 }
                 let mut out = Vec::new();
-                Arc::make_mut(&mut self.nodes[usize::from(node)])
+                self.node_mut(usize::from(node))
                     .step(ServerInput::CommitStaged, &mut out);
                 let version = self.nodes[usize::from(node)].version();
                 note(rec, || Note::NodeLoads { node, version });
@@ -1122,7 +1132,7 @@ impl World {
                         "{link:?} of c{client} is ordered: only its head can be delivered"
                     ));
                 }
-                let l = Arc::make_mut(&mut self.links[client as usize]);
+                let l = self.links_mut(client);
                 let i = usize::from(index);
                 if link == Link::Up {
                     if i >= l.up.len() {
@@ -1220,7 +1230,7 @@ impl World {
                     _ => return Err(format!("no tool call at Up[{i}] of c{client}")),
                 };
                 self.used[3] += 1;
-                let msg = Arc::make_mut(&mut self.links[client as usize]).up.remove(i);
+                let msg = self.links_mut(client).up.remove(i);
                 note(rec, || Note::CallFails { client, name });
                 let failure = ServerOutput::Send {
                     to: client,
