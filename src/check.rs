@@ -23,8 +23,7 @@ pub struct Args {
     /// Print one JSON document instead of the table.
     #[arg(long)]
     json: bool,
-    /// Threads (default: all cores). With two or more, one runs the progress pass beside the
-    /// checker's others
+    /// Checker threads (default: all cores)
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     threads: Option<u16>,
     /// List the configurations and exit.

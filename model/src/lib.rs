@@ -12,12 +12,14 @@
 //! property.
 
 pub mod configs;
+pub mod graph;
 pub mod memory;
 pub mod pacing;
 pub mod progress;
 pub mod suite;
 pub mod symmetry;
 
+use graph::Recorder;
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::scenario::Scenario;
 use listsync_core::situation::Situation;
@@ -39,6 +41,8 @@ pub struct ListModel {
     pub latch: Arc<Latch>,
     /// Counts the states in each watched situation.
     pub situations: Arc<SituationCounts>,
+    /// Records the explored graph for the progress pass, when set.
+    pub graph: Option<Arc<Recorder>>,
 }
 
 impl ListModel {
@@ -48,6 +52,7 @@ impl ListModel {
             scenario,
             latch: Arc::new(Latch::default()),
             situations: Arc::new(SituationCounts::default()),
+            graph: None,
         }
     }
 
@@ -66,6 +71,13 @@ impl ListModel {
     /// evaluated).
     pub fn watching(mut self, watched: &[Situation]) -> Self {
         self.situations = Arc::new(SituationCounts::of(watched));
+        self
+    }
+
+    /// The same model, recording the graph a checker explores with `search` (states identified
+    /// as that search identifies them).
+    pub fn recording(mut self, search: Search) -> Self {
+        self.graph = Some(Arc::new(Recorder::new(search == Search::DfsSymmetric)));
         self
     }
 }
@@ -158,12 +170,18 @@ impl Model for ListModel {
     }
 
     fn actions(&self, state: &World, actions: &mut Vec<Step>) {
+        if let Some(g) = &self.graph {
+            g.expanding(state);
+        }
         state.enabled(&self.scenario, actions);
     }
 
     fn next_state(&self, last: &World, action: Step) -> Option<World> {
         let mut next = last.clone();
         next.apply(&self.scenario, &action, &mut ()).ok()?;
+        if let Some(g) = &self.graph {
+            g.successor(&next);
+        }
         Some(next)
     }
 
@@ -330,22 +348,26 @@ pub fn check(
     threads: usize,
     progress: &mut dyn FnMut(usize, f64),
 ) -> CheckResult {
-    let model = ListModel::first_only(scenario.clone()).watching(situations);
+    let model = ListModel::first_only(scenario.clone())
+        .watching(situations)
+        .recording(search);
     let counts = model.situations.clone();
-    let threads = threads.max(1);
-    // With two threads or more, the progress pass explores beside the checker on one of them
-    // (it needs no result of the checker's); with one, before it.
-    let (quiescence, (checker, seconds)) = if threads >= 2 {
-        let for_progress = model.clone();
-        std::thread::scope(|s| {
-            let pass = s.spawn(move || progress::check(&for_progress, search));
-            let run = run_checker(model, search, threads - 1, progress);
-            (pass.join().expect("the progress pass does not panic"), run)
-        })
-    } else {
-        let quiescence = progress::check(&model, search);
-        (quiescence, run_checker(model, search, 1, progress))
-    };
+    let graph = model.graph.clone().expect("recording");
+    let (checker, seconds) = run_checker(model.clone(), search, threads.max(1), progress);
+    // The progress pass judges the graph the checker recorded.
+    let started = Instant::now();
+    let init: Vec<u64> = model
+        .init_states()
+        .iter()
+        .map(|w| graph.fingerprint(w))
+        .collect();
+    let quiescence = progress::judge(
+        &model,
+        |w| graph.fingerprint(w),
+        &init,
+        graph.finish(),
+        started,
+    );
     let mut verdicts = Verdicts::new();
     let mut counterexamples = Vec::new();
     for p in Property::ALL {

@@ -3,24 +3,24 @@
 //! a server that never lets a walk finish would make it hold vacuously; this pass finds such a
 //! state (docs/design.md, "Properties").
 //!
-//! It explores the configuration's whole graph breadth-first with the same [`ListModel`] the
-//! checker runs (the shipped machines), keeps each state's fingerprint and its predecessors,
-//! then walks the edges backwards from every quiescent state. A state not reached that way is
-//! stuck; the shallowest one is reported with the steps that lead to it.
+//! It judges the graph the checker explored, recorded as it went ([`crate::graph`]): each
+//! state's fingerprint, whether it is quiescent, and every edge. It walks the edges backwards
+//! from every quiescent state; a state not reached that way is stuck, and the shallowest one is
+//! reported with the steps that lead to it. [`check_model`] explores a model itself first (any
+//! model; the tests compare it with the recorded graph).
 
-use crate::{ListModel, Search};
-use listsync_core::world::World;
+use crate::graph::Recorded;
 use serde::{Deserialize, Serialize};
 use stateright::Model;
+use std::collections::HashMap;
 use std::collections::VecDeque;
-use std::collections::hash_map::{Entry, HashMap};
 use std::fmt::Display;
-use std::hash::Hash;
+use std::time::Instant;
 
 /// The outcome of the progress pass.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
-    /// States explored (the same state space the checker explores).
+    /// States judged (the state space the checker explored).
     pub states: usize,
     /// Quiescent states among them.
     pub quiescent: usize,
@@ -40,81 +40,137 @@ impl Progress {
     }
 }
 
-/// The explored graph: states by breadth-first id, with fingerprint, parent (itself for an
-/// initial state) and whether quiescent, and every edge as (from, to).
-#[derive(Default)]
-struct Graph {
-    ids: HashMap<u64, u32, Fingerprints>,
-    prints: Vec<u64>,
-    parent: Vec<u32>,
-    edges: Vec<(u32, u32)>,
-    quiescent: Vec<bool>,
+/// Ids of fingerprints: ahash (fixed seeds), several times faster than SipHash here.
+type Ids = HashMap<u64, u32, ahash::RandomState>;
+
+/// One direction of the edges in compressed form: the neighbours of state `i` are
+/// `list[start[i]..start[i + 1]]`.
+struct Adjacency {
+    list: Vec<u32>,
+    start: Vec<u32>,
 }
 
-impl Graph {
-    /// The id of the state with fingerprint `f`, and whether it is new (then added, reached
-    /// from `parent`).
-    fn add(
-        &mut self,
-        f: u64,
-        parent: Option<u32>,
-        quiescent: impl FnOnce() -> bool,
-    ) -> (u32, bool) {
-        let next = self.prints.len() as u32;
-        match self.ids.entry(f) {
-            Entry::Occupied(e) => (*e.get(), false),
-            Entry::Vacant(e) => {
-                e.insert(next);
-                self.prints.push(f);
-                self.parent.push(parent.unwrap_or(next));
-                self.quiescent.push(quiescent());
-                (next, true)
-            }
-        }
-    }
-
-    /// The predecessors of every state, as one array of ids and each state's range in it.
-    fn predecessors(&self) -> (Vec<u32>, Vec<u32>) {
-        let n = self.prints.len();
+impl Adjacency {
+    /// The edges `(from, to)` among `n` states, listed by `from`.
+    fn of(n: usize, edges: impl Iterator<Item = (u32, u32)> + Clone) -> Self {
         let mut start = vec![0u32; n + 1];
-        for &(_, to) in &self.edges {
-            start[to as usize + 1] += 1;
+        for (from, _) in edges.clone() {
+            start[from as usize + 1] += 1;
         }
         for i in 0..n {
             start[i + 1] += start[i];
         }
         let mut fill = start.clone();
-        let mut preds = vec![0u32; self.edges.len()];
-        for &(from, to) in &self.edges {
-            preds[fill[to as usize] as usize] = from;
-            fill[to as usize] += 1;
+        let mut list = vec![0u32; start[n] as usize];
+        for (from, to) in edges {
+            list[fill[from as usize] as usize] = to;
+            fill[from as usize] += 1;
         }
-        (preds, start)
+        Adjacency { list, start }
+    }
+
+    fn of_state(&self, i: usize) -> &[u32] {
+        &self.list[self.start[i] as usize..self.start[i + 1] as usize]
     }
 }
 
-/// The hasher of fingerprints and of the fingerprint table: ahash with fixed seeds (the one
-/// stateright fingerprints with), several times faster than the std SipHash on these states.
-type Fingerprints = ahash::RandomState;
-
-fn hash<S: Hash>(s: &S) -> u64 {
-    ahash::RandomState::with_seeds(0x6c69_7374, 0x7379_6e63, 0x7072_6f67, 0x7265_7373).hash_one(s)
-}
-
-/// Runs the progress pass on a configuration's whole state space; with the symmetric search,
-/// states are identified up to interchangeable clients, as the checker does (quiescence does
-/// not depend on which client is which).
-pub fn check(model: &ListModel, search: Search) -> Progress {
-    match search {
-        Search::Bfs => check_model(model, World::quiescent, hash::<World>),
-        Search::DfsSymmetric => {
-            check_model(model, World::quiescent, |w: &World| hash(&w.canonical()))
+/// Judges a graph: `init` are the fingerprints of the initial states, `fingerprint` identifies a
+/// state of `model` as the graph does (to replay the path to a stuck state). An edge to a state
+/// that was never expanded counts that state as stuck (its successors are unknown).
+pub fn judge<M>(
+    model: &M,
+    fingerprint: impl Fn(&M::State) -> u64,
+    init: &[u64],
+    graph: Recorded,
+    started: Instant,
+) -> Progress
+where
+    M: Model,
+    M::Action: Display + Clone,
+{
+    let Recorded { states, edges } = graph;
+    let mut ids = Ids::with_capacity_and_hasher(states.len(), ahash::RandomState::new());
+    let mut prints = Vec::with_capacity(states.len());
+    let mut quiescent = Vec::with_capacity(states.len());
+    let mut id_of = |f: u64, q: bool, prints: &mut Vec<u64>, quiescent: &mut Vec<bool>| {
+        let next = prints.len() as u32;
+        *ids.entry(f).or_insert_with(|| {
+            prints.push(f);
+            quiescent.push(q);
+            next
+        })
+    };
+    for (f, q) in states {
+        id_of(f, q, &mut prints, &mut quiescent);
+    }
+    let edges: Vec<(u32, u32)> = edges
+        .into_iter()
+        .map(|(from, to)| {
+            (
+                id_of(from, false, &mut prints, &mut quiescent),
+                id_of(to, false, &mut prints, &mut quiescent),
+            )
+        })
+        .collect();
+    let roots: Vec<u32> = init
+        .iter()
+        .map(|f| id_of(*f, false, &mut prints, &mut quiescent))
+        .collect();
+    let n = prints.len();
+    // Backwards from every quiescent state.
+    let backward = Adjacency::of(n, edges.iter().map(|&(from, to)| (to, from)));
+    let mut live = quiescent.clone();
+    let mut queue: VecDeque<u32> = (0..n as u32).filter(|i| quiescent[*i as usize]).collect();
+    while let Some(i) = queue.pop_front() {
+        for &p in backward.of_state(i as usize) {
+            if !live[p as usize] {
+                live[p as usize] = true;
+                queue.push_back(p);
+            }
         }
+    }
+    drop(backward);
+    let stuck = live.iter().filter(|l| !**l).count();
+    let stuck_path = if stuck == 0 {
+        Vec::new()
+    } else {
+        // Forwards from the initial states, breadth-first: the first stuck state met is a
+        // shallowest one.
+        let forward = Adjacency::of(n, edges.iter().copied());
+        let mut parent: Vec<u32> = vec![u32::MAX; n];
+        for r in &roots {
+            parent[*r as usize] = *r;
+        }
+        let mut queue: VecDeque<u32> = roots.iter().copied().collect();
+        let mut first = None;
+        while let Some(i) = queue.pop_front() {
+            if !live[i as usize] {
+                first = Some(i);
+                break;
+            }
+            for &s in forward.of_state(i as usize) {
+                if parent[s as usize] == u32::MAX {
+                    parent[s as usize] = i;
+                    queue.push_back(s);
+                }
+            }
+        }
+        match first {
+            Some(first) => path_to(model, &fingerprint, first, &parent, &prints),
+            None => Vec::new(),
+        }
+    };
+    Progress {
+        states: n,
+        quiescent: quiescent.iter().filter(|q| **q).count(),
+        stuck,
+        seconds: started.elapsed().as_secs_f64(),
+        stuck_path,
     }
 }
 
-/// The progress pass on any model: `quiescent` marks the states to reach, `fingerprint`
-/// identifies states.
+/// The progress pass on any model, exploring it breadth-first itself: `quiescent` marks the
+/// states to reach, `fingerprint` identifies states.
 pub fn check_model<M>(
     model: &M,
     quiescent: impl Fn(&M::State) -> bool,
@@ -124,64 +180,35 @@ where
     M: Model,
     M::Action: Display + Clone,
 {
-    let start = std::time::Instant::now();
-    let mut g = Graph::default();
-    let mut queue: VecDeque<(u32, M::State)> = VecDeque::new();
-    let mut actions = Vec::new();
+    let started = Instant::now();
+    let mut seen = std::collections::HashSet::new();
+    let mut graph = Recorded::default();
+    let mut queue: VecDeque<M::State> = VecDeque::new();
+    let init: Vec<u64> = model.init_states().iter().map(&fingerprint).collect();
     for w in model.init_states() {
-        if let (id, true) = g.add(fingerprint(&w), None, || quiescent(&w)) {
-            queue.push_back((id, w));
+        if seen.insert(fingerprint(&w)) {
+            queue.push_back(w);
         }
     }
-    while let Some((id, w)) = queue.pop_front() {
-        actions.clear();
+    let mut actions = Vec::new();
+    while let Some(w) = queue.pop_front() {
+        let from = fingerprint(&w);
+        graph.states.push((from, quiescent(&w)));
         model.actions(&w, &mut actions);
         for a in actions.drain(..) {
             let Some(next) = model.next_state(&w, a) else {
                 continue;
             };
-            let (to, new) = g.add(fingerprint(&next), Some(id), || quiescent(&next));
-            if new {
-                queue.push_back((to, next));
+            let to = fingerprint(&next);
+            if to != from {
+                graph.edges.push((from, to));
             }
-            if to != id {
-                g.edges.push((id, to));
-            }
-        }
-    }
-    let (preds, range) = g.predecessors();
-    let Graph {
-        prints,
-        parent,
-        quiescent,
-        ..
-    } = g;
-    // Backwards from every quiescent state.
-    let n = prints.len();
-    let mut live = quiescent.clone();
-    let mut back: VecDeque<u32> = (0..n as u32).filter(|i| quiescent[*i as usize]).collect();
-    while let Some(i) = back.pop_front() {
-        let i = i as usize;
-        for &p in &preds[range[i] as usize..range[i + 1] as usize] {
-            if !live[p as usize] {
-                live[p as usize] = true;
-                back.push_back(p);
+            if seen.insert(to) {
+                queue.push_back(next);
             }
         }
     }
-    let stuck = live.iter().filter(|l| !**l).count();
-    // Ids are in breadth-first order: the first stuck id is a shallowest one.
-    let stuck_path = match live.iter().position(|l| !*l) {
-        None => Vec::new(),
-        Some(first) => path_to(model, &fingerprint, first as u32, &parent, &prints),
-    };
-    Progress {
-        states: n,
-        quiescent: quiescent.iter().filter(|q| **q).count(),
-        stuck,
-        seconds: start.elapsed().as_secs_f64(),
-        stuck_path,
-    }
+    judge(model, fingerprint, &init, graph, started)
 }
 
 /// The steps from the initial state to state `target`, found by replaying the parent chain.

@@ -142,11 +142,10 @@ pub fn render(m: &SuiteReport) -> String {
     let _ = writeln!(
         s,
         "\n**Progress.** `converges` is judged at quiescence, so a livelock would make it hold \
-         vacuously. For every configuration a second pass explores the same state space, keeps \
-         each state's predecessors and walks them back from the quiescent states; the \
-         progress column says whether every state can still reach quiescence (with two \
-         threads or more it runs beside the checker on one of them; its time is not in the \
-         checker's)."
+         vacuously. The checker records the graph it explores (every state and edge); for every \
+         configuration the progress pass then walks that graph back from the quiescent \
+         states, and the progress column says whether every state can still reach \
+         quiescence (its time, after the checker's, is not in it)."
     );
     let _ = writeln!(s, "\n## Configurations\n");
     let _ = writeln!(s, "| config | era | search | what it shows |");
@@ -179,7 +178,7 @@ pub fn render_deep(m: &SuiteReport) -> String {
          machines in worlds far larger than the default suite's, explored exhaustively with the same \
          properties, situations and progress pass. **{} configurations, {} unique states, {:.0} s \
          wall; {}.** *checker s* is the checker's wall time, *progress s* the progress pass's \
-         (beside it on another thread); *peak MiB* the process's resident high-water mark.\n",
+         (after it, on the graph it recorded); *peak MiB* the process's resident high-water mark.\n",
         m.tool,
         m.configs.len(),
         m.total_unique_states,

@@ -1,0 +1,135 @@
+//! The state graph of a check, recorded while stateright's checker explores it, so that the
+//! progress pass ([`crate::progress`]) judges the very graph the checker walked without
+//! exploring it a second time.
+//!
+//! stateright expands a state by asking the model for its actions and then, on the same thread,
+//! for the successor of each action. The [`Recorder`] notes the state on the first call (its
+//! fingerprint and whether it is quiescent) and an edge on each of the others. States are
+//! identified by their own fingerprint, or with the symmetric search by that of their
+//! canonical renumbering, as the checker identifies them.
+
+use listsync_core::world::World;
+use std::cell::Cell;
+use std::hash::Hash;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The fingerprint of a state in the recorded graph: ahash with fixed seeds (several times
+/// faster than the std SipHash on these states, and the same in every run).
+pub fn hash<S: Hash>(s: &S) -> u64 {
+    ahash::RandomState::with_seeds(0x6c69_7374, 0x7379_6e63, 0x7072_6f67, 0x7265_7373).hash_one(s)
+}
+
+/// Locks the recording is spread over (by the fingerprint of the state being expanded), so that
+/// the checker's threads rarely wait for one another.
+const SHARDS: usize = 16;
+
+thread_local! {
+    /// The fingerprint of the state this thread is expanding.
+    static EXPANDING: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Records the states a checker expands and the edges between them.
+#[derive(Debug)]
+pub struct Recorder {
+    symmetric: bool,
+    on: AtomicBool,
+    shards: Vec<Mutex<Recorded>>,
+}
+
+/// A recorded graph (or one shard of it): each expanded state's fingerprint and whether it is
+/// quiescent, and each edge between two different states as a pair of fingerprints.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    /// Expanded states: (fingerprint, quiescent).
+    pub states: Vec<(u64, bool)>,
+    /// Edges: (from, to), self-loops left out.
+    pub edges: Vec<(u64, u64)>,
+}
+
+impl Recorder {
+    /// A recorder identifying states by their fingerprint, or with `symmetric` by that of their
+    /// canonical renumbering.
+    pub fn new(symmetric: bool) -> Self {
+        Recorder {
+            symmetric,
+            on: AtomicBool::new(true),
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+        }
+    }
+
+    /// The identity of `w` in the graph.
+    pub fn fingerprint(&self, w: &World) -> u64 {
+        if self.symmetric {
+            hash(&w.canonical())
+        } else {
+            hash(w)
+        }
+    }
+
+    fn shard(&self, from: u64) -> std::sync::MutexGuard<'_, Recorded> {
+        self.shards[from as usize % SHARDS]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The checker expands `w` on this thread: the edges recorded next on it start there.
+    pub fn expanding(&self, w: &World) {
+        if !self.on.load(Ordering::Relaxed) {
+            return;
+        }
+        let f = self.fingerprint(w);
+        EXPANDING.set(f);
+        self.shard(f).states.push((f, w.quiescent()));
+    }
+
+    /// The state being expanded on this thread has `next` as a successor.
+    pub fn successor(&self, next: &World) {
+        if !self.on.load(Ordering::Relaxed) {
+            return;
+        }
+        let from = EXPANDING.get();
+        let to = self.fingerprint(next);
+        if from != to {
+            self.shard(from).edges.push((from, to));
+        }
+    }
+
+    /// Stops recording (the checker is done; replaying a counterexample calls the model again)
+    /// and hands over the graph.
+    pub fn finish(&self) -> Recorded {
+        self.on.store(false, Ordering::Relaxed);
+        let mut all = Recorded::default();
+        for s in &self.shards {
+            let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+            all.states.append(&mut s.states);
+            all.edges.append(&mut s.edges);
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edges_start_at_the_state_expanded_on_the_same_thread() {
+        let scn = crate::configs::by_name("reference").unwrap().scenario;
+        let w = World::new(&scn);
+        let r = Recorder::new(false);
+        r.expanding(&w);
+        let mut steps = Vec::new();
+        w.enabled(&scn, &mut steps);
+        let mut next = w.clone();
+        next.apply(&scn, &steps[0], &mut ()).unwrap();
+        r.successor(&next);
+        r.successor(&w); // a self-loop is left out
+        let g = r.finish();
+        assert_eq!(g.states, [(hash(&w), w.quiescent())]);
+        assert_eq!(g.edges, [(hash(&w), hash(&next))]);
+        // Finished: nothing more is recorded.
+        r.expanding(&next);
+        assert!(r.finish().states.is_empty());
+    }
+}
