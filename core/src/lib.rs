@@ -13,6 +13,7 @@ pub mod property;
 pub mod record;
 pub mod scenario;
 pub mod server;
+pub mod shared;
 pub mod situation;
 pub mod strategy;
 pub mod trace;

@@ -15,6 +15,7 @@ use crate::property::{Property, Verdict, Verdicts};
 use crate::record::{Note, Recorder, note};
 use crate::scenario::{Scenario, Transport};
 use crate::server::{Registry, ServerInput, ServerOutput};
+use crate::shared::Shared;
 use crate::vocab::{AuthCtx, Catalog, Item, Kind, KindSet, Name};
 use crate::wire::{
     ClientMsg, ErrorReason, Lane, Notification, Request, Response, RpcError, ServerMsg,
@@ -258,7 +259,7 @@ impl fmt::Display for Step {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct World {
     /// The server nodes (one unless the scenario is a cluster).
-    pub nodes: Vec<Arc<Registry>>,
+    pub nodes: Vec<Shared<Registry>>,
     /// Node each client is connected to.
     pub node_of: Vec<u8>,
     /// What the administrator has committed: the latest version and its catalog (the shared
@@ -274,9 +275,9 @@ pub struct World {
     /// (cluster) Faults used: bus duplicates, bus drops, migrations.
     pub bus_used: [u32; 3],
     /// The clients, indexed by `ClientId`.
-    pub clients: Vec<Arc<CatalogClient>>,
+    pub clients: Vec<Shared<CatalogClient>>,
     /// Messages in flight, per client.
-    pub links: Vec<Arc<Links>>,
+    pub links: Vec<Shared<Links>>,
     /// Next scripted batch.
     pub next_batch: u8,
     /// Next scripted auth change.
@@ -292,7 +293,7 @@ pub struct World {
     /// Clients whose connection is cut.
     pub cut: BTreeSet<ClientId>,
     /// The property checker.
-    pub monitor: Arc<Monitor>,
+    pub monitor: Shared<Monitor>,
 }
 
 impl World {
@@ -310,7 +311,7 @@ impl World {
             .as_ref()
             .map_or(1, |c| usize::from(c.nodes.max(1)));
         // One machine shared by every node until one of them changes (copy on write).
-        let node = Arc::new(Registry::new(scn.server, initial.clone()));
+        let node = Shared::new(Registry::new(scn.server, initial.clone()));
         let nodes = vec![node; n_nodes];
         let node_of = (0..scn.clients.len())
             .map(|c| scn.cluster.as_ref().map_or(0, |cl| cl.node_of_client(c)))
@@ -325,11 +326,11 @@ impl World {
             .clients
             .iter()
             .enumerate()
-            .map(|(i, c)| Arc::new(CatalogClient::new(i as ClientId, Arc::new(c.clone()))))
+            .map(|(i, c)| Shared::new(CatalogClient::new(i as ClientId, Arc::new(c.clone()))))
             .collect();
         let mut w = World {
             clients,
-            links: vec![Arc::default(); scn.clients.len()],
+            links: vec![Shared::default(); scn.clients.len()],
             next_batch: 0,
             next_auth: 0,
             calls_done: BTreeSet::new(),
@@ -337,7 +338,7 @@ impl World {
             combined_calls: 0,
             used: [0; 4],
             cut: BTreeSet::new(),
-            monitor: Arc::new(Monitor::new()),
+            monitor: Shared::new(Monitor::new()),
             nodes,
             node_of,
             truth,
@@ -358,7 +359,7 @@ impl World {
 
     fn observe(&mut self, e: &Event, rec: &mut dyn Recorder) {
         rec.event(e);
-        for v in Arc::make_mut(&mut self.monitor).observe(e) {
+        for v in Shared::make_mut(&mut self.monitor).observe(e) {
             note(rec, || Note::Violation {
                 property: v.property,
                 detail: v.detail.clone(),
@@ -373,17 +374,17 @@ impl World {
 
     /// Client `c`'s machine, to change it (copied first if another state shares it).
     pub fn client_mut(&mut self, c: ClientId) -> &mut CatalogClient {
-        Arc::make_mut(&mut self.clients[c as usize])
+        Shared::make_mut(&mut self.clients[c as usize])
     }
 
     /// Node `n`'s machine, to change it (copied first if another state shares it).
     fn node_mut(&mut self, n: usize) -> &mut Registry {
-        Arc::make_mut(&mut self.nodes[n])
+        Shared::make_mut(&mut self.nodes[n])
     }
 
     /// Client `c`'s links, to change them (copied first if another state shares them).
     fn links_mut(&mut self, c: ClientId) -> &mut Links {
-        Arc::make_mut(&mut self.links[c as usize])
+        Shared::make_mut(&mut self.links[c as usize])
     }
 
     fn node(&mut self, c: ClientId) -> &mut Registry {
@@ -595,7 +596,7 @@ impl World {
             for k in kind.notification_group() {
                 let seen = probe(&self.nodes[node], *k, auth)
                     .and_then(|items| {
-                        Arc::make_mut(&mut self.monitor).latest_version_of(*k, auth, &items)
+                        Shared::make_mut(&mut self.monitor).latest_version_of(*k, auth, &items)
                     })
                     .unwrap_or(0);
                 visible = visible.min(seen);
@@ -789,7 +790,7 @@ impl World {
         let mut node_of = self.node_of.clone();
         for (old, new) in map.iter().enumerate() {
             node_of[*new as usize] = self.node_of[old];
-            clients[*new as usize] = Arc::new(self.clients[old].with_id(*new));
+            clients[*new as usize] = Shared::new(self.clients[old].with_id(*new));
             links[*new as usize] = self.links[old].clone();
             if self.is_cut(old as ClientId) {
                 cut.insert(*new);
@@ -799,7 +800,7 @@ impl World {
             nodes: self
                 .nodes
                 .iter()
-                .map(|n| Arc::new(n.relabel(&map)))
+                .map(|n| Shared::new(n.relabel(&map)))
                 .collect(),
             node_of,
             truth: self.truth.clone(),
@@ -815,7 +816,7 @@ impl World {
             combined_calls: self.combined_calls,
             used: self.used,
             cut,
-            monitor: Arc::new(self.monitor.relabel(&map)),
+            monitor: Shared::new(self.monitor.relabel(&map)),
         }
     }
 
@@ -1109,7 +1110,7 @@ impl World {
                     return Err(format!("c{client} cannot move now"));
                 }
                 self.bus_used[2] += 1;
-                self.links[client as usize] = Arc::default();
+                self.links[client as usize] = Shared::default();
                 let mut out = Vec::new();
                 self.node(client)
                     .step(ServerInput::Disconnect(client), &mut out);
@@ -1198,7 +1199,7 @@ impl World {
                 if self.used[slot] >= budget {
                     return Err(format!("the scenario allows {budget} such faults"));
                 }
-                let q = Arc::make_mut(&mut self.links[client as usize]).down_link_mut(link);
+                let q = Shared::make_mut(&mut self.links[client as usize]).down_link_mut(link);
                 if !is_list_changed(q.first()) {
                     return Err(format!(
                         "the head of {link:?} of c{client} is not a list_changed notification"
@@ -1354,7 +1355,7 @@ impl World {
                 }
                 self.used[2] += 1;
                 self.cut.insert(client);
-                self.links[client as usize] = Arc::default();
+                self.links[client as usize] = Shared::default();
                 note(rec, || Note::ConnectionCut { client });
                 let mut out = Vec::new();
                 self.node(client)
