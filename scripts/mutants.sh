@@ -7,9 +7,9 @@
 #
 # Each mutant is judged in two passes, so that the run stays affordable:
 #   1. core, model and store tests, every model configuration but the cluster ones and the large
-#      one (`--skip cluster --skip large`: the small single-node configurations);
+#      ones (`--skip cluster --skip large`: the small single-node configurations);
 #   2. the survivors of pass 1 only, by the tests pass 1 skipped (the cluster configurations and
-#      `reference-large`).
+#      large ones).
 # A mutant is caught if either pass catches it; the report says which pass judged it.
 #
 # Usage: scripts/mutants.sh [--shard K/N] [--one-pass] [FILE...]
@@ -56,8 +56,8 @@ common=(mutants --workspace "${scope[@]}" --profile mutants
   --test-package listsync-core --test-package listsync-model --test-package listsync-store
   --output "$OUT" --no-shuffle --colors never)
 [[ -n $shard ]] && common+=(--shard "$shard")
-tests1="core, model and store tests (cargo test --profile mutants --lib --tests), every model configuration but the cluster ones and the large one (--skip cluster --skip large)"
-tests2="pass 1's survivors again, by the tests pass 1 skipped: the cluster configurations and the large one (cargo test --profile mutants --lib --tests -- cluster large)"
+tests1="core, model and store tests (cargo test --profile mutants --lib --tests), every model configuration but the cluster ones and the large ones (--skip cluster --skip large)"
+tests2="pass 1's survivors again, by the tests pass 1 skipped: the cluster configurations and the large ones (cargo test --profile mutants --lib --tests -- cluster large)"
 start=$(date +%s)
 echo "scripts/mutants.sh: pass 1 of 2: $tests1" >&2
 # cargo-mutants exits 2 when a mutant survives and 3 on a timeout: those are results, not failures.
@@ -72,7 +72,7 @@ passes='{"dir": "pass1", "tests": "'"$tests1"'"}'
 if [[ -z $one_pass && -s $OUT/mutants.out/missed.txt ]]; then
   echo "scripts/mutants.sh: pass 2 of 2: $(wc -l < "$OUT/mutants.out/missed.txt") survivors, $tests2" >&2
   status=0
-  "$TOOL" "${common[@]}" --iterate --timeout 300 -- --lib --tests -- cluster large || status=$?
+  "$TOOL" "${common[@]}" --iterate --timeout 600 -- --lib --tests -- cluster large || status=$?
   [[ $status -eq 0 || $status -eq 2 || $status -eq 3 ]] || exit "$status"
   cp -r "$OUT/mutants.out" "$OUT/pass2"
   passes="$passes"', {"dir": "pass2", "tests": "'"$tests2"'"}'

@@ -232,6 +232,12 @@ fn must_reach(name: &str) -> &'static [Situation] {
             DuplicateNotificationInFlight,
             CutWithChangePending,
         ],
+        "reference-large-pair" => &[
+            NotifyDuringRefresh,
+            NotifyMidWalk,
+            BurstDuringRefresh,
+            CursorRefusedAfterChange,
+        ],
         "deep-clients" => &[
             NotifyDuringRefresh,
             NotifyMidWalk,
@@ -521,6 +527,18 @@ pub fn all() -> Vec<Config> {
         "three-page lists through four batches (add, remove, update, add), a call to the tool being removed, a duplicated notification and a cut connection",
         &[],
     ));
+
+    let mut s = Spec::new("reference-large-pair");
+    three_pages_four_batches(&mut s);
+    s.clients = 2;
+    s.script.truncate(3);
+    let mut c = cfg(
+        s.build(),
+        "two interchangeable clients (symmetry-reduced DFS) walking three-page lists through three batches (add, remove, update)",
+        &[],
+    );
+    c.search = Search::DfsSymmetric;
+    out.push(c);
 
     // ---- walks under a burst of commits (docs/design.md, "Version-bound walks", "Pacing") ---
     let mut s = Spec::new("reference-burst");

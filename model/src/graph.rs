@@ -89,7 +89,11 @@ impl Recorder {
             return;
         }
         let from = EXPANDING.get();
-        let to = self.fingerprint(next);
+        let to = if self.symmetric {
+            hash(&crate::symmetry::canonical_remembered(next))
+        } else {
+            hash(next)
+        };
         if from != to {
             self.shard(from).edges.push((from, to));
         }

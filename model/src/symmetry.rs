@@ -2,10 +2,30 @@
 //! canonical renumbering of its clients ([`World::canonical`]). Only configurations whose
 //! clients share one configuration and have no client-specific script use it; stateright applies
 //! it in depth-first search only.
+//!
+//! The graph recorder ([`crate::graph`]) renumbers each successor before the checker asks for
+//! its representative; the last one is remembered per thread so that it is computed once.
 
 use listsync_core::world::World;
+use std::cell::RefCell;
+
+thread_local! {
+    /// The last state renumbered on this thread, and its canonical renumbering.
+    static LAST: RefCell<Option<(World, World)>> = const { RefCell::new(None) };
+}
 
 /// The canonical representative of a state's symmetry class.
 pub fn representative(w: &World) -> World {
-    w.canonical()
+    LAST.with_borrow(|last| match last {
+        Some((state, canonical)) if state == w => canonical.clone(),
+        _ => w.canonical(),
+    })
+}
+
+/// The canonical renumbering of `w`, remembered on this thread for the next
+/// [`representative`] of the same state.
+pub fn canonical_remembered(w: &World) -> World {
+    let canonical = w.canonical();
+    LAST.set(Some((w.clone(), canonical.clone())));
+    canonical
 }

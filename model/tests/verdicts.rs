@@ -27,6 +27,7 @@ const STATES: &[(&str, usize)] = &[
     ("reference-cluster", 722496),
     ("reference-cluster-migrate", 293790),
     ("reference-large", 1486182),
+    ("reference-large-pair", 4713318),
     ("reference-burst", 864),
     ("reference-burst-unbound", 299),
     ("reference-burst-paced", 7780),
@@ -110,7 +111,8 @@ fn clustered(c: &Config) -> bool {
     c.scenario.cluster.as_ref().is_some_and(|k| k.nodes > 1)
 }
 
-/// A single-node configuration of a million states or more (`reference-large`).
+/// A single-node configuration of a million states or more (`reference-large`,
+/// `reference-large-pair`).
 fn large(c: &Config) -> bool {
     !clustered(c) && pinned(c) >= 1_000_000
 }
