@@ -476,7 +476,7 @@ pub enum CallError {
 }
 
 /// The client catalog machine.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CatalogClient {
     id: ClientId,
     cfg: Arc<ClientConfig>,
@@ -502,6 +502,49 @@ pub struct CatalogClient {
     paused: Vec<(Name, AuthCtx)>,
     /// The driver's clock, µs (only ever moves forward; stays 0 where time is not modelled).
     now: u64,
+}
+
+/// Everything a client knows and does, without who it is: its id and its configuration are
+/// left out (equal clients still hash equally), so that interchangeable clients hash alike
+/// whatever their number and symmetry reduction orders them by this hash as it is
+/// ([`crate::world::World::canonical`]). A world hashes its clients in the order of their ids.
+impl std::hash::Hash for CatalogClient {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let CatalogClient {
+            id: _,
+            cfg: _,
+            auth,
+            phase,
+            epoch,
+            next_req,
+            next_refresh,
+            lists,
+            pending,
+            sub,
+            honoured,
+            contents,
+            router,
+            approved,
+            unsettled,
+            paused,
+            now,
+        } = self;
+        auth.hash(h);
+        phase.hash(h);
+        epoch.hash(h);
+        next_req.hash(h);
+        next_refresh.hash(h);
+        lists.hash(h);
+        pending.hash(h);
+        sub.hash(h);
+        honoured.hash(h);
+        contents.hash(h);
+        router.hash(h);
+        approved.hash(h);
+        unsettled.hash(h);
+        paused.hash(h);
+        now.hash(h);
+    }
 }
 
 impl CatalogClient {

@@ -8,6 +8,7 @@
 
 use crate::history::{Cause, ClientId, Event, RefreshOutcome, Unsettled};
 use crate::property::{Property, Verdict, Verdicts};
+use crate::shared::Shared;
 use crate::vocab::{
     AuthCtx, Catalog, Digest, Entry, Item, Kind, KindSet, Name, Scope, declares_read_only,
     fingerprint,
@@ -51,7 +52,8 @@ struct Window {
 /// The online property checker.
 #[derive(Clone, Debug, Default)]
 pub struct Monitor {
-    commits: Vec<(u64, Arc<Catalog>)>,
+    /// Committed versions and their catalogs (each catalog's hash computed once).
+    commits: Vec<(u64, Shared<Catalog>)>,
     keys: BTreeMap<(ClientId, Kind, AuthCtx), KeyState>,
     announced: BTreeMap<(ClientId, Kind), u64>,
     acked_unlisted: BTreeMap<ClientId, KindSet>,
@@ -163,7 +165,7 @@ impl Monitor {
 
     /// The latest committed catalog, if any.
     pub fn latest_catalog(&self) -> Option<&Arc<Catalog>> {
-        self.commits.last().map(|(_, c)| c)
+        self.commits.last().map(|(_, c)| c.arc())
     }
 
     /// Number of events observed.
@@ -388,7 +390,8 @@ impl Monitor {
                         format!("history commits v{version} after v{last}: versions must increase"),
                     );
                 } else {
-                    self.commits.push((*version, catalog.clone()));
+                    self.commits
+                        .push((*version, Shared::from_arc(catalog.clone())));
                 }
             }
             Event::Notified {
@@ -734,7 +737,7 @@ impl Monitor {
         self.commits
             .binary_search_by_key(&version, |(v, _)| *v)
             .ok()
-            .map(|i| &self.commits[i].1)
+            .map(|i| self.commits[i].1.arc())
     }
 
     /// no_spurious_notify: why a `list_changed` of notification group `group` to `client` that

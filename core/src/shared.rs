@@ -29,6 +29,30 @@ impl<T> Shared<T> {
     }
 }
 
+impl<T> Shared<T> {
+    /// A part that is already shared as an `Arc` (a committed catalog).
+    pub fn from_arc(value: Arc<T>) -> Self {
+        Shared {
+            value,
+            hash: AtomicU64::new(0),
+        }
+    }
+
+    /// The part as an `Arc`, to hand on.
+    pub fn arc(&self) -> &Arc<T> {
+        &self.value
+    }
+
+    /// `value`, known to hash like `self` (the same part renumbered, where the hash leaves the
+    /// number out): it takes over `self`'s hash instead of computing it again.
+    pub fn hashing_like(&self, value: T) -> Self {
+        Shared {
+            value: Arc::new(value),
+            hash: AtomicU64::new(self.hash.load(Ordering::Relaxed)),
+        }
+    }
+}
+
 impl<T: Clone> Shared<T> {
     /// The part, to change: copied first if another state shares it.
     pub fn make_mut(this: &mut Self) -> &mut T {

@@ -265,7 +265,7 @@ pub struct World {
     /// What the administrator has committed: the latest version and its catalog (the shared
     /// store of a cluster). Versions count the changes that made the catalog differ. This is
     /// the world's own ground truth, which the observer judges the server against.
-    pub truth: (u64, Arc<Catalog>),
+    pub truth: (u64, Shared<Catalog>),
     /// (cluster) Change events in flight to each node; unordered.
     pub bus: Vec<Vec<BusEvent>>,
     /// (cluster) Per node, the newest committed version that has reached it: carried by a bus
@@ -316,7 +316,7 @@ impl World {
         let node_of = (0..scn.clients.len())
             .map(|c| scn.cluster.as_ref().map_or(0, |cl| cl.node_of_client(c)))
             .collect();
-        let truth = (1, Arc::new(initial));
+        let truth = (1, Shared::new(initial));
         let (bus, reached) = if scn.cluster.is_some() {
             (vec![Vec::new(); n_nodes], vec![truth.0; n_nodes])
         } else {
@@ -348,7 +348,7 @@ impl World {
         };
         let first = Event::Committed {
             version: w.truth.0,
-            catalog: w.truth.1.clone(),
+            catalog: w.truth.1.arc().clone(),
         };
         w.observe(&first, rec);
         for c in 0..scn.clients.len() as ClientId {
@@ -668,7 +668,7 @@ impl World {
     /// (cluster) Node `node` reads the store (a poll) and makes its latest version visible (if
     /// newer), notifying.
     fn load_latest(&mut self, scn: &Scenario, node: u8, rec: &mut dyn Recorder) {
-        let (v, cat) = self.truth.clone();
+        let (v, cat) = (self.truth.0, self.truth.1.arc().clone());
         self.install(scn, node, v, cat, rec);
     }
 
@@ -766,7 +766,8 @@ impl World {
             .map(|i| {
                 let c = i as ClientId;
                 let mut h = crate::vocab::Fnv::default();
-                self.clients[i].with_id(0).hash(&mut h);
+                // The client's own hash leaves its id out (and is computed once per change).
+                self.clients[i].hash(&mut h);
                 self.links[i].hash(&mut h);
                 self.is_cut(c).hash(&mut h);
                 self.node_of[i].hash(&mut h);
@@ -790,7 +791,8 @@ impl World {
         let mut node_of = self.node_of.clone();
         for (old, new) in map.iter().enumerate() {
             node_of[*new as usize] = self.node_of[old];
-            clients[*new as usize] = Shared::new(self.clients[old].with_id(*new));
+            clients[*new as usize] =
+                self.clients[old].hashing_like(self.clients[old].with_id(*new));
             links[*new as usize] = self.links[old].clone();
             if self.is_cut(old as ClientId) {
                 cut.insert(*new);
@@ -989,8 +991,8 @@ impl World {
                     next.apply(op);
                 }
                 if next != *self.truth.1 {
-                    self.truth = (self.truth.0 + 1, Arc::new(next));
-                    let (v, c) = self.truth.clone();
+                    self.truth = (self.truth.0 + 1, Shared::new(next));
+                    let (v, c) = (self.truth.0, self.truth.1.arc().clone());
                     self.observe(
                         &Event::Committed {
                             version: v,
@@ -1542,10 +1544,10 @@ pub struct BusEvent {
 }
 
 impl BusEvent {
-    fn of((version, catalog): &(u64, Arc<Catalog>)) -> BusEvent {
+    fn of((version, catalog): &(u64, Shared<Catalog>)) -> BusEvent {
         BusEvent {
             version: *version,
-            catalog: catalog.clone(),
+            catalog: catalog.arc().clone(),
         }
     }
 }

@@ -9,7 +9,8 @@
 //! canonical renumbering, as the checker identifies them.
 
 use listsync_core::world::World;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +28,14 @@ const SHARDS: usize = 16;
 thread_local! {
     /// The fingerprint of the state this thread is expanding.
     static EXPANDING: Cell<u64> = const { Cell::new(0) };
+    /// (symmetric search) The graph identities of the successors this thread generated
+    /// lately, by their own fingerprint: a depth-first checker mostly expands one of them next,
+    /// which then need not be renumbered again.
+    static RECENT: RefCell<HashMap<u64, u64, ahash::RandomState>> = RefCell::default();
 }
+
+/// Successors remembered in [`RECENT`] before it is emptied.
+const RECENT_CAP: usize = 1 << 16;
 
 /// Records the states a checker expands and the edges between them.
 #[derive(Debug)]
@@ -60,11 +68,13 @@ impl Recorder {
 
     /// The identity of `w` in the graph.
     pub fn fingerprint(&self, w: &World) -> u64 {
-        if self.symmetric {
-            hash(&w.canonical())
-        } else {
-            hash(w)
+        if !self.symmetric {
+            return hash(w);
         }
+        let own = hash(w);
+        RECENT
+            .with_borrow(|r| r.get(&own).copied())
+            .unwrap_or_else(|| hash(&w.canonical()))
     }
 
     fn shard(&self, from: u64) -> std::sync::MutexGuard<'_, Recorded> {
@@ -90,7 +100,15 @@ impl Recorder {
         }
         let from = EXPANDING.get();
         let to = if self.symmetric {
-            hash(&crate::symmetry::canonical_remembered(next))
+            let own = hash(next);
+            let to = hash(&crate::symmetry::canonical_remembered(next, own));
+            RECENT.with_borrow_mut(|r| {
+                if r.len() >= RECENT_CAP {
+                    r.clear();
+                }
+                r.insert(own, to);
+            });
+            to
         } else {
             hash(next)
         };

@@ -10,22 +10,23 @@ use listsync_core::world::World;
 use std::cell::RefCell;
 
 thread_local! {
-    /// The last state renumbered on this thread, and its canonical renumbering.
-    static LAST: RefCell<Option<(World, World)>> = const { RefCell::new(None) };
+    /// The last state renumbered on this thread (its fingerprint) and its canonical
+    /// renumbering, until the checker asks for it.
+    static LAST: RefCell<Option<(u64, World)>> = const { RefCell::new(None) };
 }
 
 /// The canonical representative of a state's symmetry class.
 pub fn representative(w: &World) -> World {
-    LAST.with_borrow(|last| match last {
-        Some((state, canonical)) if state == w => canonical.clone(),
+    LAST.with_borrow_mut(|last| match last.take() {
+        Some((state, canonical)) if state == crate::graph::hash(w) => canonical,
         _ => w.canonical(),
     })
 }
 
-/// The canonical renumbering of `w`, remembered on this thread for the next
-/// [`representative`] of the same state.
-pub fn canonical_remembered(w: &World) -> World {
+/// The canonical renumbering of `w` (whose fingerprint is `state`), remembered on this thread
+/// for the next [`representative`] of the same state.
+pub fn canonical_remembered(w: &World, state: u64) -> World {
     let canonical = w.canonical();
-    LAST.set(Some((w.clone(), canonical.clone())));
+    LAST.set(Some((state, canonical.clone())));
     canonical
 }
