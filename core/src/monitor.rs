@@ -73,11 +73,12 @@ pub struct Monitor {
     first: [Option<Arc<str>>; Property::ALL.len()],
     observed: usize,
     /// Per (kind, auth): the range of committed versions whose visible list has each digest;
-    /// derived from `commits`, so left out of equality and hashing.
-    memo: HashMap<(Kind, AuthCtx), Matches>,
+    /// derived from `commits`, so left out of equality and hashing; shared between copies.
+    memo: Arc<HashMap<(Kind, AuthCtx), Matches>>,
     /// Per (kind, name): which authorization contexts any committed version shows the item to;
-    /// derived from `commits` (folded up to `scopes_folded`), left out of equality and hashing.
-    scopes: HashMap<(Kind, Name), Seen>,
+    /// derived from `commits` (folded up to `scopes_folded`), left out of equality and hashing;
+    /// shared between copies.
+    scopes: Arc<HashMap<(Kind, Name), Seen>>,
     scopes_folded: usize,
 }
 
@@ -203,14 +204,22 @@ impl Monitor {
     /// The range of committed versions whose visible list (for `kind` under `auth`) has digest
     /// `digest`.
     fn matching(&mut self, kind: Kind, auth: AuthCtx, digest: Digest) -> Option<(u64, u64)> {
-        let m = self.memo.entry((kind, auth)).or_default();
-        while m.folded < self.commits.len() {
-            let (v, c) = &self.commits[m.folded];
-            let d = Digest::of(&c.visible(kind, auth));
-            m.ranges.entry(d).or_insert((*v, *v)).1 = *v;
-            m.folded += 1;
+        // Shared with the monitor's copies until a new commit is folded in.
+        let folded = self.memo.get(&(kind, auth)).map_or(0, |m| m.folded);
+        if folded < self.commits.len() {
+            let m = Arc::make_mut(&mut self.memo)
+                .entry((kind, auth))
+                .or_default();
+            while m.folded < self.commits.len() {
+                let (v, c) = &self.commits[m.folded];
+                let d = Digest::of(&c.visible(kind, auth));
+                m.ranges.entry(d).or_insert((*v, *v)).1 = *v;
+                m.folded += 1;
+            }
         }
-        m.ranges.get(&digest).copied()
+        self.memo
+            .get(&(kind, auth))
+            .and_then(|m| m.ranges.get(&digest).copied())
     }
 
     /// The latest committed version whose visible list of `kind` under `auth` is `items` (in
@@ -225,8 +234,9 @@ impl Monitor {
     fn seen(&mut self, kind: Kind, name: &Name, auth: AuthCtx) -> (bool, bool) {
         while self.scopes_folded < self.commits.len() {
             let c = &self.commits[self.scopes_folded].1;
+            let scopes = Arc::make_mut(&mut self.scopes);
             for ((k, n), e) in &c.items {
-                self.scopes.entry((*k, n.clone())).or_default().add(e.scope);
+                scopes.entry((*k, n.clone())).or_default().add(e.scope);
             }
             self.scopes_folded += 1;
         }
