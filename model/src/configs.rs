@@ -238,6 +238,22 @@ fn must_reach(name: &str) -> &'static [Situation] {
             BurstDuringRefresh,
             CursorRefusedAfterChange,
         ],
+        "reference-large-2026" => &[
+            NotifyDuringRefresh,
+            NotifyMidWalk,
+            BurstDuringRefresh,
+            CallInFlightDuringRemoval,
+            CursorRefusedAfterChange,
+            ChangeWhileAckInFlight,
+            TtlExpiryRefetch,
+        ],
+        "reference-large-http" => &[
+            NotifyDuringRefresh,
+            NotifyMidWalk,
+            BurstDuringRefresh,
+            CallInFlightDuringRemoval,
+            CursorRefusedAfterChange,
+        ],
         "deep-clients" => &[
             NotifyDuringRefresh,
             NotifyMidWalk,
@@ -539,6 +555,29 @@ pub fn all() -> Vec<Config> {
     );
     c.search = Search::DfsSymmetric;
     out.push(c);
+
+    let mut s = Spec::new("reference-large-2026");
+    three_pages_four_batches(&mut s);
+    s.era = Era::V2026_07_28;
+    s.transport = Transport::Http;
+    let mut s = s.build();
+    s.calls = vec![(0, "a".into())];
+    out.push(cfg(
+        s,
+        "2026-07-28 stateless over HTTP at size: listen, acknowledgement and three-page walks through four batches (add, remove, update, add), a call to the tool being removed",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-large-http");
+    three_pages_four_batches(&mut s);
+    s.transport = Transport::Http;
+    let mut s = s.build();
+    s.calls = vec![(0, "a".into())];
+    out.push(cfg(
+        s,
+        "2025-11-25 over Streamable HTTP at size: requests, responses and notifications overtake one another through three-page walks and four batches, a call to the tool being removed",
+        &[],
+    ));
 
     // ---- walks under a burst of commits (docs/design.md, "Version-bound walks", "Pacing") ---
     let mut s = Spec::new("reference-burst");

@@ -28,6 +28,8 @@ const STATES: &[(&str, usize)] = &[
     ("reference-cluster-migrate", 293790),
     ("reference-large", 1486182),
     ("reference-large-pair", 4713318),
+    ("reference-large-2026", 2202975),
+    ("reference-large-http", 921724),
     ("reference-burst", 864),
     ("reference-burst-unbound", 299),
     ("reference-burst-paced", 7780),
@@ -111,10 +113,10 @@ fn clustered(c: &Config) -> bool {
     c.scenario.cluster.as_ref().is_some_and(|k| k.nodes > 1)
 }
 
-/// A single-node configuration of a million states or more (`reference-large`,
-/// `reference-large-pair`).
+/// A single-node configuration of half a million states or more (`reference-large`,
+/// `reference-large-pair`, `reference-large-2026`, `reference-large-http`).
 fn large(c: &Config) -> bool {
-    !clustered(c) && pinned(c) >= 1_000_000
+    !clustered(c) && pinned(c) >= 500_000
 }
 
 fn pinned(c: &Config) -> usize {
