@@ -12,7 +12,11 @@ use std::collections::{HashSet, VecDeque};
 fn fresh(w: &World) -> World {
     let mut f = w.clone();
     f.nodes = w.nodes.iter().map(|n| Shared::new((**n).clone())).collect();
-    f.clients = w.clients.iter().map(|c| Shared::new((**c).clone())).collect();
+    f.clients = w
+        .clients
+        .iter()
+        .map(|c| Shared::new((**c).clone()))
+        .collect();
     f.links = w.links.iter().map(|l| Shared::new((**l).clone())).collect();
     f.monitor = Shared::new((*w.monitor).clone());
     f.truth.1 = Shared::new((*w.truth.1).clone());
