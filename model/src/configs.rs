@@ -946,11 +946,14 @@ pub fn deep() -> Vec<Config> {
     let mut s = s.build();
     s.auth_changes = vec![(0, AuthCtx(1)), (0, AuthCtx(0))];
     duplicate_cut_and_call(&mut s, 1);
-    out.push(cfg(
+    let mut c = cfg(
         s,
-        "two clients, three-page lists, four batches (the last one seen only by auth1) while client 0 switches to auth1 and back and client 1 calls the tool being removed; a duplicated notification and a cut connection",
+        "two clients (DFS), three-page lists, four batches (the last one seen only by auth1) while client 0 switches to auth1 and back and client 1 calls the tool being removed; a duplicated notification and a cut connection",
         &[],
-    ));
+    );
+    // Depth-first: a breadth-first frontier of these worlds outgrows the machine's memory.
+    c.search = Search::Dfs;
+    out.push(c);
 
     let mut s = Spec::new("deep-cluster");
     three_pages_four_batches(&mut s);
@@ -965,11 +968,13 @@ pub fn deep() -> Vec<Config> {
         bus_drop: 1,
         migrate: 1,
     });
-    out.push(cfg(
+    let mut c = cfg(
         s,
-        "two nodes on a bus that duplicates, reorders and loses events, one client per node walking three-page lists, three batches through both nodes, and a client moved to the other node mid-walk",
+        "two nodes (DFS) on a bus that duplicates, reorders and loses events, one client per node walking three-page lists, three batches through both nodes, and a client moved to the other node mid-walk",
         &[],
-    ));
+    );
+    c.search = Search::Dfs;
+    out.push(c);
     out
 }
 

@@ -237,6 +237,10 @@ pub enum Search {
     Bfs,
     /// Depth-first with symmetry reduction over interchangeable clients.
     DfsSymmetric,
+    /// Depth-first: memory grows with the depth and the branching instead of the breadth-first
+    /// frontier, so worlds too wide to hold a frontier of (the deep suite's) can be explored;
+    /// counterexamples need not be shortest.
+    Dfs,
 }
 
 /// The outcome of checking one configuration.
@@ -287,6 +291,7 @@ impl fmt::Display for Search {
         f.write_str(match self {
             Search::Bfs => "bfs",
             Search::DfsSymmetric => "dfs_symmetric",
+            Search::Dfs => "dfs",
         })
     }
 }
@@ -325,6 +330,7 @@ fn run_checker(
     let checker: Box<dyn Checker<ListModel>> = match search {
         Search::Bfs => Box::new(builder.spawn_bfs()),
         Search::DfsSymmetric => Box::new(builder.symmetry_fn(symmetry::representative).spawn_dfs()),
+        Search::Dfs => Box::new(builder.spawn_dfs()),
     };
     // Poll often (the wall time of a small configuration is measured here), report at most
     // every 50 ms.

@@ -9,10 +9,15 @@ use listsync_model::{ListModel, Search, check};
 
 fn same_as_exploring_again(name: &str, threads: usize) {
     let c = configs::by_name(name).unwrap();
-    let recorded = check(&c.scenario, c.search, c.situations, threads, &mut |_, _| {}).progress;
+    same_as_exploring_again_by(name, c.search, threads);
+}
+
+fn same_as_exploring_again_by(name: &str, search: Search, threads: usize) {
+    let c = configs::by_name(name).unwrap();
+    let recorded = check(&c.scenario, search, c.situations, threads, &mut |_, _| {}).progress;
     let model = ListModel::new(c.scenario.clone());
-    let again = match c.search {
-        Search::Bfs => check_model(&model, World::quiescent, hash::<World>),
+    let again = match search {
+        Search::Bfs | Search::Dfs => check_model(&model, World::quiescent, hash::<World>),
         Search::DfsSymmetric => {
             check_model(&model, World::quiescent, |w: &World| hash(&w.canonical()))
         }
@@ -29,6 +34,12 @@ fn same_as_exploring_again(name: &str, threads: usize) {
 fn the_breadth_first_checker_s_graph_is_the_whole_graph() {
     same_as_exploring_again("reference", 2);
     same_as_exploring_again("reference-faults", 1);
+}
+
+#[test]
+fn the_depth_first_checker_s_graph_is_the_whole_graph() {
+    same_as_exploring_again_by("reference-faults", Search::Dfs, 2);
+    same_as_exploring_again_by("reference-cluster-migrate", Search::Dfs, 1);
 }
 
 #[test]

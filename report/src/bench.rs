@@ -236,7 +236,7 @@ pub struct FanoutRow {
 pub struct ModelRow {
     /// Configuration name.
     pub config: String,
-    /// `bfs` or `dfs_symmetric`.
+    /// `bfs`, `dfs_symmetric` or `dfs`.
     pub search: String,
     /// Checker threads.
     pub threads: u32,
