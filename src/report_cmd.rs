@@ -19,7 +19,8 @@ pub struct Args {
     #[arg(long, default_value = "target/listsync-bench")]
     bench_figures: PathBuf,
     /// Import a cargo-mutants run directory (its `run.json` and `mutants.out/`, as
-    /// `scripts/mutants.sh` leaves them) into `mutants.json` first.
+    /// `scripts/mutants.sh` leaves them) into `mutants.json` first: its mutants replace those of
+    /// the files (or the shard) it mutated; the other files keep their earlier runs.
     #[arg(long, value_name = "DIR")]
     mutants: Option<PathBuf>,
     /// The survivors' explanations, attached to the imported run.

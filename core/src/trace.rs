@@ -307,4 +307,26 @@ mod tests {
             Err(TraceError::Json(_))
         ));
     }
+
+    #[test]
+    fn a_client_config_written_before_pacing_existed_means_no_pacing() {
+        use crate::client::{ClientConfig, Pacing};
+        use crate::strategy::ClientStrategy;
+        use crate::vocab::Era;
+        let paced = ClientConfig {
+            pacing: Pacing::default(),
+            ..ClientConfig::tools(ClientStrategy::Reference, Era::V2025_11_25)
+        };
+        let mut json = serde_json::to_value(&paced).unwrap();
+        json.as_object_mut().unwrap().remove("pacing");
+        let old: ClientConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(old.pacing, Pacing::OFF);
+        assert_eq!(
+            ClientConfig {
+                pacing: Pacing::default(),
+                ..old
+            },
+            paced
+        );
+    }
 }

@@ -63,4 +63,15 @@ fn the_documented_storm_bound() {
     assert_eq!(p.storm_bound(0.1), Some(4));
     assert_eq!(p.storm_bound(60.0), Some(3 + 7 + 4));
     assert_eq!(Pacing::OFF.storm_bound(60.0), None);
+    // The back-off is off when either knob is 0.
+    let no_delay = Pacing {
+        storm_base_ms: 0,
+        ..p
+    };
+    assert_eq!(no_delay.storm_bound(60.0), None);
+    let never = Pacing {
+        storm_after: 0,
+        ..p
+    };
+    assert_eq!(never.storm_bound(60.0), None);
 }

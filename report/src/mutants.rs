@@ -6,6 +6,11 @@
 //! [`import`] into `reports/mutants.json` ([`MutantsReport`], this module's one document), and
 //! every `listsync report` renders `reports/mutants.md` from it with [`render`].
 //!
+//! A run need not cover the whole scope: an import replaces the mutants of the files the new run
+//! mutated (of its shard only, for a shard) and keeps the rest of the report, each mutant naming
+//! the run that judged it, so that the files (or shards) of a slow scope can be run one at a time.
+//! The page shows every run's tree.
+//!
 //! A surviving mutant carries the one line that explains it, from `docs/mutants-survivors.json`
 //! (full mutant name → why it is equivalent, or which check is missing): an unexplained survivor
 //! is shown as such. Explanations whose mutant is not in the run (the code moved) are listed, so
@@ -53,6 +58,10 @@ pub struct Pass {
     pub dir: String,
     /// The tests it ran for each mutant.
     pub tests: String,
+    /// The source tree it ran on, when it is known (a later pass may run on a tree with checks
+    /// added for the survivors; the mutated files are the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<String>,
 }
 
 /// What happened to one mutant.
@@ -98,6 +107,8 @@ pub struct Mutant {
     pub outcome: Outcome,
     /// The pass (1-based) whose tests gave that outcome.
     pub pass: u8,
+    /// The run that judged it (index into [`MutantsReport::runs`]).
+    pub run: usize,
     /// For a survivor: why it is equivalent, or what check is missing.
     pub why: Option<String>,
 }
@@ -146,8 +157,8 @@ impl Counts {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct MutantsReport {
-    /// What ran.
-    pub run: Run,
+    /// What ran: every run that judged at least one of the mutants, oldest first.
+    pub runs: Vec<Run>,
     /// The counts.
     pub counts: Counts,
     /// Every mutant, survivors first, then by file and line.
@@ -205,8 +216,13 @@ struct ToolPos {
 }
 
 /// Builds the report from a cargo-mutants run directory (`run.json` and each pass's copy of
-/// `mutants.out`) and the survivors' explanations (`docs/mutants-survivors.json`).
-pub fn import(dir: &Path, explanations: &Path) -> Result<MutantsReport> {
+/// `mutants.out`) and the survivors' explanations (`docs/mutants-survivors.json`), merged into
+/// the `previous` report if there is one (see [`merge`]).
+pub fn import(
+    dir: &Path,
+    explanations: &Path,
+    previous: Option<MutantsReport>,
+) -> Result<MutantsReport> {
     let read =
         |p: &Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
     let run_path = dir.join("run.json");
@@ -225,7 +241,58 @@ pub fn import(dir: &Path, explanations: &Path) -> Result<MutantsReport> {
     } else {
         BTreeMap::new()
     };
-    from_parts(run, passes, &why)
+    let new = from_parts(run, passes, &why)?;
+    Ok(match previous {
+        Some(p) => merge(p, new, &why),
+        None => new,
+    })
+}
+
+/// The `previous` report with the `new` run's mutants in place of the ones it judged again: every
+/// mutant of the files the new run mutated is replaced (for a shard, only the mutants it
+/// judged), every other mutant keeps its run. Runs left with no mutant are dropped; the
+/// survivors' explanations are attached again from `why`.
+pub fn merge(
+    previous: MutantsReport,
+    new: MutantsReport,
+    why: &BTreeMap<String, String>,
+) -> MutantsReport {
+    let Some(run) = new.runs.into_iter().next() else {
+        return previous;
+    };
+    let names: std::collections::BTreeSet<&str> =
+        new.mutants.iter().map(|m| m.name.as_str()).collect();
+    let replaced = |m: &Mutant| {
+        names.contains(m.name.as_str()) || (run.shard.is_none() && run.scope.contains(&m.file))
+    };
+    let kept: Vec<Mutant> = previous
+        .mutants
+        .iter()
+        .filter(|m| !replaced(m))
+        .cloned()
+        .collect();
+    let mut runs = Vec::new();
+    let mut index = BTreeMap::new();
+    for (i, r) in previous.runs.into_iter().enumerate() {
+        if kept.iter().any(|m| m.run == i) {
+            index.insert(i, runs.len());
+            runs.push(r);
+        }
+    }
+    let mut mutants: Vec<Mutant> = kept
+        .into_iter()
+        .map(|mut m| {
+            m.run = index[&m.run];
+            m
+        })
+        .collect();
+    let last = runs.len();
+    runs.push(run);
+    mutants.extend(new.mutants.into_iter().map(|mut m| {
+        m.run = last;
+        m
+    }));
+    finish(runs, mutants, why)
 }
 
 fn from_parts(
@@ -270,9 +337,7 @@ fn from_parts(
             by_name.insert(
                 m.name.clone(),
                 Mutant {
-                    why: (outcome == Outcome::Missed)
-                        .then(|| why.get(&m.name).cloned())
-                        .flatten(),
+                    why: None,
                     name: m.name,
                     file: m.file,
                     line: m.span.start.line,
@@ -280,11 +345,25 @@ fn from_parts(
                     change,
                     outcome,
                     pass,
+                    run: 0,
                 },
             );
         }
     }
-    let mut mutants: Vec<Mutant> = by_name.into_values().collect();
+    Ok(finish(vec![run], by_name.into_values().collect(), why))
+}
+
+/// The report of these runs and mutants: survivors explained from `why`, sorted, counted.
+fn finish(
+    runs: Vec<Run>,
+    mut mutants: Vec<Mutant>,
+    why: &BTreeMap<String, String>,
+) -> MutantsReport {
+    for m in &mut mutants {
+        m.why = (m.outcome == Outcome::Missed)
+            .then(|| why.get(&m.name).cloned())
+            .flatten();
+    }
     mutants.sort_by(|a, b| {
         (a.outcome != Outcome::Missed, &a.file, a.line, &a.name).cmp(&(
             b.outcome != Outcome::Missed,
@@ -302,12 +381,12 @@ fn from_parts(
         })
         .cloned()
         .collect();
-    Ok(MutantsReport {
+    MutantsReport {
         counts: Counts::of(&mutants),
-        run,
+        runs,
         mutants,
         unused_explanations,
-    })
+    }
 }
 
 /// Parses `reports/mutants.json`.
@@ -326,7 +405,13 @@ pub fn headline(r: &MutantsReport) -> String {
         c.timeout,
         c.missed,
         c.unviable,
-        r.run.scope.join(", ")
+        r.runs
+            .iter()
+            .flat_map(|x| x.scope.iter().map(String::as_str))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(", ")
     )
 }
 
@@ -342,41 +427,32 @@ pub fn render(r: &MutantsReport) -> String {
          on it. A survivor is either equivalent to the original (no observer could tell them \
          apart) or a check the suite lacks: each says which, from `docs/mutants-survivors.json`.\n"
     );
-    let run = &r.run;
-    let _ = writeln!(s, "| | |\n|---|---|");
-    let _ = writeln!(
-        s,
-        "| source tree | `{}` (commit `{}`){} |",
-        run.tree,
-        run.commit,
-        if run.dirty {
-            ", **with uncommitted changes**"
-        } else {
-            ""
+    let trees: std::collections::BTreeSet<&str> = r.runs.iter().map(|x| x.tree.as_str()).collect();
+    if r.runs.len() > 1 {
+        let _ = writeln!(
+            s,
+            "The report joins {} runs ({}), each over its own files; a mutant's outcome is that of the run that last mutated its file.\n",
+            r.runs.len(),
+            if trees.len() == 1 {
+                "all on the same source tree".to_owned()
+            } else {
+                format!(
+                    "on {} different source trees: each run's row says which",
+                    trees.len()
+                )
+            }
+        );
+    }
+    for (n, run) in r.runs.iter().enumerate() {
+        if r.runs.len() > 1 {
+            let _ = writeln!(s, "Run {}:\n", n + 1);
         }
-    );
-    let _ = writeln!(s, "| tool | {} |", cell_escape(&run.tool));
-    let _ = writeln!(s, "| command | `{}` |", cell_escape(&run.command));
-    let _ = writeln!(
-        s,
-        "| files mutated | {} |",
-        run.scope
-            .iter()
-            .map(|f| format!("`{f}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    if let Some(shard) = &run.shard {
-        let _ = writeln!(s, "| shard | {shard} of the scope's mutants |");
+        run_table(&mut s, run, r.mutants.iter().filter(|m| m.run == n).count());
     }
-    for (i, p) in run.passes.iter().enumerate() {
-        let _ = writeln!(s, "| tests, pass {} | {} |", i + 1, cell_escape(&p.tests));
-    }
-    let _ = writeln!(s, "| wall time | {:.0} min |", run.wall_s / 60.0);
     let c = &r.counts;
     let _ = writeln!(
         s,
-        "\n**{:.1} % of the {} viable mutants caught**: {} caught, {} timeouts (counted as caught), {} missed; {} unviable (did not build).\n",
+        "**{:.1} % of the {} viable mutants caught**: {} caught, {} timeouts (counted as caught), {} missed; {} unviable (did not build).\n",
         c.score_percent,
         c.total - c.unviable,
         c.caught,
@@ -390,15 +466,23 @@ pub fn render(r: &MutantsReport) -> String {
     }
     let _ = writeln!(
         s,
-        "| file | mutants | caught | timeout | missed | unviable | score |"
+        "| file | run | mutants | caught | timeout | missed | unviable | score |"
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
     for (file, ms) in &per_file {
         let e = Counts::of(ms);
+        let runs: std::collections::BTreeSet<usize> = ms.iter().map(|m| m.run + 1).collect();
+        let runs: Vec<String> = runs.iter().map(ToString::to_string).collect();
         let _ = writeln!(
             s,
-            "| `{file}` | {} | {} | {} | {} | {} | {:.0} % |",
-            e.total, e.caught, e.timeout, e.missed, e.unviable, e.score_percent
+            "| `{file}` | {} | {} | {} | {} | {} | {} | {:.0} % |",
+            runs.join(", "),
+            e.total,
+            e.caught,
+            e.timeout,
+            e.missed,
+            e.unviable,
+            e.score_percent
         );
     }
     let _ = writeln!(s, "\n## Survivors\n");
@@ -443,6 +527,50 @@ pub fn render(r: &MutantsReport) -> String {
     s
 }
 
+/// One run's table: what ran, on which tree.
+fn run_table(s: &mut String, run: &Run, judged: usize) {
+    let _ = writeln!(s, "| | |\n|---|---|");
+    let _ = writeln!(
+        s,
+        "| source tree | `{}` (commit `{}`){} |",
+        run.tree,
+        run.commit,
+        if run.dirty {
+            ", **with uncommitted changes**"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(s, "| tool | {} |", cell_escape(&run.tool));
+    let _ = writeln!(s, "| command | `{}` |", cell_escape(&run.command));
+    let _ = writeln!(
+        s,
+        "| files mutated | {} |",
+        run.scope
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(shard) = &run.shard {
+        let _ = writeln!(s, "| shard | {shard} of the scope's mutants |");
+    }
+    for (i, p) in run.passes.iter().enumerate() {
+        let on = match &p.tree {
+            Some(t) if *t != run.tree => format!(" (on source tree `{t}`)"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "| tests, pass {} | {}{on} |",
+            i + 1,
+            cell_escape(&p.tests)
+        );
+    }
+    let _ = writeln!(s, "| mutants judged | {judged} |");
+    let _ = writeln!(s, "| wall time | {:.0} min |\n", run.wall_s / 60.0);
+}
+
 /// The page when no run was imported yet.
 pub fn render_missing() -> String {
     "# Mutation score of the verifier\n\nNot run yet: `scripts/mutants.sh` runs cargo-mutants over \
@@ -466,10 +594,12 @@ mod tests {
                 Pass {
                     dir: "pass1".into(),
                     tests: "fast".into(),
+                    tree: None,
                 },
                 Pass {
                     dir: "pass2".into(),
                     tests: "full".into(),
+                    tree: Some("t+checks".into()),
                 },
             ],
             wall_s: 60.0,
@@ -545,6 +675,7 @@ mod tests {
         assert_eq!(r.unused_explanations, vec!["gone.rs:1:1: x".to_owned()]);
         let page = render(&r);
         assert!(page.contains("**50.0 % of the 2 viable mutants caught**"));
+        assert!(page.contains("| tests, pass 2 | full (on source tree `t+checks`) |"));
         assert!(
             page.contains(
                 "| `core/src/server.rs:10:5: replace f -> bool with true` | equivalent |"
@@ -552,6 +683,67 @@ mod tests {
         );
         let back = parse(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back, r);
+    }
+
+    #[test]
+    fn a_run_replaces_the_mutants_of_its_files_and_keeps_the_others() {
+        let why = BTreeMap::new();
+        let old = from_parts(run(), vec![outcomes(TWO)], &why).unwrap();
+        let client_run = Run {
+            tree: "t2".into(),
+            scope: vec!["core/src/client.rs".into()],
+            ..run()
+        };
+        let client = r#"{"outcomes": [{"scenario": "Baseline", "summary": "Success"},
+            {"scenario": {"Mutant": {"name": "core/src/client.rs:7:1: replace k -> bool with false",
+            "file": "core/src/client.rs", "function": null,
+            "span": {"start": {"line": 7, "column": 1}}}}, "summary": "CaughtMutant"}]}"#;
+        let new = from_parts(client_run.clone(), vec![outcomes(client)], &why).unwrap();
+        let joined = merge(old.clone(), new, &why);
+        assert_eq!(joined.runs.len(), 2);
+        assert_eq!(joined.counts.total, 4);
+        let k = joined.mutants.iter().find(|m| m.line == 7).unwrap();
+        assert_eq!(joined.runs[k.run].tree, "t2");
+        let f = joined.mutants.iter().find(|m| m.line == 10).unwrap();
+        assert_eq!(joined.runs[f.run].tree, "t");
+        let page = render(&joined);
+        assert!(page.contains("joins 2 runs (on 2 different source trees"));
+        // A later whole run of server.rs replaces all of its mutants, even those it no longer
+        // finds (the code moved), and drops the run that judged them.
+        let again = r#"{"outcomes": [{"scenario": "Baseline", "summary": "Success"},
+            {"scenario": {"Mutant": {"name": "core/src/server.rs:3:1: replace == with != in g",
+            "file": "core/src/server.rs", "function": null,
+            "span": {"start": {"line": 3, "column": 1}}}}, "summary": "CaughtMutant"}]}"#;
+        let server = from_parts(
+            Run {
+                tree: "t3".into(),
+                ..run()
+            },
+            vec![outcomes(again)],
+            &why,
+        )
+        .unwrap();
+        let joined = merge(joined, server, &why);
+        assert_eq!(joined.counts.total, 2);
+        let trees: Vec<&str> = joined.runs.iter().map(|r| r.tree.as_str()).collect();
+        assert_eq!(trees, ["t2", "t3"]);
+        // A shard replaces only the mutants it judged.
+        let shard = from_parts(
+            Run {
+                tree: "t4".into(),
+                shard: Some("1/2".into()),
+                ..run()
+            },
+            vec![outcomes(r#"{"outcomes": [{"scenario": "Baseline", "summary": "Success"},
+                {"scenario": {"Mutant": {"name": "core/src/server.rs:10:5: replace f -> bool with true",
+                "file": "core/src/server.rs", "function": null,
+                "span": {"start": {"line": 10, "column": 5}}}}, "summary": "MissedMutant"}]}"#)],
+            &why,
+        )
+        .unwrap();
+        let joined = merge(joined, shard, &why);
+        assert_eq!(joined.counts.total, 3);
+        assert_eq!(joined.runs.len(), 3);
     }
 
     #[test]

@@ -153,7 +153,15 @@ fn model_check_into(out: &Path, w: &mut Written) -> Result<Option<SuiteReport>> 
 fn mutants_page(out: &Path, args: &Sources, w: &mut Written) -> Result<Option<MutantsReport>> {
     let json = out.join("mutants.json");
     if let Some(dir) = &args.mutants_run {
-        let r = mutants::import(dir, &args.mutants_explained)?;
+        // The files (or shards) this run did not mutate keep their earlier outcomes.
+        let previous = match std::fs::read_to_string(&json) {
+            Err(_) => None,
+            Ok(text) => Some(
+                mutants::parse(&text)
+                    .with_context(|| format!("{}: cannot merge the run into it", json.display()))?,
+            ),
+        };
+        let r = mutants::import(dir, &args.mutants_explained, previous)?;
         std::fs::write(&json, serde_json::to_string_pretty(&r)? + "\n")
             .with_context(|| format!("writing {}", json.display()))?;
     }
