@@ -182,6 +182,14 @@ pub enum Note {
         /// Tool.
         name: Name,
     },
+    /// A list request on its way to the server failed with an internal error in the server's
+    /// place.
+    ListFails {
+        /// Listing client.
+        client: ClientId,
+        /// List kind.
+        kind: Kind,
+    },
     /// The application switched a client's authorization context.
     AuthSwitch {
         /// Client.
@@ -240,6 +248,7 @@ impl Note {
             | Note::NetworkDuplicates { client: c }
             | Note::NetworkLoses { client: c }
             | Note::CallFails { client: c, .. }
+            | Note::ListFails { client: c, .. }
             | Note::AuthSwitch { client: c, .. }
             | Note::AppCalls { client: c, .. }
             | Note::UserApproves { client: c, .. }
@@ -326,6 +335,9 @@ impl fmt::Display for Note {
             }
             Note::CallFails { client, name } => {
                 write!(f, "c{client}'s call of {name} fails with an internal error")
+            }
+            Note::ListFails { client, kind } => {
+                write!(f, "c{client}'s list of {kind} fails with an internal error")
             }
             Note::AuthSwitch { client, auth } => write!(f, "c{client} switches to {auth}"),
             Note::AppCalls { client, name } => write!(f, "c{client} application calls {name}"),

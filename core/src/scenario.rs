@@ -41,6 +41,15 @@ pub struct Faults {
     /// not a list change).
     #[serde(default)]
     pub call_error: u32,
+    /// List requests (any kind's list, a page of a walk) that may fail in the server's place with
+    /// an internal error: the client keeps the refresh running and retries it after a back-off.
+    /// (Left out of the JSON when 0, so traces written before it existed read the same.)
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub list_error: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// One closed world.

@@ -76,6 +76,10 @@ pub enum Situation {
     /// way to a client: it must not start a refresh.
     #[serde(rename = "call_failed_otherwise")]
     CallFailedOtherwise,
+    /// A client's list request failed with an error that is not a list change, and its retry
+    /// timer is armed: the refresh must resume after the back-off.
+    #[serde(rename = "retry_after_list_error")]
+    RetryArmed,
     /// A client's published tool list shows a tool the user approved with a definition other
     /// than the approved one (changed, or a new tool under a removed one's name): a call now
     /// would run what the user never approved.
@@ -97,7 +101,7 @@ pub enum Situation {
 
 impl Situation {
     /// Every situation, in report order.
-    pub const ALL: [Situation; 19] = [
+    pub const ALL: [Situation; 20] = [
         Situation::NotifyDuringRefresh,
         Situation::NotifyMidWalk,
         Situation::BurstDuringRefresh,
@@ -113,6 +117,7 @@ impl Situation {
         Situation::CutWithChangePending,
         Situation::CallRefusedAsGone,
         Situation::CallFailedOtherwise,
+        Situation::RetryArmed,
         Situation::ApprovedDefinitionChanged,
         Situation::CallWaitsForSettle,
         Situation::CallInFlightDuringSchemaChange,
@@ -137,6 +142,7 @@ impl Situation {
             Situation::CutWithChangePending => "cut_with_change_pending",
             Situation::CallRefusedAsGone => "call_refused_as_gone",
             Situation::CallFailedOtherwise => "call_failed_otherwise",
+            Situation::RetryArmed => "retry_after_list_error",
             Situation::ApprovedDefinitionChanged => "approved_definition_changed",
             Situation::CallWaitsForSettle => "call_waits_for_settle",
             Situation::CallInFlightDuringSchemaChange => "call_in_flight_during_schema_change",
@@ -269,6 +275,7 @@ impl Situation {
             Situation::CallFailedOtherwise => clients
                 .into_iter()
                 .any(|c| error_to(w, c, |r| matches!(r, ErrorReason::Other(_)))),
+            Situation::RetryArmed => w.clients.iter().any(|c| !c.armed_retries().is_empty()),
             Situation::ApprovedDefinitionChanged => w.clients.iter().any(|c| c.approval_outdated()),
             Situation::CallWaitsForSettle => w.clients.iter().any(|c| c.paused_calls() > 0),
             Situation::CallInFlightDuringSchemaChange => w.links.iter().any(|l| {

@@ -133,6 +133,15 @@ pub enum Step {
         /// Position in the request link (always 0 on an ordered link).
         index: u8,
     },
+    /// The list request (a page of a walk, of any kind's list) at `index` of a client's request
+    /// link fails with an internal error in the server's place (the server never sees it): the
+    /// client keeps its refresh running and retries it after a back-off.
+    FailList {
+        /// Whose connection.
+        client: ClientId,
+        /// Position in the request link (always 0 on an ordered link).
+        index: u8,
+    },
     /// A client's retry timer fires.
     Retry {
         /// Client.
@@ -232,6 +241,9 @@ impl fmt::Display for Step {
             Step::FailCall { client, index } => {
                 write!(f, "fail the call at Up[{index}] of c{client}")
             }
+            Step::FailList { client, index } => {
+                write!(f, "fail the list request at Up[{index}] of c{client}")
+            }
             Step::Retry { client, kind, auth } => {
                 write!(f, "c{client} retry timer for {kind} ({auth})")
             }
@@ -288,8 +300,8 @@ pub struct World {
     pub approvals_done: BTreeSet<u8>,
     /// Calls made through the combined listing (several servers).
     pub combined_calls: u8,
-    /// Faults used: duplicates, drops, disconnects, failed calls.
-    pub used: [u32; 4],
+    /// Faults used: duplicates, drops, disconnects, failed calls, failed list requests.
+    pub used: [u32; 5],
     /// Clients whose connection is cut.
     pub cut: BTreeSet<ClientId>,
     /// The property checker.
@@ -336,7 +348,7 @@ impl World {
             calls_done: BTreeSet::new(),
             approvals_done: BTreeSet::new(),
             combined_calls: 0,
-            used: [0; 4],
+            used: [0; 5],
             cut: BTreeSet::new(),
             monitor: Shared::new(Monitor::new()),
             nodes,
@@ -397,6 +409,29 @@ impl World {
         self.node(c).step(ServerInput::Connect(c), &mut out);
         self.route_server(scn, out, rec);
         self.client_step(scn, c, ClientInput::Start, rec);
+    }
+
+    /// Answers request `msg` of client `c` with an internal error in the server's place (the
+    /// server never sees the request): an error that is not a list change.
+    fn fail_in_servers_place(
+        &mut self,
+        scn: &Scenario,
+        c: ClientId,
+        msg: &ClientMsg,
+        rec: &mut dyn Recorder,
+    ) {
+        let failure = ServerOutput::Send {
+            to: c,
+            lane: Lane::Rpc,
+            msg: ServerMsg::Response {
+                id: msg.id,
+                resp: Response::Error(RpcError {
+                    code: crate::wire::INTERNAL_ERROR,
+                    reason: ErrorReason::Other("injected failure".into()),
+                }),
+            },
+        };
+        self.route_server(scn, vec![failure], rec);
     }
 
     /// Whether the world is a cluster (nodes sharing a store through a bus).
@@ -880,6 +915,19 @@ impl World {
                     }
                 }
             }
+            if self.used[4] < scn.faults.list_error {
+                for (i, m) in l.up.iter().enumerate().take(usize::from(u8::MAX)) {
+                    if ordered_up && i > 0 {
+                        break;
+                    }
+                    if matches!(m.req, Request::List { .. }) {
+                        steps.push(Step::FailList {
+                            client,
+                            index: i as u8,
+                        });
+                    }
+                }
+            }
             let notif_link = if scn.transport == Transport::Http {
                 Link::Stream
             } else {
@@ -1235,18 +1283,27 @@ impl World {
                 self.used[3] += 1;
                 let msg = self.links_mut(client).up.remove(i);
                 note(rec, || Note::CallFails { client, name });
-                let failure = ServerOutput::Send {
-                    to: client,
-                    lane: Lane::Rpc,
-                    msg: ServerMsg::Response {
-                        id: msg.id,
-                        resp: Response::Error(RpcError {
-                            code: crate::wire::INTERNAL_ERROR,
-                            reason: ErrorReason::Other("injected failure".into()),
-                        }),
-                    },
+                self.fail_in_servers_place(scn, client, &msg, rec);
+            }
+            Step::FailList { client, index } => {
+                client_ok(client)?;
+                if self.used[4] >= scn.faults.list_error {
+                    return Err(format!(
+                        "the scenario allows {} failed list requests",
+                        scn.faults.list_error
+                    ));
+                }
+                let ordered = scn.transport == Transport::Stdio;
+                let up = &self.links[client as usize].up;
+                let i = usize::from(index);
+                let kind = match up.get(i).map(|m| &m.req) {
+                    Some(Request::List { kind, .. }) if !ordered || i == 0 => *kind,
+                    _ => return Err(format!("no list request at Up[{i}] of c{client}")),
                 };
-                self.route_server(scn, vec![failure], rec);
+                self.used[4] += 1;
+                let msg = self.links_mut(client).up.remove(i);
+                note(rec, || Note::ListFails { client, kind });
+                self.fail_in_servers_place(scn, client, &msg, rec);
             }
             Step::SetAuth { change } => {
                 if change != self.next_auth {

@@ -194,6 +194,15 @@ fn must_reach(name: &str) -> &'static [Situation] {
             DuplicateNotificationInFlight,
             CutWithChangePending,
         ],
+        // Not `call_failed_otherwise`: its predicate (an internal error on its way to a client)
+        // holds here too, but what it names is a failed tool call, and no tool is called.
+        "reference-list-errors" => &[
+            NotifyDuringRefresh,
+            NotifyMidWalk,
+            BurstDuringRefresh,
+            CursorRefusedAfterChange,
+            RetryArmed,
+        ],
         "reference-errors" => &[CallRefusedAsGone, CallFailedOtherwise],
         "reference-known-tools" => &[CallInFlightDuringRemoval],
         "reference-approvals" => &[ApprovedDefinitionChanged, CallWaitsForSettle],
@@ -398,10 +407,21 @@ pub fn all() -> Vec<Config> {
         drop: 0,
         disconnect: 1,
         call_error: 0,
+        list_error: 0,
     };
     out.push(cfg(
         s,
         "two pages, two batches, a duplicated notification and a cut connection (reconnect, re-initialize, re-list)",
+        &[],
+    ));
+
+    let mut s = Spec::new("reference-list-errors");
+    s.script.truncate(2);
+    let mut s = s.build();
+    s.faults.list_error = 2;
+    out.push(cfg(
+        s,
+        "two pages, two batches, and two list requests (any page of any walk) that fail with an internal error: the client keeps the refresh running and retries it after a back-off, a second failure backing off again, and still converges",
         &[],
     ));
 

@@ -217,6 +217,7 @@ impl Model for ListModel {
             sometimes!(Situation::CutWithChangePending),
             sometimes!(Situation::CallRefusedAsGone),
             sometimes!(Situation::CallFailedOtherwise),
+            sometimes!(Situation::RetryArmed),
             sometimes!(Situation::ApprovedDefinitionChanged),
             sometimes!(Situation::CallWaitsForSettle),
             sometimes!(Situation::CallInFlightDuringSchemaChange),

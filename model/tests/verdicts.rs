@@ -18,6 +18,7 @@ const STATES: &[(&str, usize)] = &[
     ("reference-auth", 10793),
     ("reference-resources", 165),
     ("reference-faults", 9463),
+    ("reference-list-errors", 7423),
     ("reference-errors", 590),
     ("reference-known-tools", 1493),
     ("reference-approvals", 20284),

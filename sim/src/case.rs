@@ -594,6 +594,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
             } else {
                 0
             },
+            list_error: 0,
         },
         cluster: (shape.nodes > 1).then(|| Cluster {
             nodes: shape.nodes.min(16) as u8,

@@ -185,6 +185,7 @@ fn used_faults(scn: &Scenario, steps: &[Step]) -> listsync_core::scenario::Fault
         drop: w.used[1],
         disconnect: w.used[2],
         call_error: w.used[3],
+        list_error: w.used[4],
     }
 }
 

@@ -273,6 +273,9 @@ fn unsupported(scn: &Scenario, steps: &[Step]) -> Option<String> {
         Step::FailCall { .. } => {
             Some("failed calls are not injected: the harness's proxy answers no request".into())
         }
+        Step::FailList { .. } => Some(
+            "failed list requests are not injected: the harness's proxy answers no request".into(),
+        ),
         Step::BusDeliver { .. }
         | Step::BusDuplicate { .. }
         | Step::BusDrop { .. }

@@ -536,6 +536,12 @@ impl<'a> Builder<'a> {
                 Tone::Warn,
                 lines,
             ),
+            Note::ListFails { client: c, kind } => client(
+                *c,
+                format!("list of {kind} fails: internal error"),
+                Tone::Warn,
+                lines,
+            ),
             Note::AppCalls { client: c, name } => {
                 client(*c, format!("application calls {name}"), Tone::Plain, lines)
             }
