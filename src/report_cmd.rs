@@ -1,7 +1,8 @@
 //! `listsync report`: regenerates every page under `reports/` from the tools' JSON outputs
 //! (see [`listsync_report::pages`]).
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use listsync_report::mutants;
 use listsync_report::pages::{self, Sources};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,10 +27,33 @@ pub struct Args {
     /// The survivors' explanations, attached to the imported run.
     #[arg(long, default_value = "docs/mutants-survivors.json")]
     mutants_explained: PathBuf,
+    /// Only print the full names of the mutants `mutants.json` has judged (`judged`) or lists as
+    /// survivors (`survivors`), of the FILEs given (all when none), one per line; write nothing.
+    /// `scripts/mutants.sh --rest` and `--again` read them.
+    #[arg(long, value_name = "WHICH", value_parser = ["judged", "survivors"])]
+    list_mutants: Option<String>,
+    /// With --list-mutants: the mutated files whose mutants to list.
+    #[arg(requires = "list_mutants", value_name = "FILE")]
+    mutated: Vec<String>,
 }
 
 /// Runs `listsync report`.
 pub fn run(args: Args) -> Result<ExitCode> {
+    if let Some(which) = &args.list_mutants {
+        let json = args.out.join("mutants.json");
+        let text = std::fs::read_to_string(&json)
+            .with_context(|| format!("reading {}", json.display()))?;
+        let report = mutants::parse(&text).with_context(|| json.display().to_string())?;
+        let which = if which == "survivors" {
+            mutants::Which::Survivors
+        } else {
+            mutants::Which::Judged
+        };
+        for name in mutants::names(&report, which, &args.mutated) {
+            println!("{name}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let w = pages::regenerate(&Sources {
         out: args.out.clone(),
         traces: args.traces,

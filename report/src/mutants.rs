@@ -47,6 +47,10 @@ pub struct Run {
     /// This run is one shard (`K/N`) of the scope's mutants, or all of them.
     #[serde(default)]
     pub shard: Option<String>,
+    /// This run judged only some of its scope's mutants (the rest of a stopped run, survivors
+    /// judged again, or a run stopped before its end): an import replaces only those.
+    #[serde(default)]
+    pub partial: bool,
 }
 
 /// One pass of the run: its cargo-mutants output directory (relative to the run's) and the
@@ -263,7 +267,8 @@ pub fn merge(
     let names: std::collections::BTreeSet<&str> =
         new.mutants.iter().map(|m| m.name.as_str()).collect();
     let replaced = |m: &Mutant| {
-        names.contains(m.name.as_str()) || (run.shard.is_none() && run.scope.contains(&m.file))
+        names.contains(m.name.as_str())
+            || (run.shard.is_none() && !run.partial && run.scope.contains(&m.file))
     };
     let kept: Vec<Mutant> = previous
         .mutants
@@ -387,6 +392,26 @@ fn finish(
         mutants,
         unused_explanations,
     }
+}
+
+/// Which mutants [`names`] lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Which {
+    /// Every mutant the report has an outcome for.
+    Judged,
+    /// The survivors.
+    Survivors,
+}
+
+/// The full names of the report's mutants of `files` (all files when empty), one per mutant:
+/// what `scripts/mutants.sh --rest` skips and `--again` takes.
+pub fn names(r: &MutantsReport, which: Which, files: &[String]) -> Vec<String> {
+    r.mutants
+        .iter()
+        .filter(|m| files.is_empty() || files.contains(&m.file))
+        .filter(|m| which == Which::Judged || m.outcome == Outcome::Missed)
+        .map(|m| m.name.clone())
+        .collect()
 }
 
 /// Parses `reports/mutants.json`.
@@ -555,6 +580,12 @@ fn run_table(s: &mut String, run: &Run, judged: usize) {
     if let Some(shard) = &run.shard {
         let _ = writeln!(s, "| shard | {shard} of the scope's mutants |");
     }
+    if run.partial {
+        let _ = writeln!(
+            s,
+            "| part | some of the scope's mutants: the others were judged by another run, or not yet |"
+        );
+    }
     for (i, p) in run.passes.iter().enumerate() {
         let on = match &p.tree {
             Some(t) if *t != run.tree => format!(" (on source tree `{t}`)"),
@@ -604,6 +635,7 @@ mod tests {
             ],
             wall_s: 60.0,
             shard: None,
+            partial: false,
         }
     }
 
@@ -744,6 +776,34 @@ mod tests {
         let joined = merge(joined, shard, &why);
         assert_eq!(joined.counts.total, 3);
         assert_eq!(joined.runs.len(), 3);
+        let client = ["core/src/client.rs".to_owned()];
+        assert_eq!(
+            names(&joined, Which::Judged, &client),
+            ["core/src/client.rs:7:1: replace k -> bool with false"]
+        );
+        assert!(names(&joined, Which::Survivors, &client).is_empty());
+        assert_eq!(
+            names(&joined, Which::Survivors, &[]),
+            ["core/src/server.rs:10:5: replace f -> bool with true"]
+        );
+        // A partial run (the rest of a stopped one, or survivors judged again) replaces only
+        // the mutants it judged: here it catches the survivor.
+        let again = from_parts(
+            Run {
+                tree: "t5".into(),
+                partial: true,
+                ..run()
+            },
+            vec![outcomes(r#"{"outcomes": [{"scenario": "Baseline", "summary": "Success"},
+                {"scenario": {"Mutant": {"name": "core/src/server.rs:10:5: replace f -> bool with true",
+                "file": "core/src/server.rs", "function": null,
+                "span": {"start": {"line": 10, "column": 5}}}}, "summary": "CaughtMutant"}]}"#)],
+            &why,
+        )
+        .unwrap();
+        let joined = merge(joined, again, &why);
+        assert_eq!((joined.counts.total, joined.counts.missed), (3, 0));
+        assert!(render(&joined).contains("| part | some of the scope's mutants"));
     }
 
     #[test]
