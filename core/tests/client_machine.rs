@@ -1,0 +1,653 @@
+//! The client machine alone, driven by hand as a scripted server would drive it, and judged by
+//! what it hands its driver: the requests it sends, the timers it asks for (retry back-off and
+//! pacing delays, to the millisecond), the errors it reports and the lists it publishes. The
+//! model and the simulator judge the same machine inside a world; these tests pin the numbers a
+//! world with a coarse clock cannot tell apart (docs/design.md, "Pacing" and "Bounds").
+
+use listsync_core::client::{
+    CatalogClient, ClientConfig, ClientError, ClientInput, ClientOutput, Coalesce, Limits, Pacing,
+};
+use listsync_core::history::{Event, RefreshOutcome, Restart};
+use listsync_core::strategy::ClientStrategy;
+use listsync_core::vocab::{AuthCtx, Era, Item, Kind, KindSet};
+use listsync_core::wire::{
+    Caps, ClientMsg, Cursor, ErrorReason, Notification, Page, ReqId, Request, Response, RpcError,
+    ServerMsg,
+};
+use std::sync::Arc;
+
+const A: AuthCtx = AuthCtx(0);
+
+/// A client machine, its clock, and what its last step asked for.
+struct Rig {
+    c: CatalogClient,
+    out: Vec<ClientOutput>,
+}
+
+impl Rig {
+    /// A 2025-11-25 client of tools with these limits and pacing, connected and initialized:
+    /// its first list request is in `out`.
+    fn new(strategy: ClientStrategy, limits: Limits, pacing: Pacing) -> Rig {
+        let cfg = ClientConfig {
+            limits,
+            pacing,
+            ..ClientConfig::tools(strategy, Era::V2025_11_25)
+        };
+        let mut r = Rig {
+            c: CatalogClient::new(0, Arc::new(cfg)),
+            out: Vec::new(),
+        };
+        r.step(ClientInput::Start);
+        let init = r.request(|q| matches!(q, Request::Initialize));
+        r.answer(
+            init,
+            Response::Initialized {
+                era: Era::V2025_11_25,
+                caps: Caps {
+                    list_changed: KindSet::only(Kind::Tools),
+                    subscribe: false,
+                },
+            },
+        );
+        r
+    }
+
+    fn step(&mut self, input: ClientInput) -> &[ClientOutput] {
+        self.out.clear();
+        self.c.step(input, &mut self.out);
+        &self.out
+    }
+
+    /// Sets the clock to `ms` milliseconds.
+    fn at(&mut self, ms: u64) {
+        self.c.set_clock(ms * 1_000);
+    }
+
+    fn answer(&mut self, id: ReqId, resp: Response) -> &[ClientOutput] {
+        self.step(ClientInput::Receive(ServerMsg::Response { id, resp }))
+    }
+
+    fn notify(&mut self) -> &[ClientOutput] {
+        self.step(ClientInput::Receive(ServerMsg::Notification(
+            Notification::ListChanged {
+                kind: Kind::Tools,
+                sub: None,
+            },
+        )))
+    }
+
+    /// The id of the one request the last step sent that `want` selects.
+    fn request(&self, want: impl Fn(&Request) -> bool) -> ReqId {
+        let ids: Vec<ReqId> = self
+            .out
+            .iter()
+            .filter_map(|o| match o {
+                ClientOutput::Send(ClientMsg { id, req, .. }) if want(req) => Some(*id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids.len(), 1, "one such request: {:?}", self.out);
+        ids[0]
+    }
+
+    /// The id of the first-page tools list request the last step sent.
+    fn first_page(&self) -> ReqId {
+        self.request(|q| {
+            matches!(
+                q,
+                Request::List {
+                    kind: Kind::Tools,
+                    cursor: None
+                }
+            )
+        })
+    }
+
+    /// The id of the continuation request (cursor `c`) the last step sent.
+    fn next_page(&self, c: &str) -> ReqId {
+        self.request(|q| match q {
+            Request::List {
+                kind: Kind::Tools,
+                cursor: Some(Cursor(have)),
+            } => &**have == c,
+            _ => false,
+        })
+    }
+
+    fn sent_anything(&self) -> bool {
+        self.out.iter().any(|o| matches!(o, ClientOutput::Send(_)))
+    }
+
+    /// The pacing delay the last step asked for, if it held a walk back.
+    fn walk_delay(&self) -> Option<u32> {
+        self.out.iter().find_map(|o| match o {
+            ClientOutput::ScheduleWalk { delay_ms, .. } => Some(*delay_ms),
+            _ => None,
+        })
+    }
+
+    /// The retry the last step asked for: (attempt, delay).
+    fn retry(&self) -> Option<(u8, u32)> {
+        self.out.iter().find_map(|o| match o {
+            ClientOutput::ScheduleRetry {
+                attempt, delay_ms, ..
+            } => Some((*attempt, *delay_ms)),
+            _ => None,
+        })
+    }
+
+    fn failure(&self) -> Option<&ClientError> {
+        self.out.iter().find_map(|o| match o {
+            ClientOutput::Failed { error, .. } => Some(error),
+            _ => None,
+        })
+    }
+
+    fn published(&self) -> Option<Vec<String>> {
+        self.out.iter().find_map(|o| match o {
+            ClientOutput::Event(Event::Published { items, .. }) => Some(
+                items
+                    .iter()
+                    .map(|i| format!("{}={}", i.name, i.def))
+                    .collect(),
+            ),
+            _ => None,
+        })
+    }
+
+    fn ended(&self) -> Option<RefreshOutcome> {
+        self.out.iter().find_map(|o| match o {
+            ClientOutput::Event(Event::RefreshEnded { outcome, .. }) => Some(*outcome),
+            _ => None,
+        })
+    }
+
+    fn restarted(&self) -> Option<Restart> {
+        self.out.iter().find_map(|o| match o {
+            ClientOutput::Event(Event::WalkRestarted { reason, .. }) => Some(*reason),
+            _ => None,
+        })
+    }
+
+    fn marked_stale(&self) -> bool {
+        self.out
+            .iter()
+            .any(|o| matches!(o, ClientOutput::Event(Event::MarkedStale { .. })))
+    }
+}
+
+/// A tools page of `items` ("name=def"), continued by cursor `next`, at `version` of catalog 1.
+fn page(items: &[&str], next: Option<&str>, version: Option<u64>) -> Response {
+    page_of(Kind::Tools, items, next, version, Some(1))
+}
+
+fn page_of(
+    kind: Kind,
+    items: &[&str],
+    next: Option<&str>,
+    version: Option<u64>,
+    catalog: Option<u64>,
+) -> Response {
+    Response::Page(Page {
+        kind,
+        items: items
+            .iter()
+            .map(|s| {
+                let (n, d) = s.split_once('=').expect("name=def");
+                Item::new(n, d)
+            })
+            .collect(),
+        next: next.map(|c| Cursor(c.into())),
+        version,
+        catalog: version.and(catalog),
+        ttl_ms: None,
+        cache_scope: None,
+        version_bound: false,
+    })
+}
+
+fn internal_error() -> Response {
+    Response::Error(RpcError {
+        code: listsync_core::wire::INTERNAL_ERROR,
+        reason: ErrorReason::Other("down".into()),
+    })
+}
+
+fn unpaced() -> Pacing {
+    Pacing::OFF
+}
+
+// --- Retries -------------------------------------------------------------------------------
+
+#[test]
+fn failed_refreshes_back_off_doubling_to_the_cap_and_give_up_after_the_last_retry() {
+    let limits = Limits {
+        max_retries: 5,
+        backoff_base_ms: 100,
+        backoff_max_ms: 1_000,
+        ..Limits::default()
+    };
+    let mut r = Rig::new(ClientStrategy::Reference, limits, unpaced());
+    let mut id = r.first_page();
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        r.answer(id, internal_error());
+        assert!(
+            matches!(r.failure(), Some(ClientError::Rpc(_))),
+            "a server error is reported as one: {:?}",
+            r.out
+        );
+        assert_eq!(r.ended(), None, "the refresh goes on while retries remain");
+        let Some(retry) = r.retry() else {
+            panic!("a retry is armed: {:?}", r.out)
+        };
+        seen.push(retry);
+        r.step(ClientInput::RetryDue(Kind::Tools, A));
+        id = r.first_page();
+    }
+    assert_eq!(
+        seen,
+        vec![(1, 100), (2, 200), (3, 400), (4, 800), (5, 1_000)],
+        "attempts count up; delays double from the base and stop at the cap"
+    );
+    r.answer(id, internal_error());
+    assert_eq!(r.retry(), None, "no sixth retry: {:?}", r.out);
+    assert_eq!(r.ended(), Some(RefreshOutcome::Failed));
+    r.step(ClientInput::RetryDue(Kind::Tools, A));
+    assert!(!r.sent_anything(), "a late timer does nothing: {:?}", r.out);
+}
+
+#[test]
+fn a_client_that_does_not_retry_ends_the_refresh_at_the_first_failure() {
+    let mut r = Rig::new(ClientStrategy::Naive, Limits::default(), unpaced());
+    let id = r.first_page();
+    r.answer(id, internal_error());
+    assert!(r.failure().is_some());
+    assert_eq!(r.retry(), None);
+    assert_eq!(r.ended(), Some(RefreshOutcome::Failed));
+}
+
+#[test]
+fn a_retry_timer_restarts_only_the_walk_it_was_armed_for_and_only_once() {
+    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), unpaced());
+    let id = r.first_page();
+    // A timer no failure armed, while the first walk waits for its page: nothing happens.
+    r.step(ClientInput::RetryDue(Kind::Tools, A));
+    assert!(!r.sent_anything(), "{:?}", r.out);
+    assert_eq!(r.restarted(), None);
+    r.answer(id, page(&["a=1"], None, Some(1)));
+    assert!(r.published().is_some());
+    // A change, and its walk fails: the retry is armed.
+    r.notify();
+    let id = r.first_page();
+    r.answer(id, internal_error());
+    assert!(r.marked_stale(), "the held list is marked stale once");
+    assert_eq!(r.retry(), Some((1, 100)));
+    // The connection drops before the timer fires: the timer finds no connection.
+    r.step(ClientInput::Disconnected);
+    r.step(ClientInput::RetryDue(Kind::Tools, A));
+    assert!(
+        !r.sent_anything(),
+        "no request without a connection: {:?}",
+        r.out
+    );
+}
+
+#[test]
+fn the_retry_walk_starts_from_the_first_page_and_a_second_failure_does_not_mark_again() {
+    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), unpaced());
+    let id = r.first_page();
+    r.answer(id, page(&["a=1"], None, Some(1)));
+    r.notify();
+    let id = r.first_page();
+    r.answer(id, page(&["a=1"], Some("p2"), Some(2)));
+    let id = r.next_page("p2");
+    r.answer(id, internal_error());
+    assert!(r.marked_stale());
+    r.step(ClientInput::RetryDue(Kind::Tools, A));
+    assert_eq!(r.restarted(), Some(Restart::Retry));
+    let id = r.first_page();
+    r.step(ClientInput::RetryDue(Kind::Tools, A));
+    assert!(!r.sent_anything(), "the timer fired once: {:?}", r.out);
+    r.answer(id, internal_error());
+    assert!(!r.marked_stale(), "already stale: {:?}", r.out);
+    assert_eq!(r.retry(), Some((2, 200)));
+}
+
+// --- Bounds on a walk ----------------------------------------------------------------------
+
+fn bounded(max_pages: u32, max_items: u32) -> Rig {
+    let limits = Limits {
+        max_pages,
+        max_items,
+        max_retries: 0,
+        ..Limits::default()
+    };
+    Rig::new(ClientStrategy::Reference, limits, unpaced())
+}
+
+#[test]
+fn a_walk_of_exactly_max_pages_and_max_items_is_published() {
+    let mut r = bounded(2, 3);
+    let id = r.first_page();
+    r.answer(id, page(&["a=1", "b=1"], Some("p2"), Some(1)));
+    let id = r.next_page("p2");
+    r.answer(id, page(&["c=1"], None, Some(1)));
+    assert_eq!(r.failure(), None, "{:?}", r.out);
+    assert_eq!(
+        r.published(),
+        Some(vec!["a=1".into(), "b=1".into(), "c=1".into()])
+    );
+}
+
+#[test]
+fn one_page_more_than_max_pages_fails_the_walk() {
+    let mut r = bounded(2, 100);
+    let id = r.first_page();
+    r.answer(id, page(&["a=1"], Some("p2"), Some(1)));
+    let id = r.next_page("p2");
+    r.answer(id, page(&["b=1"], Some("p3"), Some(1)));
+    let id = r.next_page("p3");
+    r.answer(id, page(&["c=1"], None, Some(1)));
+    assert_eq!(r.failure(), Some(&ClientError::TooManyPages(2)));
+    assert_eq!(r.published(), None);
+}
+
+#[test]
+fn items_are_counted_across_pages() {
+    let mut r = bounded(10, 2);
+    let id = r.first_page();
+    r.answer(id, page(&["a=1", "b=1"], Some("p2"), Some(1)));
+    let id = r.next_page("p2");
+    r.answer(id, page(&["c=1"], None, Some(1)));
+    assert_eq!(r.failure(), Some(&ClientError::TooManyItems(2)));
+    assert_eq!(r.published(), None);
+}
+
+#[test]
+fn a_cursor_seen_twice_in_one_walk_fails_it() {
+    let mut r = bounded(10, 100);
+    let id = r.first_page();
+    r.answer(id, page(&["a=1"], Some("x"), Some(1)));
+    let id = r.next_page("x");
+    r.answer(id, page(&["b=1"], Some("x"), Some(1)));
+    assert_eq!(
+        r.failure(),
+        Some(&ClientError::CursorCycle(Cursor("x".into())))
+    );
+}
+
+#[test]
+fn a_page_of_another_list_is_an_unexpected_response() {
+    let mut r = bounded(10, 100);
+    let id = r.first_page();
+    r.answer(id, page_of(Kind::Prompts, &["a=1"], None, Some(1), Some(1)));
+    assert!(
+        matches!(r.failure(), Some(ClientError::UnexpectedResponse(_))),
+        "{:?}",
+        r.out
+    );
+    assert_eq!(r.published(), None);
+}
+
+// --- Restarts ------------------------------------------------------------------------------
+
+#[test]
+fn a_refused_cursor_restarts_the_reference_walk_and_fails_a_naive_one() {
+    let refused = || {
+        Response::Error(RpcError {
+            code: listsync_core::wire::INVALID_PARAMS,
+            reason: ErrorReason::InvalidCursor,
+        })
+    };
+    let mut r = bounded(10, 100);
+    let id = r.first_page();
+    r.answer(id, page(&["a=1"], Some("p2"), Some(1)));
+    let id = r.next_page("p2");
+    r.answer(id, refused());
+    assert_eq!(r.restarted(), Some(Restart::InvalidCursor));
+    assert_eq!(r.failure(), None);
+    r.first_page();
+
+    let mut n = Rig::new(ClientStrategy::Naive, Limits::default(), unpaced());
+    let id = n.first_page();
+    n.answer(id, page(&["a=1"], Some("p2"), Some(1)));
+    let id = n.next_page("p2");
+    n.answer(id, refused());
+    assert_eq!(n.restarted(), None);
+    assert!(
+        matches!(n.failure(), Some(ClientError::Rpc(e)) if e.reason == ErrorReason::InvalidCursor),
+        "{:?}",
+        n.out
+    );
+}
+
+#[test]
+fn a_later_page_from_another_version_or_catalog_restarts_the_walk() {
+    for (version, catalog) in [(2, 1), (1, 2)] {
+        let mut r = bounded(10, 100);
+        let id = r.first_page();
+        r.answer(id, page(&["a=1"], Some("p2"), Some(1)));
+        let id = r.next_page("p2");
+        r.answer(
+            id,
+            page_of(Kind::Tools, &["b=2"], None, Some(version), Some(catalog)),
+        );
+        assert_eq!(
+            r.restarted(),
+            Some(Restart::VersionChanged),
+            "v{version} of catalog {catalog}: {:?}",
+            r.out
+        );
+        assert_eq!(r.published(), None);
+    }
+}
+
+// --- Which finished walk is published ------------------------------------------------------
+
+/// A reference client holding `items` at `version` of `catalog` (no versions when None).
+fn holding(items: &[&str], version: Option<u64>, catalog: u64) -> Rig {
+    let mut r = bounded(10, 100);
+    let id = r.first_page();
+    r.answer(
+        id,
+        page_of(Kind::Tools, items, None, version, Some(catalog)),
+    );
+    assert!(r.published().is_some());
+    r
+}
+
+/// Walks the list once more after a change; the server answers `resp`.
+fn walk_again(r: &mut Rig, resp: Response) {
+    r.notify();
+    let id = r.first_page();
+    r.answer(id, resp);
+}
+
+#[test]
+fn the_same_list_again_is_not_published_again() {
+    let mut r = holding(&["a=1"], Some(3), 1);
+    walk_again(&mut r, page(&["a=1"], None, Some(3)));
+    assert_eq!(r.published(), None, "{:?}", r.out);
+    assert_eq!(r.ended(), Some(RefreshOutcome::Discarded));
+    // Without versions, the same items are the same list.
+    let mut r = holding(&["a=1"], None, 1);
+    walk_again(&mut r, page(&["a=1"], None, None));
+    assert_eq!(r.published(), None, "{:?}", r.out);
+    assert_eq!(r.ended(), Some(RefreshOutcome::Discarded));
+}
+
+#[test]
+fn an_older_version_does_not_overwrite_a_newer_one() {
+    let mut r = holding(&["a=1"], Some(5), 1);
+    walk_again(&mut r, page(&["a=0"], None, Some(3)));
+    assert_eq!(r.published(), None, "{:?}", r.out);
+    walk_again(&mut r, page(&["a=2"], None, Some(6)));
+    assert_eq!(r.published(), Some(vec!["a=2".into()]));
+}
+
+#[test]
+fn a_reconnection_to_a_lagging_node_of_the_same_catalog_does_not_roll_back() {
+    let mut r = holding(&["a=5"], Some(5), 7);
+    r.step(ClientInput::Disconnected);
+    r.step(ClientInput::Start);
+    let init = r.request(|q| matches!(q, Request::Initialize));
+    r.answer(
+        init,
+        Response::Initialized {
+            era: Era::V2025_11_25,
+            caps: Caps {
+                list_changed: KindSet::only(Kind::Tools),
+                subscribe: false,
+            },
+        },
+    );
+    let id = r.first_page();
+    r.answer(id, page_of(Kind::Tools, &["a=3"], None, Some(3), Some(7)));
+    assert_eq!(r.published(), None, "{:?}", r.out);
+}
+
+#[test]
+fn a_reconnection_to_a_restarted_server_takes_its_list_whatever_its_version() {
+    let mut r = holding(&["a=5"], Some(5), 7);
+    r.step(ClientInput::Disconnected);
+    r.step(ClientInput::Start);
+    let init = r.request(|q| matches!(q, Request::Initialize));
+    r.answer(
+        init,
+        Response::Initialized {
+            era: Era::V2025_11_25,
+            caps: Caps {
+                list_changed: KindSet::only(Kind::Tools),
+                subscribe: false,
+            },
+        },
+    );
+    let id = r.first_page();
+    r.answer(id, page_of(Kind::Tools, &["b=1"], None, Some(1), Some(8)));
+    assert_eq!(r.published(), Some(vec!["b=1".into()]), "{:?}", r.out);
+}
+
+// --- Pacing --------------------------------------------------------------------------------
+
+/// A reference client with this pacing whose first walk (started at 0 ms) published `a=1`.
+fn paced(pacing: Pacing) -> Rig {
+    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), pacing);
+    let id = r.first_page();
+    r.answer(id, page(&["a=1"], None, Some(1)));
+    r
+}
+
+/// A change at `ms`: the walk it causes is held; returns the pacing delay asked for.
+fn change_at(r: &mut Rig, ms: u64) -> Option<u32> {
+    r.at(ms);
+    r.notify();
+    r.walk_delay()
+}
+
+/// The held walk starts at `ms` and the server answers it at once with `items` at `version`.
+fn walk_at(r: &mut Rig, ms: u64, items: &[&str], version: u64) {
+    r.at(ms);
+    r.step(ClientInput::WalkDue(Kind::Tools, A));
+    let id = r.first_page();
+    r.answer(id, page(items, None, Some(version)));
+}
+
+#[test]
+fn the_adaptive_gap_is_four_smoothed_notification_intervals_from_the_last_walk_start() {
+    let pacing = Pacing {
+        coalesce: Coalesce::Adaptive(100),
+        ..Pacing::OFF
+    };
+    // Far from 0 ms, so that absolute times are not mistaken for intervals.
+    let t = 5_000;
+    let mut r = paced(pacing);
+    // The first change of a burst: no interval known yet, the walk may start at once.
+    assert_eq!(change_at(&mut r, t + 10), Some(0));
+    r.at(t + 10);
+    r.step(ClientInput::WalkDue(Kind::Tools, A));
+    let id = r.first_page();
+    // A second change 10 ms later, while the walk runs: interval 10 ms.
+    assert_eq!(
+        change_at(&mut r, t + 20),
+        None,
+        "no second walk while one runs"
+    );
+    // The walk ends at +21: the next waits for 4 × 10 ms from the last start (+10): 29 ms.
+    r.at(t + 21);
+    r.answer(id, page(&["a=2"], None, Some(2)));
+    assert_eq!(r.walk_delay(), Some(29), "{:?}", r.out);
+    // A third change at +26, while that walk is held: interval (3 × 10 + 6) / 4 = 9 ms.
+    assert_eq!(change_at(&mut r, t + 26), None);
+    walk_at(&mut r, t + 50, &["a=3"], 3);
+    // A fourth at +55: interval (3 × 9 + 29) / 4 = 14 ms, the gap 56 ms from +50: 51 ms.
+    assert_eq!(change_at(&mut r, t + 55), Some(51));
+    walk_at(&mut r, t + 106, &["a=4"], 4);
+    // The gap never exceeds the knob: changes 90 ms apart (interval (3 × 14 + 51) / 4 = 23 ms,
+    // then about 40 ms) would ask for more than 100 ms.
+    assert_eq!(
+        change_at(&mut r, t + 196),
+        Some(0),
+        "more than 4 intervals since the last change"
+    );
+}
+
+#[test]
+fn the_adaptive_gap_is_capped_by_its_knob_and_forgets_changes_older_than_it() {
+    let pacing = Pacing {
+        coalesce: Coalesce::Adaptive(100),
+        ..Pacing::OFF
+    };
+    let t = 5_000;
+    let mut r = paced(pacing);
+    assert_eq!(change_at(&mut r, t), Some(0));
+    walk_at(&mut r, t, &["a=2"], 2);
+    // 60 ms later: interval 60 ms, gap min(240, 100) = 100 ms from the walk at +0.
+    assert_eq!(change_at(&mut r, t + 60), Some(40));
+    walk_at(&mut r, t + 100, &["a=3"], 3);
+    // 150 ms after the last change: farther apart than the knob, not a burst.
+    assert_eq!(change_at(&mut r, t + 210), Some(0));
+}
+
+#[test]
+fn a_fixed_gap_counts_from_the_previous_walk_start() {
+    let pacing = Pacing {
+        coalesce: Coalesce::Gap(50),
+        ..Pacing::OFF
+    };
+    let mut r = paced(pacing);
+    assert_eq!(change_at(&mut r, 20), Some(30));
+    walk_at(&mut r, 50, &["a=2"], 2);
+    assert_eq!(change_at(&mut r, 200), Some(0));
+}
+
+#[test]
+fn an_endless_storm_backs_off_doubling_from_the_base_to_the_max() {
+    let pacing = Pacing {
+        coalesce: Coalesce::Off,
+        storm_after: 2,
+        storm_base_ms: 100,
+        storm_max_ms: 400,
+    };
+    let mut r = paced(pacing);
+    let mut now = 1_000;
+    let mut delays = Vec::new();
+    for _ in 0..7 {
+        // Each change comes 1 ms after the last walk started, and the list never changes.
+        let d = change_at(&mut r, now).expect("walks are held while pacing is on");
+        delays.push(d);
+        now += u64::from(d);
+        walk_at(&mut r, now, &["a=1"], 1);
+        now += 1;
+    }
+    assert_eq!(
+        delays,
+        vec![0, 0, 99, 199, 399, 399, 399],
+        "two unchanged walks back to back, then 100, 200, 400 ms from the previous start"
+    );
+    // A walk that publishes ends the storm.
+    let d = change_at(&mut r, now).expect("held");
+    assert_eq!(d, 399);
+    walk_at(&mut r, now + 399, &["a=2"], 2);
+    assert_eq!(change_at(&mut r, now + 400), Some(0));
+}
