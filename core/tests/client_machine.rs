@@ -651,3 +651,302 @@ fn an_endless_storm_backs_off_doubling_from_the_base_to_the_max() {
     walk_at(&mut r, now + 399, &["a=2"], 2);
     assert_eq!(change_at(&mut r, now + 400), Some(0));
 }
+
+// --- Inputs from the driver: transport failures, timers, the application ---------------------
+
+#[test]
+fn a_client_knows_its_id_and_a_renumbered_copy_its_new_one() {
+    let cfg = Arc::new(ClientConfig::tools(
+        ClientStrategy::Reference,
+        Era::V2025_11_25,
+    ));
+    let c = CatalogClient::new(7, cfg);
+    assert_eq!(c.id(), 7);
+    assert_eq!(c.with_id(3).id(), 3);
+}
+
+#[test]
+fn a_failed_or_unreadable_page_request_fails_the_walk_and_arms_a_retry() {
+    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), unpaced());
+    let id = r.first_page();
+    r.step(ClientInput::RequestFailed(id, "timed out".into()));
+    assert_eq!(
+        r.failure(),
+        Some(&ClientError::Transport("timed out".into()))
+    );
+    assert_eq!(r.retry(), Some((1, 100)));
+    r.step(ClientInput::RetryDue(Kind::Tools, A));
+    let id = r.first_page();
+    r.step(ClientInput::InvalidResponse(id, "item 3: no name".into()));
+    assert_eq!(
+        r.failure(),
+        Some(&ClientError::InvalidResponse("item 3: no name".into()))
+    );
+    assert_eq!(r.retry(), Some((2, 200)));
+    // A failure of a request the client no longer waits for changes nothing.
+    r.step(ClientInput::RequestFailed(id, "late".into()));
+    assert_eq!(r.failure(), None, "{:?}", r.out);
+}
+
+#[test]
+fn an_application_refresh_walks_at_once_when_connected_and_not_otherwise() {
+    let pacing = Pacing {
+        coalesce: Coalesce::Gap(1_000),
+        ..Pacing::OFF
+    };
+    let mut r = paced(pacing);
+    r.at(10);
+    r.step(ClientInput::Refresh(Kind::Tools));
+    assert_eq!(r.walk_delay(), None, "not held by pacing: {:?}", r.out);
+    let id = r.first_page();
+    r.answer(id, page(&["a=1"], None, Some(1)));
+    r.step(ClientInput::Disconnected);
+    r.step(ClientInput::Refresh(Kind::Tools));
+    assert!(!r.sent_anything(), "{:?}", r.out);
+}
+
+#[test]
+fn a_ttl_expiry_walks_only_a_kept_list_of_a_connected_client() {
+    let mut r = paced(Pacing::OFF);
+    r.step(ClientInput::TtlExpired(Kind::Prompts));
+    assert!(!r.sent_anything(), "prompts are not kept: {:?}", r.out);
+    r.step(ClientInput::TtlExpired(Kind::Tools));
+    r.first_page();
+    let mut r = paced(Pacing::OFF);
+    r.step(ClientInput::Disconnected);
+    r.step(ClientInput::TtlExpired(Kind::Tools));
+    assert!(!r.sent_anything(), "{:?}", r.out);
+}
+
+#[test]
+fn a_cut_connection_marks_the_held_list_stale_once() {
+    let mut r = paced(Pacing::OFF);
+    r.step(ClientInput::Disconnected);
+    assert!(r.marked_stale(), "{:?}", r.out);
+    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), unpaced());
+    let id = r.first_page();
+    r.answer(id, page(&["a=1"], None, Some(1)));
+    r.notify();
+    let id = r.first_page();
+    r.answer(id, internal_error());
+    assert!(r.marked_stale());
+    r.step(ClientInput::Disconnected);
+    assert!(!r.marked_stale(), "already stale: {:?}", r.out);
+}
+
+#[test]
+fn a_context_switch_relists_under_the_new_context() {
+    let mut r = paced(Pacing::OFF);
+    r.step(ClientInput::SetAuth(AuthCtx(2)));
+    assert_eq!(r.c.auth(), AuthCtx(2));
+    let under: Vec<AuthCtx> = r
+        .out
+        .iter()
+        .filter_map(|o| match o {
+            ClientOutput::Send(ClientMsg {
+                auth,
+                req: Request::List { .. },
+                ..
+            }) => Some(*auth),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(under, vec![AuthCtx(2)]);
+}
+
+// --- 2026-07-28: the listen stream -----------------------------------------------------------
+
+/// A 2026-07-28 reference client of tools watching resource `r`, its listen stream
+/// acknowledged as stream 1 and its first tools walk published.
+fn listening() -> Rig {
+    let cfg = ClientConfig {
+        watch: vec!["r".into()],
+        pacing: Pacing::OFF,
+        ..ClientConfig::tools(ClientStrategy::Reference, Era::V2026_07_28)
+    };
+    let mut r = Rig {
+        c: CatalogClient::new(0, Arc::new(cfg)),
+        out: Vec::new(),
+    };
+    r.step(ClientInput::Start);
+    r.request(|q| matches!(q, Request::Listen { .. }));
+    ack(&mut r, 1);
+    let id = r.first_page();
+    r.answer(id, page(&["a=1"], None, Some(1)));
+    assert!(r.published().is_some());
+    r
+}
+
+fn ack(r: &mut Rig, sub: u32) {
+    r.step(ClientInput::Receive(ServerMsg::Notification(
+        Notification::Acknowledged {
+            sub,
+            kinds: KindSet::only(Kind::Tools),
+        },
+    )));
+}
+
+fn updated(r: &mut Rig, sub: Option<u32>) {
+    r.step(ClientInput::Receive(ServerMsg::Notification(
+        Notification::ResourceUpdated {
+            uri: "r".into(),
+            sub,
+        },
+    )));
+}
+
+#[test]
+fn a_watched_resource_is_read_on_an_update_of_the_current_stream_only() {
+    let mut r = listening();
+    updated(&mut r, Some(2));
+    assert!(!r.sent_anything(), "another stream's update: {:?}", r.out);
+    updated(&mut r, Some(1));
+    let id = r.request(|q| matches!(q, Request::ReadResource { .. }));
+    r.answer(
+        id,
+        Response::Content {
+            uri: "r".into(),
+            text: "v2".into(),
+        },
+    );
+    assert!(
+        r.out
+            .iter()
+            .any(|o| matches!(o, ClientOutput::Content { text, .. } if &**text == "v2")),
+        "{:?}",
+        r.out
+    );
+    assert_eq!(r.c.contents().get("r").map(|t| &**t), Some("v2"));
+    r.step(ClientInput::Disconnected);
+    updated(&mut r, None);
+    assert!(!r.sent_anything(), "not connected: {:?}", r.out);
+}
+
+#[test]
+fn a_lost_stream_is_reopened_and_its_new_acknowledgement_relists_without_losing_a_walk() {
+    let mut r = listening();
+    r.notify_on(1);
+    let walk = r.first_page();
+    r.step(ClientInput::StreamLost);
+    r.request(|q| matches!(q, Request::Listen { .. }));
+    // The walk that was running still completes.
+    r.answer(walk, page(&["a=2"], None, Some(2)));
+    assert_eq!(r.published(), Some(vec!["a=2".into()]), "{:?}", r.out);
+    ack(&mut r, 2);
+    r.first_page();
+    // A 2025-11-25 client has no stream to lose.
+    let mut old = paced(Pacing::OFF);
+    old.step(ClientInput::StreamLost);
+    assert!(!old.sent_anything(), "{:?}", old.out);
+    // Nor does a client that is not connected.
+    let mut r = listening();
+    r.step(ClientInput::Disconnected);
+    r.step(ClientInput::StreamLost);
+    assert!(!r.sent_anything(), "{:?}", r.out);
+}
+
+impl Rig {
+    fn notify_on(&mut self, sub: u32) -> &[ClientOutput] {
+        self.step(ClientInput::Receive(ServerMsg::Notification(
+            Notification::ListChanged {
+                kind: Kind::Tools,
+                sub: Some(sub),
+            },
+        )))
+    }
+}
+
+// --- Approvals -------------------------------------------------------------------------------
+
+/// A reference client that asks approval, holding tool `t` (with side effects) at definition
+/// `t1`, approved, with `max_retries` retries of a failed refresh.
+fn approving(max_retries: u8) -> Rig {
+    let cfg = ClientConfig {
+        ask_approval: true,
+        pacing: Pacing::OFF,
+        limits: Limits {
+            max_retries,
+            ..Limits::default()
+        },
+        ..ClientConfig::tools(ClientStrategy::Reference, Era::V2025_11_25)
+    };
+    let mut r = Rig {
+        c: CatalogClient::new(0, Arc::new(cfg)),
+        out: Vec::new(),
+    };
+    r.step(ClientInput::Start);
+    let init = r.request(|q| matches!(q, Request::Initialize));
+    r.answer(
+        init,
+        Response::Initialized {
+            era: Era::V2025_11_25,
+            caps: Caps {
+                list_changed: KindSet::only(Kind::Tools),
+                subscribe: false,
+            },
+        },
+    );
+    let id = r.first_page();
+    r.answer(id, page(&["t=t1"], None, Some(1)));
+    r.step(ClientInput::Approve("t".into()));
+    assert!(!r.c.approval_outdated());
+    r
+}
+
+fn call_result(r: &Rig) -> Option<Result<String, listsync_core::client::CallError>> {
+    r.out.iter().find_map(|o| match o {
+        ClientOutput::CallDone { result, .. } => Some(result.clone().map(|d| d.to_string())),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_call_held_for_a_change_fails_as_out_of_date_when_the_walk_after_it_fails_for_good() {
+    let mut r = approving(0);
+    r.notify();
+    let id = r.first_page();
+    r.step(ClientInput::CallTool("t".into()));
+    assert_eq!(r.c.paused_calls(), 1, "held while the list is unsettled");
+    r.answer(id, internal_error());
+    assert_eq!(
+        call_result(&r),
+        Some(Err(listsync_core::client::CallError::ListOutOfDate)),
+        "{:?}",
+        r.out
+    );
+    // Told of a further change with no walk able to follow (the list keeps failing): a new
+    // call is refused at once rather than held for ever.
+    r.notify();
+    let id = r.first_page();
+    r.answer(id, internal_error());
+    r.step(ClientInput::CallTool("t".into()));
+    assert_eq!(r.c.paused_calls(), 0);
+}
+
+#[test]
+fn a_call_held_for_a_change_goes_out_after_a_retried_walk_shows_the_approved_definition() {
+    let mut r = approving(1);
+    r.notify();
+    let id = r.first_page();
+    r.step(ClientInput::CallTool("t".into()));
+    r.answer(id, internal_error());
+    assert_eq!(call_result(&r), None, "a retry is coming: {:?}", r.out);
+    assert_eq!(r.c.paused_calls(), 1);
+    r.step(ClientInput::RetryDue(Kind::Tools, A));
+    let id = r.first_page();
+    r.answer(id, page(&["t=t1"], None, Some(2)));
+    r.request(|q| matches!(q, Request::CallTool { .. }));
+}
+
+#[test]
+fn an_approval_is_outdated_once_the_list_shows_another_definition() {
+    let mut r = approving(0);
+    walk_again(&mut r, page(&["t=t2"], None, Some(2)));
+    assert!(r.published().is_some());
+    assert!(r.c.approval_outdated());
+    r.step(ClientInput::CallTool("t".into()));
+    assert_eq!(
+        call_result(&r),
+        Some(Err(listsync_core::client::CallError::NeedsApproval))
+    );
+}
