@@ -920,6 +920,12 @@ fn a_call_held_for_a_change_fails_as_out_of_date_when_the_walk_after_it_fails_fo
     let id = r.first_page();
     r.answer(id, internal_error());
     r.step(ClientInput::CallTool("t".into()));
+    assert_eq!(
+        call_result(&r),
+        Some(Err(listsync_core::client::CallError::ListOutOfDate)),
+        "{:?}",
+        r.out
+    );
     assert_eq!(r.c.paused_calls(), 0);
 }
 
