@@ -93,10 +93,13 @@ fi
 OUT=target/mutants
 rm -rf "$OUT"
 mkdir -p "$OUT"
-tree=$(git rev-parse 'HEAD^{tree}')
 commit=$(git rev-parse HEAD)
-dirty=false
-[[ -z $(git status --porcelain --untracked-files=no) ]] || dirty=true
+# The source the run judges is the work tree as cargo-mutants copies it when each pass starts,
+# not HEAD when this script started: record that tree (its tracked files, `git stash create`
+# writes it without touching the work tree or the stash), and say so if it changed between passes.
+worktree() { local s; s=$(git stash create 2>/dev/null || true); git rev-parse "${s:-HEAD}^{tree}"; }
+tree=""
+moved=false
 machines="--test-package listsync-core --test-package listsync-model --test-package listsync-store"
 tests1="core, model and store tests (cargo test --profile mutants --lib --tests), every model configuration but the cluster ones and the large ones, not the checker's own graph tests (--skip cluster --skip large --skip checker_s_graph)"
 tests2="the survivors again, by the simulator's campaigns, machine and stack level (cargo test --profile mutants -p listsync-sim --lib --tests)"
@@ -111,6 +114,14 @@ pass() {
   read -r -a packages <<< "$3"
   shift 3
   n=$((n + 1))
+  local now
+  now=$(worktree)
+  if [[ -z $tree ]]; then
+    tree=$now
+  elif [[ $now != "$tree" ]]; then
+    moved=true
+    echo "scripts/mutants.sh: warning: the work tree changed since pass 1; the run is recorded as dirty" >&2
+  fi
   [[ $n -gt 1 ]] && iterate=(--iterate)
   echo "scripts/mutants.sh: pass $n: $tests" >&2
   local status=0
@@ -135,6 +146,8 @@ if [[ $passes_max -ge 3 && -s $OUT/mutants.out/missed.txt ]]; then
   pass "$tests3" 600 "$machines" cluster large
 fi
 wall=$(( $(date +%s) - start ))
+dirty=false
+[[ $moved == false && $tree == $(git rev-parse "$commit^{tree}") ]] || dirty=true
 scope_json=$(printf '"%s",' "${files[@]}")
 shard_json=null
 [[ -n $shard ]] && shard_json="\"$shard\""
