@@ -956,3 +956,108 @@ fn an_approval_is_outdated_once_the_list_shows_another_definition() {
         Some(Err(listsync_core::client::CallError::NeedsApproval))
     );
 }
+
+/// A tools page of `items`, the last one, at `version` of catalog 1, with this `ttlMs`.
+fn page_with_ttl(items: &[&str], version: u64, ttl_ms: u32) -> Response {
+    let Response::Page(mut p) = page(items, None, Some(version)) else {
+        unreachable!()
+    };
+    p.ttl_ms = Some(ttl_ms);
+    Response::Page(p)
+}
+
+#[test]
+fn a_discarded_walk_refreshes_the_held_list_s_ttl_only_if_it_is_the_same_list() {
+    let mut r = bounded(10, 100);
+    let id = r.first_page();
+    r.answer(id, page_with_ttl(&["a=1"], 5, 1_000));
+    let ttl = |r: &Rig| r.c.snapshot(Kind::Tools).and_then(|s| s.ttl_ms);
+    assert_eq!(ttl(&r), Some(1_000));
+    // An older walk of the same items: discarded, and its ttlMs is not the held list's.
+    walk_again(&mut r, page_with_ttl(&["a=1"], 3, 50));
+    assert_eq!(r.ended(), Some(RefreshOutcome::Discarded));
+    assert_eq!(ttl(&r), Some(1_000));
+    // The same list again: discarded, and the held list takes the new ttlMs.
+    walk_again(&mut r, page_with_ttl(&["a=1"], 5, 2_000));
+    assert_eq!(r.ended(), Some(RefreshOutcome::Discarded));
+    assert_eq!(ttl(&r), Some(2_000));
+}
+
+/// The first page of a two-page walk after a change, at version 2, its cursors declared
+/// version-bound or not; returns the continuation request's id.
+fn mid_walk(r: &mut Rig, version_bound: bool) -> ReqId {
+    r.notify();
+    let id = r.first_page();
+    let Response::Page(mut p) = page(&["a=2"], Some("p2"), Some(2)) else {
+        unreachable!()
+    };
+    p.version_bound = version_bound;
+    r.answer(id, Response::Page(p));
+    r.next_page("p2")
+}
+
+#[test]
+fn a_change_mid_walk_restarts_it_at_once_unless_the_server_binds_its_cursors_to_a_version() {
+    // Versions on every page, but no promise about the cursors: the pages in hand may predate
+    // the change, so the walk starts over now.
+    let mut r = bounded(10, 100);
+    let id = r.first_page();
+    r.answer(id, page(&["a=1"], None, Some(1)));
+    mid_walk(&mut r, false);
+    r.notify();
+    assert_eq!(r.restarted(), Some(Restart::NotifiedMidWalk), "{:?}", r.out);
+    r.first_page();
+    // Version-bound cursors: the walk cannot be torn; it finishes, then the list is walked
+    // once more.
+    let mut r = bounded(10, 100);
+    let id = r.first_page();
+    r.answer(id, page(&["a=1"], None, Some(1)));
+    let next = mid_walk(&mut r, true);
+    r.notify();
+    assert_eq!(r.restarted(), None, "{:?}", r.out);
+    assert!(!r.sent_anything());
+    let Response::Page(mut p) = page(&["b=2"], None, Some(2)) else {
+        unreachable!()
+    };
+    p.version_bound = true;
+    r.answer(next, Response::Page(p));
+    assert_eq!(r.published(), Some(vec!["a=2".into(), "b=2".into()]));
+    r.first_page();
+}
+
+#[test]
+fn the_adaptive_gap_ends_with_the_burst() {
+    let pacing = Pacing {
+        coalesce: Coalesce::Adaptive(100),
+        ..Pacing::OFF
+    };
+    let t = 5_000;
+    let mut r = paced(pacing);
+    assert_eq!(change_at(&mut r, t), Some(0));
+    walk_at(&mut r, t, &["a=2"], 2);
+    // A burst: 10 ms apart, so walks 40 ms apart.
+    assert_eq!(change_at(&mut r, t + 10), Some(30));
+    walk_at(&mut r, t + 40, &["a=3"], 3);
+    // The application walks at +60.
+    r.at(t + 60);
+    r.step(ClientInput::Refresh(Kind::Tools));
+    let id = r.first_page();
+    r.answer(id, page(&["a=3"], None, Some(3)));
+    // A TTL runs out at +65: 55 ms after the last notification, more than four intervals, so
+    // the burst is over and the walk starts at once, though the last walk began 5 ms ago.
+    r.at(t + 65);
+    r.step(ClientInput::TtlExpired(Kind::Tools));
+    assert_eq!(r.walk_delay(), Some(0), "{:?}", r.out);
+}
+
+#[test]
+fn a_storm_back_off_set_to_start_after_zero_walks_is_off() {
+    let pacing = Pacing {
+        coalesce: Coalesce::Gap(10),
+        storm_after: 0,
+        storm_base_ms: 100,
+        storm_max_ms: 400,
+    };
+    let mut r = paced(pacing);
+    assert_eq!(change_at(&mut r, 5), Some(5), "the fixed gap alone");
+}
