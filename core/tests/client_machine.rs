@@ -37,9 +37,16 @@ impl Rig {
             c: CatalogClient::new(0, Arc::new(cfg)),
             out: Vec::new(),
         };
-        r.step(ClientInput::Start);
-        let init = r.request(|q| matches!(q, Request::Initialize));
-        r.answer(
+        r.connect();
+        r
+    }
+
+    /// Connects a 2025-11-25 client: `initialize`, answered with list-changed notifications
+    /// of tools; its first list request is in `out`.
+    fn connect(&mut self) {
+        self.step(ClientInput::Start);
+        let init = self.request(|q| matches!(q, Request::Initialize));
+        self.answer(
             init,
             Response::Initialized {
                 era: Era::V2025_11_25,
@@ -49,7 +56,6 @@ impl Rig {
                 },
             },
         );
-        r
     }
 
     fn step(&mut self, input: ClientInput) -> &[ClientOutput] {
@@ -490,18 +496,7 @@ fn an_older_version_does_not_overwrite_a_newer_one() {
 fn a_reconnection_to_a_lagging_node_of_the_same_catalog_does_not_roll_back() {
     let mut r = holding(&["a=5"], Some(5), 7);
     r.step(ClientInput::Disconnected);
-    r.step(ClientInput::Start);
-    let init = r.request(|q| matches!(q, Request::Initialize));
-    r.answer(
-        init,
-        Response::Initialized {
-            era: Era::V2025_11_25,
-            caps: Caps {
-                list_changed: KindSet::only(Kind::Tools),
-                subscribe: false,
-            },
-        },
-    );
+    r.connect();
     let id = r.first_page();
     r.answer(id, page_of(Kind::Tools, &["a=3"], None, Some(3), Some(7)));
     assert_eq!(r.published(), None, "{:?}", r.out);
@@ -511,18 +506,7 @@ fn a_reconnection_to_a_lagging_node_of_the_same_catalog_does_not_roll_back() {
 fn a_reconnection_to_a_restarted_server_takes_its_list_whatever_its_version() {
     let mut r = holding(&["a=5"], Some(5), 7);
     r.step(ClientInput::Disconnected);
-    r.step(ClientInput::Start);
-    let init = r.request(|q| matches!(q, Request::Initialize));
-    r.answer(
-        init,
-        Response::Initialized {
-            era: Era::V2025_11_25,
-            caps: Caps {
-                list_changed: KindSet::only(Kind::Tools),
-                subscribe: false,
-            },
-        },
-    );
+    r.connect();
     let id = r.first_page();
     r.answer(id, page_of(Kind::Tools, &["b=1"], None, Some(1), Some(8)));
     assert_eq!(r.published(), Some(vec!["b=1".into()]), "{:?}", r.out);
@@ -874,18 +858,7 @@ fn approving(max_retries: u8) -> Rig {
         c: CatalogClient::new(0, Arc::new(cfg)),
         out: Vec::new(),
     };
-    r.step(ClientInput::Start);
-    let init = r.request(|q| matches!(q, Request::Initialize));
-    r.answer(
-        init,
-        Response::Initialized {
-            era: Era::V2025_11_25,
-            caps: Caps {
-                list_changed: KindSet::only(Kind::Tools),
-                subscribe: false,
-            },
-        },
-    );
+    r.connect();
     let id = r.first_page();
     r.answer(id, page(&["t=t1"], None, Some(1)));
     r.step(ClientInput::Approve("t".into()));
