@@ -576,16 +576,22 @@ fn the_adaptive_gap_is_four_smoothed_notification_intervals_from_the_last_walk_s
     );
 }
 
-#[test]
-fn the_adaptive_gap_is_capped_by_its_knob_and_forgets_changes_older_than_it() {
-    let pacing = Pacing {
+/// A reference client with an adaptive gap of at most 100 ms, its list changed at `t` ms (far
+/// from 0, so that absolute times are not mistaken for intervals) and walked at once.
+fn adaptive_after_a_change_at(t: u64) -> Rig {
+    let mut r = paced(Pacing {
         coalesce: Coalesce::Adaptive(100),
         ..Pacing::OFF
-    };
-    let t = 5_000;
-    let mut r = paced(pacing);
+    });
     assert_eq!(change_at(&mut r, t), Some(0));
     walk_at(&mut r, t, &["a=2"], 2);
+    r
+}
+
+#[test]
+fn the_adaptive_gap_is_capped_by_its_knob_and_forgets_changes_older_than_it() {
+    let t = 5_000;
+    let mut r = adaptive_after_a_change_at(t);
     // 60 ms later: interval 60 ms, gap min(240, 100) = 100 ms from the walk at +0.
     assert_eq!(change_at(&mut r, t + 60), Some(40));
     walk_at(&mut r, t + 100, &["a=3"], 3);
@@ -1000,14 +1006,8 @@ fn a_change_mid_walk_restarts_it_at_once_unless_the_server_binds_its_cursors_to_
 
 #[test]
 fn the_adaptive_gap_ends_with_the_burst() {
-    let pacing = Pacing {
-        coalesce: Coalesce::Adaptive(100),
-        ..Pacing::OFF
-    };
     let t = 5_000;
-    let mut r = paced(pacing);
-    assert_eq!(change_at(&mut r, t), Some(0));
-    walk_at(&mut r, t, &["a=2"], 2);
+    let mut r = adaptive_after_a_change_at(t);
     // A burst: 10 ms apart, so walks 40 ms apart.
     assert_eq!(change_at(&mut r, t + 10), Some(30));
     walk_at(&mut r, t + 40, &["a=3"], 3);
