@@ -5,7 +5,8 @@
 //! world with a coarse clock cannot tell apart (docs/design.md, "Pacing" and "Bounds").
 
 use listsync_core::client::{
-    CatalogClient, ClientConfig, ClientError, ClientInput, ClientOutput, Coalesce, Limits, Pacing,
+    CallError, CatalogClient, ClientConfig, ClientError, ClientInput, ClientOutput, Coalesce,
+    Limits, Pacing,
 };
 use listsync_core::history::{Event, RefreshOutcome, Restart};
 use listsync_core::strategy::ClientStrategy;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 
 const A: AuthCtx = AuthCtx(0);
 
-/// A client machine, its clock, and what its last step asked for.
+/// A client machine (its clock set by `at`) and what its last step asked for.
 struct Rig {
     c: CatalogClient,
     out: Vec<ClientOutput>,
@@ -28,17 +29,21 @@ impl Rig {
     /// A 2025-11-25 client of tools with these limits and pacing, connected and initialized:
     /// its first list request is in `out`.
     fn new(strategy: ClientStrategy, limits: Limits, pacing: Pacing) -> Rig {
-        let cfg = ClientConfig {
+        let mut r = Rig::of(ClientConfig {
             limits,
             pacing,
             ..ClientConfig::tools(strategy, Era::V2025_11_25)
-        };
-        let mut r = Rig {
-            c: CatalogClient::new(0, Arc::new(cfg)),
-            out: Vec::new(),
-        };
+        });
         r.connect();
         r
+    }
+
+    /// A client of this configuration, not started.
+    fn of(cfg: ClientConfig) -> Rig {
+        Rig {
+            c: CatalogClient::new(0, Arc::new(cfg)),
+            out: Vec::new(),
+        }
     }
 
     /// Connects a 2025-11-25 client: `initialize`, answered with list-changed notifications
@@ -73,11 +78,21 @@ impl Rig {
         self.step(ClientInput::Receive(ServerMsg::Response { id, resp }))
     }
 
+    /// A tools `list_changed` (of a 2025-11-25 session: no stream id).
     fn notify(&mut self) -> &[ClientOutput] {
+        self.list_changed(None)
+    }
+
+    /// A tools `list_changed` sent on listen stream `sub` (2026-07-28).
+    fn notify_on(&mut self, sub: u32) -> &[ClientOutput] {
+        self.list_changed(Some(sub))
+    }
+
+    fn list_changed(&mut self, sub: Option<u32>) -> &[ClientOutput] {
         self.step(ClientInput::Receive(ServerMsg::Notification(
             Notification::ListChanged {
                 kind: Kind::Tools,
-                sub: None,
+                sub,
             },
         )))
     }
@@ -219,10 +234,6 @@ fn internal_error() -> Response {
     })
 }
 
-fn unpaced() -> Pacing {
-    Pacing::OFF
-}
-
 // --- Retries -------------------------------------------------------------------------------
 
 #[test]
@@ -233,7 +244,7 @@ fn failed_refreshes_back_off_doubling_to_the_cap_and_give_up_after_the_last_retr
         backoff_max_ms: 1_000,
         ..Limits::default()
     };
-    let mut r = Rig::new(ClientStrategy::Reference, limits, unpaced());
+    let mut r = Rig::new(ClientStrategy::Reference, limits, Pacing::OFF);
     let mut id = r.first_page();
     let mut seen = Vec::new();
     for _ in 0..5 {
@@ -265,7 +276,7 @@ fn failed_refreshes_back_off_doubling_to_the_cap_and_give_up_after_the_last_retr
 
 #[test]
 fn a_client_that_does_not_retry_ends_the_refresh_at_the_first_failure() {
-    let mut r = Rig::new(ClientStrategy::Naive, Limits::default(), unpaced());
+    let mut r = Rig::new(ClientStrategy::Naive, Limits::default(), Pacing::OFF);
     let id = r.first_page();
     r.answer(id, internal_error());
     assert!(r.failure().is_some());
@@ -275,7 +286,7 @@ fn a_client_that_does_not_retry_ends_the_refresh_at_the_first_failure() {
 
 #[test]
 fn a_retry_timer_restarts_only_the_walk_it_was_armed_for_and_only_once() {
-    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), unpaced());
+    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
     let id = r.first_page();
     // A timer no failure armed, while the first walk waits for its page: nothing happens.
     r.step(ClientInput::RetryDue(Kind::Tools, A));
@@ -301,7 +312,7 @@ fn a_retry_timer_restarts_only_the_walk_it_was_armed_for_and_only_once() {
 
 #[test]
 fn the_retry_walk_starts_from_the_first_page_and_a_second_failure_does_not_mark_again() {
-    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), unpaced());
+    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
     let id = r.first_page();
     r.answer(id, page(&["a=1"], None, Some(1)));
     r.notify();
@@ -329,7 +340,7 @@ fn bounded(max_pages: u32, max_items: u32) -> Rig {
         max_retries: 0,
         ..Limits::default()
     };
-    Rig::new(ClientStrategy::Reference, limits, unpaced())
+    Rig::new(ClientStrategy::Reference, limits, Pacing::OFF)
 }
 
 #[test]
@@ -415,7 +426,7 @@ fn a_refused_cursor_restarts_the_reference_walk_and_fails_a_naive_one() {
     assert_eq!(r.failure(), None);
     r.first_page();
 
-    let mut n = Rig::new(ClientStrategy::Naive, Limits::default(), unpaced());
+    let mut n = Rig::new(ClientStrategy::Naive, Limits::default(), Pacing::OFF);
     let id = n.first_page();
     n.answer(id, page(&["a=1"], Some("p2"), Some(1)));
     let id = n.next_page("p2");
@@ -657,7 +668,7 @@ fn a_client_knows_its_id_and_a_renumbered_copy_its_new_one() {
 
 #[test]
 fn a_failed_or_unreadable_page_request_fails_the_walk_and_arms_a_retry() {
-    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), unpaced());
+    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
     let id = r.first_page();
     r.step(ClientInput::RequestFailed(id, "timed out".into()));
     assert_eq!(
@@ -713,7 +724,7 @@ fn a_cut_connection_marks_the_held_list_stale_once() {
     let mut r = paced(Pacing::OFF);
     r.step(ClientInput::Disconnected);
     assert!(r.marked_stale(), "{:?}", r.out);
-    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), unpaced());
+    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
     let id = r.first_page();
     r.answer(id, page(&["a=1"], None, Some(1)));
     r.notify();
@@ -754,10 +765,7 @@ fn listening() -> Rig {
         pacing: Pacing::OFF,
         ..ClientConfig::tools(ClientStrategy::Reference, Era::V2026_07_28)
     };
-    let mut r = Rig {
-        c: CatalogClient::new(0, Arc::new(cfg)),
-        out: Vec::new(),
-    };
+    let mut r = Rig::of(cfg);
     r.step(ClientInput::Start);
     r.request(|q| matches!(q, Request::Listen { .. }));
     ack(&mut r, 1);
@@ -835,17 +843,6 @@ fn a_lost_stream_is_reopened_and_its_new_acknowledgement_relists_without_losing_
     assert!(!r.sent_anything(), "{:?}", r.out);
 }
 
-impl Rig {
-    fn notify_on(&mut self, sub: u32) -> &[ClientOutput] {
-        self.step(ClientInput::Receive(ServerMsg::Notification(
-            Notification::ListChanged {
-                kind: Kind::Tools,
-                sub: Some(sub),
-            },
-        )))
-    }
-}
-
 // --- Approvals -------------------------------------------------------------------------------
 
 /// A reference client that asks approval, holding tool `t` (with side effects) at definition
@@ -860,10 +857,7 @@ fn approving(max_retries: u8) -> Rig {
         },
         ..ClientConfig::tools(ClientStrategy::Reference, Era::V2025_11_25)
     };
-    let mut r = Rig {
-        c: CatalogClient::new(0, Arc::new(cfg)),
-        out: Vec::new(),
-    };
+    let mut r = Rig::of(cfg);
     r.connect();
     let id = r.first_page();
     r.answer(id, page(&["t=t1"], None, Some(1)));
@@ -872,7 +866,7 @@ fn approving(max_retries: u8) -> Rig {
     r
 }
 
-fn call_result(r: &Rig) -> Option<Result<String, listsync_core::client::CallError>> {
+fn call_result(r: &Rig) -> Option<Result<String, CallError>> {
     r.out.iter().find_map(|o| match o {
         ClientOutput::CallDone { result, .. } => Some(result.clone().map(|d| d.to_string())),
         _ => None,
@@ -889,7 +883,7 @@ fn a_call_held_for_a_change_fails_as_out_of_date_when_the_walk_after_it_fails_fo
     r.answer(id, internal_error());
     assert_eq!(
         call_result(&r),
-        Some(Err(listsync_core::client::CallError::ListOutOfDate)),
+        Some(Err(CallError::ListOutOfDate)),
         "{:?}",
         r.out
     );
@@ -901,7 +895,7 @@ fn a_call_held_for_a_change_fails_as_out_of_date_when_the_walk_after_it_fails_fo
     r.step(ClientInput::CallTool("t".into()));
     assert_eq!(
         call_result(&r),
-        Some(Err(listsync_core::client::CallError::ListOutOfDate)),
+        Some(Err(CallError::ListOutOfDate)),
         "{:?}",
         r.out
     );
@@ -930,10 +924,7 @@ fn an_approval_is_outdated_once_the_list_shows_another_definition() {
     assert!(r.published().is_some());
     assert!(r.c.approval_outdated());
     r.step(ClientInput::CallTool("t".into()));
-    assert_eq!(
-        call_result(&r),
-        Some(Err(listsync_core::client::CallError::NeedsApproval))
-    );
+    assert_eq!(call_result(&r), Some(Err(CallError::NeedsApproval)));
 }
 
 /// A tools page of `items`, the last one, at `version` of catalog 1, with this `ttlMs`.
