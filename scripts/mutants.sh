@@ -18,8 +18,9 @@
 #      rebuilds rt and the simulator, so this pass is for survivors only;
 #   3. the survivors of pass 2 only, by the model configurations pass 1 skipped (the cluster
 #      configurations and the large ones).
-# A mutant is caught if any pass catches it; the report says which pass judged it, and on which
-# source tree.
+# A mutant is caught if any pass catches it; the report says which pass judged it, on which
+# source tree, and which source of each mutated file (its git blob) the run mutated: runs on
+# different trees that mutated the same source differ only in the tests that judged them.
 #
 # Usage: scripts/mutants.sh [--shard K/N | --rest | --again] [--passes N] [FILE...]
 #   FILE defaults to the scope: core/src/server.rs core/src/client.rs store/src/flight.rs
@@ -46,7 +47,7 @@ while [[ $# -gt 0 ]]; do
     --one-pass) passes_max=1; shift ;;
     --rest) select=rest; shift ;;
     --again) select=again; shift ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
     -*) echo "scripts/mutants.sh: unknown option $1" >&2; exit 2 ;;
     *) files+=("$1"); shift ;;
   esac
@@ -149,6 +150,12 @@ wall=$(( $(date +%s) - start ))
 dirty=false
 [[ $moved == false && $tree == $(git rev-parse "$commit^{tree}") ]] || dirty=true
 scope_json=$(printf '"%s",' "${files[@]}")
+# Each mutated file's source, as its blob in the tree the run mutated: runs on different trees
+# can then be seen to have mutated the same source.
+sources_json=""
+for f in "${files[@]}"; do
+  sources_json="$sources_json${sources_json:+, }\"$f\": \"$(git rev-parse "$tree:$f")\""
+done
 shard_json=null
 [[ -n $shard ]] && shard_json="\"$shard\""
 partial=false
@@ -164,7 +171,8 @@ cat > "$OUT/run.json" <<EOF
   "passes": [$passes],
   "wall_s": $wall,
   "shard": $shard_json,
-  "partial": $partial
+  "partial": $partial,
+  "sources": {$sources_json}
 }
 EOF
 cargo run --release --quiet -- report --mutants "$OUT" >/dev/null

@@ -51,6 +51,11 @@ pub struct Run {
     /// judged again, or a run stopped before its end): an import replaces only those.
     #[serde(default)]
     pub partial: bool,
+    /// Each mutated file's source as the run mutated it: its git blob id in `tree`
+    /// (`git rev-parse TREE:FILE`), so that runs on different trees can be seen to have mutated
+    /// the same source (the trees then differ only in other files, e.g. the tests).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, String>,
 }
 
 /// One pass of the run: its cargo-mutants output directory (relative to the run's) and the
@@ -468,6 +473,7 @@ pub fn render(r: &MutantsReport) -> String {
             }
         );
     }
+    sources_line(&mut s, r);
     for (n, run) in r.runs.iter().enumerate() {
         if r.runs.len() > 1 {
             let _ = writeln!(s, "Run {}:\n", n + 1);
@@ -552,6 +558,50 @@ pub fn render(r: &MutantsReport) -> String {
     s
 }
 
+/// Whether each file's mutants were all made from one source of it, though judged by runs on
+/// different trees (which then differ in other files only, e.g. the tests that judged them).
+fn sources_line(s: &mut String, r: &MutantsReport) {
+    let mut per_file: BTreeMap<&str, std::collections::BTreeSet<Option<&str>>> = BTreeMap::new();
+    for m in &r.mutants {
+        let source = r.runs[m.run].sources.get(&m.file).map(String::as_str);
+        per_file.entry(&m.file).or_default().insert(source);
+    }
+    if r.runs.len() < 2 {
+        return;
+    }
+    let mut lines = Vec::new();
+    for (file, sources) in &per_file {
+        let line = match sources.iter().collect::<Vec<_>>().as_slice() {
+            [Some(blob)] => format!("`{file}`: one source (blob `{}`)", short(blob)),
+            _ if sources.contains(&None) => {
+                format!("`{file}`: not known (a run did not record the source it mutated)")
+            }
+            _ => format!(
+                "`{file}`: **{} different sources** (blobs {}): mutants of an older source may \
+                 no longer exist, or have moved",
+                sources.len(),
+                sources
+                    .iter()
+                    .flatten()
+                    .map(|b| format!("`{}`", short(b)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        lines.push(line);
+    }
+    let _ = writeln!(
+        s,
+        "The source each file's mutants were made from, across the runs that judged them (compare with `git rev-parse HEAD:FILE`): {}.\n",
+        lines.join("; ")
+    );
+}
+
+/// A blob id's first 12 digits.
+fn short(blob: &str) -> &str {
+    blob.get(..12).unwrap_or(blob)
+}
+
 /// One run's table: what ran, on which tree.
 fn run_table(s: &mut String, run: &Run, judged: usize) {
     let _ = writeln!(s, "| | |\n|---|---|");
@@ -577,6 +627,17 @@ fn run_table(s: &mut String, run: &Run, judged: usize) {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if !run.sources.is_empty() {
+        let _ = writeln!(
+            s,
+            "| sources mutated | {} |",
+            run.sources
+                .iter()
+                .map(|(f, b)| format!("`{f}` (blob `{}`)", short(b)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if let Some(shard) = &run.shard {
         let _ = writeln!(s, "| shard | {shard} of the scope's mutants |");
     }
@@ -636,6 +697,7 @@ mod tests {
             wall_s: 60.0,
             shard: None,
             partial: false,
+            sources: BTreeMap::from([("core/src/server.rs".to_owned(), "b1".to_owned())]),
         }
     }
 
@@ -724,6 +786,7 @@ mod tests {
         let client_run = Run {
             tree: "t2".into(),
             scope: vec!["core/src/client.rs".into()],
+            sources: BTreeMap::from([("core/src/client.rs".to_owned(), "c1".to_owned())]),
             ..run()
         };
         let client = r#"{"outcomes": [{"scenario": "Baseline", "summary": "Success"},
@@ -803,7 +866,37 @@ mod tests {
         .unwrap();
         let joined = merge(joined, again, &why);
         assert_eq!((joined.counts.total, joined.counts.missed), (3, 0));
-        assert!(render(&joined).contains("| part | some of the scope's mutants"));
+        let page = render(&joined);
+        assert!(page.contains("| part | some of the scope's mutants"));
+        // Runs on different trees that mutated the same source of a file say so; a run that
+        // mutated another source of it is shown as such.
+        assert!(
+            page.contains("`core/src/server.rs`: one source (blob `b1`)"),
+            "{page}"
+        );
+        assert!(page.contains("`core/src/client.rs`: one source (blob `c1`)"));
+        assert!(page.contains("| sources mutated | `core/src/server.rs` (blob `b1`) |"));
+        let moved = from_parts(
+            Run {
+                tree: "t6".into(),
+                partial: true,
+                sources: BTreeMap::from([("core/src/server.rs".to_owned(), "b2".to_owned())]),
+                ..run()
+            },
+            vec![outcomes(
+                r#"{"outcomes": [{"scenario": "Baseline", "summary": "Success"},
+                {"scenario": {"Mutant": {"name": "core/src/server.rs:3:1: replace == with != in g",
+                "file": "core/src/server.rs", "function": null,
+                "span": {"start": {"line": 3, "column": 1}}}}, "summary": "CaughtMutant"}]}"#,
+            )],
+            &why,
+        )
+        .unwrap();
+        let page = render(&merge(joined, moved, &why));
+        assert!(
+            page.contains("`core/src/server.rs`: **2 different sources** (blobs `b1`, `b2`)"),
+            "{page}"
+        );
     }
 
     #[test]
