@@ -272,7 +272,8 @@ pub struct CheckResult {
     /// Per watched situation: how many unique states were in it and the depth of the first
     /// (breadth-first: the shallowest) one; zero states means unreached.
     pub situations: Vec<SituationReach>,
-    /// Whether quiescence stays reachable from every state ([`progress`]).
+    /// Whether quiescence stays reachable from every state ([`progress`]); not judged (all
+    /// zero) when the exploration was bounded.
     pub progress: progress::Progress,
 }
 
@@ -318,16 +319,20 @@ pub struct Counterexample {
     pub trace: Trace,
 }
 
-/// Runs stateright's checker on `model` with `threads` threads until it is done; returns it
-/// with its wall time.
+/// Runs stateright's checker on `model` with `threads` threads until it is done (or, with
+/// `max_states`, until it has generated that many states); returns it with its wall time.
 fn run_checker(
     model: ListModel,
     search: Search,
     threads: usize,
+    max_states: Option<usize>,
     progress: &mut dyn FnMut(usize, f64),
 ) -> (Box<dyn Checker<ListModel>>, f64) {
     let start = Instant::now();
-    let builder = model.checker().threads(threads);
+    let mut builder = model.checker().threads(threads);
+    if let Some(n) = max_states {
+        builder = builder.target_state_count(n);
+    }
     let checker: Box<dyn Checker<ListModel>> = match search {
         Search::Bfs => Box::new(builder.spawn_bfs()),
         Search::DfsSymmetric => Box::new(builder.symmetry_fn(symmetry::representative).spawn_dfs()),
@@ -355,26 +360,49 @@ pub fn check(
     threads: usize,
     progress: &mut dyn FnMut(usize, f64),
 ) -> CheckResult {
+    check_bounded(scenario, search, situations, threads, None, progress)
+}
+
+/// [`check`], stopped once the checker has generated `max_states` states (repeats included:
+/// stateright's target state count), if it has not finished before. A bounded exploration
+/// that stopped early is not exhaustive ([`CheckResult::exhaustive`]): a violation it found is
+/// real, "holds" only means none was found among the states explored, and the progress pass
+/// is not run (an unexpanded state would look stuck). The graph is recorded either way, since
+/// the exploration may finish before the bound.
+pub fn check_bounded(
+    scenario: &Scenario,
+    search: Search,
+    situations: &[Situation],
+    threads: usize,
+    max_states: Option<usize>,
+    progress: &mut dyn FnMut(usize, f64),
+) -> CheckResult {
     let model = ListModel::first_only(scenario.clone())
         .watching(situations)
         .recording(search);
     let counts = model.situations.clone();
-    let graph = model.graph.clone().expect("recording");
-    let (checker, seconds) = run_checker(model.clone(), search, threads.max(1), progress);
-    // The progress pass judges the graph the checker recorded.
-    let started = Instant::now();
-    let init: Vec<u64> = model
-        .init_states()
-        .iter()
-        .map(|w| graph.fingerprint(w))
-        .collect();
-    let quiescence = progress::judge(
-        &model,
-        |w| graph.fingerprint(w),
-        &init,
-        graph.finish(),
-        started,
-    );
+    let (checker, seconds) =
+        run_checker(model.clone(), search, threads.max(1), max_states, progress);
+    let exhaustive = max_states.is_none_or(|n| checker.state_count() < n);
+    // The progress pass judges the graph the checker recorded, if it is the whole graph.
+    let quiescence = match model.graph.as_ref().filter(|_| exhaustive) {
+        Some(graph) => {
+            let started = Instant::now();
+            let init: Vec<u64> = model
+                .init_states()
+                .iter()
+                .map(|w| graph.fingerprint(w))
+                .collect();
+            progress::judge(
+                &model,
+                |w| graph.fingerprint(w),
+                &init,
+                graph.finish(),
+                started,
+            )
+        }
+        None => progress::Progress::default(),
+    };
     let mut verdicts = Verdicts::new();
     let mut counterexamples = Vec::new();
     for p in Property::ALL {
@@ -419,7 +447,7 @@ pub fn check(
         states: checker.state_count(),
         max_depth: checker.max_depth(),
         seconds,
-        exhaustive: true,
+        exhaustive,
         verdicts: scenario.mask(&verdicts),
         counterexamples,
     }

@@ -6,7 +6,7 @@
 
 use crate::configs::{self, Config};
 use crate::progress::Progress;
-use crate::{CheckResult, Search, check};
+use crate::{CheckResult, Search, check_bounded};
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::situation::Situation;
 use serde::{Deserialize, Serialize};
@@ -55,7 +55,8 @@ pub struct ConfigReport {
     /// included (Linux only; see [`crate::memory`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_memory_bytes: Option<u64>,
-    /// Whether the whole state space was explored.
+    /// Whether the whole state space was explored (false: `--max-states` stopped it; then
+    /// "holds" means no violation among the states explored, and progress was not judged).
     pub exhaustive: bool,
     /// Per property: verdict and counterexample.
     pub properties: BTreeMap<Property, PropertyReport>,
@@ -69,7 +70,7 @@ pub struct ConfigReport {
     #[serde(default)]
     pub progress: Progress,
     /// Whether the verdicts were the expected ones, every situation was reached and quiescence
-    /// stays reachable from every state.
+    /// stays reachable from every state (where judged: not in a bounded exploration).
     pub as_expected: bool,
 }
 
@@ -169,11 +170,13 @@ pub struct SuiteRun {
     pub report: SuiteReport,
 }
 
-/// Checks every configuration of `selected` with `threads` checker threads. `progress` hears
-/// (configuration, unique states so far, seconds so far) while each one runs.
+/// Checks every configuration of `selected` with `threads` checker threads, each exhaustively
+/// or, with `max_states`, until it has generated that many states ([`crate::check_bounded`]).
+/// `progress` hears (configuration, unique states so far, seconds so far) while each one runs.
 pub fn run(
     selected: Vec<Config>,
     threads: usize,
+    max_states: Option<usize>,
     progress: &mut dyn FnMut(&str, usize, f64),
 ) -> SuiteRun {
     let started = Instant::now();
@@ -182,11 +185,12 @@ pub fn run(
     for c in &selected {
         let name = c.name().to_owned();
         crate::memory::reset_peak();
-        results.push(check(
+        results.push(check_bounded(
             &c.scenario,
             c.search,
             c.situations,
             threads,
+            max_states,
             &mut |states, secs| progress(&name, states, secs),
         ));
         peaks.push(crate::memory::peak_bytes());

@@ -15,7 +15,7 @@ fn an_unreached_situation_fails_a_configuration_whose_verdicts_are_right() {
         Situation::ContentUpdateInFlight,
         Situation::AuthSwitchDuringRefresh,
     ];
-    let run = suite::run(vec![c], 1, &mut |_, _, _| {});
+    let run = suite::run(vec![c], 1, None, &mut |_, _, _| {});
     let r = &run.report.configs[0];
     assert_eq!(run.results[0].verdicts, run.configs[0].expected());
     assert_eq!(r.unreached(), [Situation::AuthSwitchDuringRefresh]);

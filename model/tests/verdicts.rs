@@ -300,3 +300,40 @@ fn the_versioned_migration_holds_even_without_validation() {
     assert_eq!(r.verdicts[&Property::NoStaleArguments], Verdict::Holds);
     assert_eq!(r.verdicts[&Property::NoCallToRemoved], Verdict::Holds);
 }
+
+/// A bounded exploration (`listsync check --max-states`) says it was cut short, does not judge
+/// progress on its partial graph, and still reports a violation it reaches: `naive`'s
+/// counterexamples are short, so a bound well below its state count still finds them.
+#[test]
+fn a_bounded_exploration_is_not_exhaustive_and_still_finds_short_violations() {
+    let c = configs::by_name("naive").unwrap();
+    let full = run(&c);
+    let bound = 2000;
+    let r = listsync_model::check_bounded(
+        &c.scenario,
+        c.search,
+        c.situations,
+        1,
+        Some(bound),
+        &mut |_, _| {},
+    );
+    assert!(!r.exhaustive);
+    assert!(r.states >= bound && r.unique_states < full.unique_states);
+    assert_eq!(
+        r.progress.states, 0,
+        "progress is not judged on a partial graph"
+    );
+    assert_eq!(r.verdicts[&Property::NoStaleOverwrite], Verdict::Violated);
+    // A bound the exploration never reaches leaves it exhaustive, with progress judged.
+    let r = listsync_model::check_bounded(
+        &c.scenario,
+        c.search,
+        c.situations,
+        1,
+        Some(usize::MAX),
+        &mut |_, _| {},
+    );
+    assert!(r.exhaustive);
+    assert_eq!(r.unique_states, full.unique_states);
+    assert_eq!(r.progress.states, full.progress.states);
+}

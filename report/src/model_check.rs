@@ -175,34 +175,40 @@ pub fn render_deep(m: &SuiteReport) -> String {
     let _ = writeln!(
         s,
         "Written by `listsync check --deep --update-reports` ({}), run by hand: the reference \
-         machines in worlds far larger than the default suite's, explored exhaustively with the same \
-         properties, situations and progress pass. **{} configurations, {} unique states, {:.0} s \
-         wall; {}.** *checker s* is the checker's wall time, *progress s* the progress pass's \
-         (after it, on the graph it recorded); *peak MiB* the process's resident high-water mark.\n",
+         machines in worlds far larger than the default suite's, with the same properties, \
+         situations and progress pass. **{} configurations, {} unique states, {:.0} s wall; {}.** \
+         *explored* is `all` for an exhaustive exploration, or `bounded` when `--max-states` \
+         stopped it first (then *holds* means no violation among the states explored, a \
+         counterexample found would still be real, and the progress pass is not run: an \
+         unexpanded state would look stuck). *checker s* is the checker's wall time, *progress \
+         s* the progress pass's (after it, on the graph it recorded); *peak MiB* the process's \
+         resident high-water mark.\n",
         m.tool,
         m.configs.len(),
         m.total_unique_states,
         m.total_seconds,
-        if m.all_as_expected {
-            "every property holds, every situation reached, quiescence always reachable"
-        } else {
-            "SOME VERDICTS DIFFER, a situation was unreached or a state is stuck"
+        match (m.all_as_expected, m.configs.iter().all(|c| c.exhaustive)) {
+            (true, true) =>
+                "every property holds, every situation reached, quiescence always reachable",
+            (true, false) => "no violation among the states explored, every situation reached",
+            (false, _) => "SOME VERDICTS DIFFER, a situation was unreached or a state is stuck",
         }
     );
     let _ = writeln!(
         s,
-        "| config | search | states | depth | checker s | states/s | progress s | peak MiB | situations | progress | verdict | what it shows |"
+        "| config | search | explored | states | depth | checker s | states/s | progress s | peak MiB | situations | progress | verdict | what it shows |"
     );
     let _ = writeln!(
         s,
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|"
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|"
     );
     for c in &m.configs {
         let _ = writeln!(
             s,
-            "| `{}` | {} | {} | {} | {:.0} | {:.0} | {:.0} | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {} | {} | {} | {} | {} |",
             c.name,
             c.search,
+            if c.exhaustive { "all" } else { "bounded" },
             c.unique_states,
             c.max_depth,
             c.seconds,
@@ -218,9 +224,11 @@ pub fn render_deep(m: &SuiteReport) -> String {
     s
 }
 
-/// The progress cell: holds, or how many states are stuck.
+/// The progress cell: holds, or how many states are stuck (not judged when bounded).
 fn progress_cell(c: &ConfigReport) -> String {
-    if c.progress.holds() {
+    if !c.exhaustive {
+        "not judged (bounded)".to_owned()
+    } else if c.progress.holds() {
         "holds".to_owned()
     } else {
         format!("**{} stuck**", c.progress.stuck)
@@ -239,7 +247,9 @@ fn reached(c: &ConfigReport) -> String {
 /// The verdict cell: as expected, differs, or the situations left unreached.
 fn verdict(c: &ConfigReport, em: &str, em_end: &str) -> String {
     let unreached = c.unreached();
-    if c.as_expected {
+    if c.as_expected && !c.exhaustive {
+        "as expected among the states explored (bounded)".into()
+    } else if c.as_expected {
         "as expected".into()
     } else if !c.progress.holds() {
         format!(
@@ -309,7 +319,9 @@ pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
             };
             let _ = write!(s, " {cell:>6}");
         }
-        let live = if c.progress.holds() {
+        let live = if !c.exhaustive {
+            "-".to_owned()
+        } else if c.progress.holds() {
             "ok".to_owned()
         } else {
             format!("X{}", c.progress.stuck)
@@ -322,6 +334,12 @@ pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
          REACHED = required situations reached / required (an unreached one fails the configuration)\n\
          LIVE = quiescence stays reachable from every state (Xn: n states from which it does not)"
     );
+    if r.configs.iter().any(|c| !c.exhaustive) {
+        let _ = writeln!(
+            s,
+            "bounded (--max-states): an exploration stopped before its end; there ok = no violation among the states explored, LIVE not judged (-)"
+        );
+    }
     let _ = writeln!(
         s,
         "{} configurations, {} states in {:.2}s of checking ({:.0} states/s) and {:.2}s of progress passes ({:.2}s wall); traces of violations in {}",
@@ -352,7 +370,7 @@ mod tests {
     #[test]
     fn the_deep_section_shows_each_configuration_s_figures() {
         let selected = suite::select(&["reference-resources".into()], true).expect("known");
-        let run = suite::run(selected, 1, &mut |_, _, _| {});
+        let run = suite::run(selected, 1, None, &mut |_, _, _| {});
         let page = render_deep(&run.report);
         assert!(page.contains("## Deep suite"), "{page}");
         let row = page
