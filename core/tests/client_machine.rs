@@ -848,9 +848,14 @@ fn a_lost_stream_is_reopened_and_its_new_acknowledgement_relists_without_losing_
 /// A reference client that asks approval, holding tool `t` (with side effects) at definition
 /// `t1`, approved, with `max_retries` retries of a failed refresh.
 fn approving(max_retries: u8) -> Rig {
+    approving_paced(max_retries, Pacing::OFF)
+}
+
+/// [`approving`] with this pacing; its first walk started at 0 ms.
+fn approving_paced(max_retries: u8, pacing: Pacing) -> Rig {
     let cfg = ClientConfig {
         ask_approval: true,
-        pacing: Pacing::OFF,
+        pacing,
         limits: Limits {
             max_retries,
             ..Limits::default()
@@ -914,6 +919,24 @@ fn a_call_held_for_a_change_goes_out_after_a_retried_walk_shows_the_approved_def
     r.step(ClientInput::RetryDue(Kind::Tools, A));
     let id = r.first_page();
     r.answer(id, page(&["t=t1"], None, Some(2)));
+    r.request(|q| matches!(q, Request::CallTool { .. }));
+}
+
+#[test]
+fn a_call_told_of_a_change_whose_walk_is_held_by_pacing_waits_for_it() {
+    let pacing = Pacing {
+        coalesce: Coalesce::Gap(100),
+        ..Pacing::OFF
+    };
+    let mut r = approving_paced(0, pacing);
+    // The walk after the change is held back by the gap: none runs, but one is coming.
+    r.at(10);
+    r.notify();
+    assert_eq!(r.walk_delay(), Some(90));
+    r.step(ClientInput::CallTool("t".into()));
+    assert_eq!(call_result(&r), None, "held, not refused: {:?}", r.out);
+    assert_eq!(r.c.paused_calls(), 1);
+    walk_at(&mut r, 100, &["t=t1"], 2);
     r.request(|q| matches!(q, Request::CallTool { .. }));
 }
 
