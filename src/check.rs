@@ -29,9 +29,9 @@ pub struct Args {
     /// List the configurations and exit.
     #[arg(long)]
     list: bool,
-    /// Run the deep suite instead (worlds far larger than the default suite's, minutes each; run by
-    /// hand): writes model-check-deep.json, and with --update-reports the deep section of
-    /// reports/model-check.md
+    /// Run the deep suite instead (worlds far larger than the default suite's, run by hand; none
+    /// finishes in hours, so bound them with --max-states): writes model-check-deep.json, and with
+    /// --update-reports the deep section of reports/model-check.md
     #[arg(long)]
     deep: bool,
     /// Stop each configuration once the checker has generated N states (repeats included), if it

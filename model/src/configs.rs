@@ -935,8 +935,8 @@ fn duplicate_cut_and_call(s: &mut Scenario, caller: ClientId) {
 }
 
 /// The deep suite (`listsync check --deep`): the reference machines in worlds far larger than the
-/// default suite's, run by hand (minutes each); their figures are committed in
-/// reports/model-check.md.
+/// default suite's, run by hand and bounded (`--max-states`: none finishes in hours); their
+/// figures are committed in reports/model-check.md.
 pub fn deep() -> Vec<Config> {
     let mut out = Vec::new();
 
