@@ -39,8 +39,8 @@ pub struct Args {
     /// suite). Its "ok" means no violation among the states explored; quiescence is not judged.
     /// The default suite's committed report is always exhaustive (not with --update-reports
     /// unless --deep).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    max_states: Option<u64>,
+    #[arg(long, value_name = "N")]
+    max_states: Option<std::num::NonZeroUsize>,
     /// Where to write traces and model-check.json (default: target/listsync/check; with
     /// --update-reports: reports).
     #[arg(long)]
@@ -106,9 +106,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "--max-states with --update-reports is for the deep suite only: the default suite's report is exhaustive"
         );
     }
-    let max_states = args
-        .max_states
-        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from(if args.update_reports {
             "reports"
@@ -126,7 +123,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             || std::thread::available_parallelism().map_or(1, usize::from),
             usize::from,
         ),
-        max_states,
+        args.max_states.map(std::num::NonZeroUsize::get),
         &mut |name, states, secs| {
             if name != current {
                 if !current.is_empty() {

@@ -561,18 +561,20 @@ pub fn render(r: &MutantsReport) -> String {
 /// Whether each file's mutants were all made from one source of it, though judged by runs on
 /// different trees (which then differ in other files only, e.g. the tests that judged them).
 fn sources_line(s: &mut String, r: &MutantsReport) {
+    if r.runs.len() < 2 {
+        return;
+    }
     let mut per_file: BTreeMap<&str, std::collections::BTreeSet<Option<&str>>> = BTreeMap::new();
     for m in &r.mutants {
         let source = r.runs[m.run].sources.get(&m.file).map(String::as_str);
         per_file.entry(&m.file).or_default().insert(source);
     }
-    if r.runs.len() < 2 {
-        return;
-    }
     let mut lines = Vec::new();
     for (file, sources) in &per_file {
-        let line = match sources.iter().collect::<Vec<_>>().as_slice() {
-            [Some(blob)] => format!("`{file}`: one source (blob `{}`)", short(blob)),
+        let line = match sources.first() {
+            Some(Some(blob)) if sources.len() == 1 => {
+                format!("`{file}`: one source (blob `{}`)", short(blob))
+            }
             _ if sources.contains(&None) => {
                 format!("`{file}`: not known (a run did not record the source it mutated)")
             }
