@@ -79,7 +79,7 @@ pub struct ConfigReport {
 pub struct SituationReport {
     /// Unique states in it (0: unreached, which fails the configuration).
     pub states: u64,
-    /// Steps to the shallowest state in it.
+    /// Steps to the first state found in it (breadth-first: a shallowest one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depth: Option<u64>,
 }

@@ -265,7 +265,7 @@ fn verdict(c: &ConfigReport, em: &str, em_end: &str) -> String {
 }
 
 /// The situations section: for every configuration, each situation it must reach, the
-/// unique states in it and the depth of the shallowest.
+/// unique states in it and the depth of the first found (breadth-first: a shallowest).
 fn situations(s: &mut String, m: &SuiteReport) {
     let _ = writeln!(s, "\n## Situations\n");
     let _ = writeln!(
@@ -273,7 +273,8 @@ fn situations(s: &mut String, m: &SuiteReport) {
         "A property that holds because its race never happens proves nothing: each \
          configuration names the situations (races, `core/src/situation.rs`, \
          `docs/design.md`) its exploration must reach, and fails if one stays unreached. \
-         Each cell: unique states in the situation · depth (steps) of the shallowest.\n"
+         Each cell: unique states in the situation · depth (steps) of the first state found in it \
+         (breadth-first search: a shallowest; depth-first: whichever the search met first).\n"
     );
     let _ = writeln!(s, "| config | situation | states | first at depth |");
     let _ = writeln!(s, "|---|---|---:|---:|");
