@@ -53,23 +53,23 @@ struct Window {
 #[derive(Clone, Debug, Default)]
 pub struct Monitor {
     /// Committed versions and their catalogs (each catalog's hash computed once).
-    commits: Vec<(u64, Shared<Catalog>)>,
-    keys: BTreeMap<(ClientId, Kind, AuthCtx), KeyState>,
-    announced: BTreeMap<(ClientId, Kind), u64>,
-    acked_unlisted: BTreeMap<ClientId, KindSet>,
-    windows: BTreeMap<(ClientId, Kind, AuthCtx), Vec<Window>>,
+    commits: Shared<Vec<(u64, Shared<Catalog>)>>,
+    keys: Shared<BTreeMap<(ClientId, Kind, AuthCtx), KeyState>>,
+    announced: Shared<BTreeMap<(ClientId, Kind), u64>>,
+    acked_unlisted: Shared<BTreeMap<ClientId, KindSet>>,
+    windows: Shared<BTreeMap<(ClientId, Kind, AuthCtx), Vec<Window>>>,
     /// Per (client, kind, authorization context): the version the session's last list page of
     /// that kind under that context was served at (dated by the observer). The contexts a session
     /// listed under, and what it last knew of each list.
-    listed: BTreeMap<(ClientId, Kind, AuthCtx), u64>,
+    listed: Shared<BTreeMap<(ClientId, Kind, AuthCtx), u64>>,
     /// The user's approvals: client, tool, and the fingerprint of the definition the client's
     /// published list showed when the user approved it.
-    approvals: BTreeSet<(ClientId, Name, u64)>,
+    approvals: Shared<BTreeSet<(ClientId, Name, u64)>>,
     /// Clients (whose application asks for approvals) whose tool list is unsettled.
-    unsettled: BTreeMap<ClientId, Unsettled>,
+    unsettled: Shared<BTreeMap<ClientId, Unsettled>>,
     /// (several servers) Each combined name the application called, with the connection and
     /// tool its first call reached on the wire.
-    combined: BTreeMap<Name, (ClientId, Name)>,
+    combined: Shared<BTreeMap<Name, (ClientId, Name)>>,
     first: [Option<Arc<str>>; Property::ALL.len()],
     observed: usize,
     /// Per (kind, auth): the range of committed versions whose visible list has each digest;
@@ -383,8 +383,8 @@ impl Monitor {
             && let Some(u) = self.unsettled.get(client).copied()
         {
             match Unsettled::after(Some(u), e) {
-                Some(u) => self.unsettled.insert(*client, u),
-                None => self.unsettled.remove(client),
+                Some(u) => Shared::make_mut(&mut self.unsettled).insert(*client, u),
+                None => Shared::make_mut(&mut self.unsettled).remove(client),
             };
         }
         match e {
@@ -400,7 +400,7 @@ impl Monitor {
                         format!("history commits v{version} after v{last}: versions must increase"),
                     );
                 } else {
-                    self.commits
+                    Shared::make_mut(&mut self.commits)
                         .push((*version, Shared::from_arc(catalog.clone())));
                 }
             }
@@ -419,7 +419,10 @@ impl Monitor {
                         ),
                     );
                 }
-                let prev = self.announced.insert((*client, *kind), *announces);
+                let prev = self.announced.get(&(*client, *kind)).copied();
+                if prev != Some(*announces) {
+                    Shared::make_mut(&mut self.announced).insert((*client, *kind), *announces);
+                }
                 // A second announcement of the same version is bounded_refresh's to judge.
                 if prev != Some(*announces)
                     && let Some(detail) = self.spurious(*client, *kind, prev, *announces)
@@ -443,13 +446,19 @@ impl Monitor {
                 version,
                 ..
             } => {
-                self.listed.insert((*client, *kind, *auth), *version);
+                if self.listed.get(&(*client, *kind, *auth)) != Some(version) {
+                    Shared::make_mut(&mut self.listed).insert((*client, *kind, *auth), *version);
+                }
             }
             Event::CallRejected { .. } | Event::MarkedStale { .. } => {}
             Event::Connected { client } => {
                 // A new session: its notifications are counted afresh, and it has listed nothing.
-                self.announced.retain(|(c, _), _| c != client);
-                self.listed.retain(|(c, _, _), _| c != client);
+                if self.announced.keys().any(|(c, _)| c == client) {
+                    Shared::make_mut(&mut self.announced).retain(|(c, _), _| c != client);
+                }
+                if self.listed.keys().any(|(c, _, _)| c == client) {
+                    Shared::make_mut(&mut self.listed).retain(|(c, _, _), _| c != client);
+                }
             }
             Event::RanStaleArguments { client, tool } => self.flag(
                 &mut out,
@@ -504,7 +513,10 @@ impl Monitor {
             Event::Approved { client, tool, auth } => {
                 if let Some(Some(entry)) = self.published_entry(*client, tool, *auth) {
                     let fp = fingerprint(&entry.def);
-                    self.approvals.insert((*client, tool.clone(), fp));
+                    let approval = (*client, tool.clone(), fp);
+                    if !self.approvals.contains(&approval) {
+                        Shared::make_mut(&mut self.approvals).insert(approval);
+                    }
                 }
             }
             Event::CombinedListing {
@@ -543,7 +555,7 @@ impl Monitor {
                     }
                     Some(_) => {}
                     None => {
-                        self.combined.insert(name.clone(), reached);
+                        Shared::make_mut(&mut self.combined).insert(name.clone(), reached);
                     }
                 }
                 if let Some(other) = other_name {
@@ -556,7 +568,7 @@ impl Monitor {
             }
             Event::NoticeReceived { client, kind } => {
                 if kind.notification_group().contains(&Kind::Tools) {
-                    self.unsettled.insert(*client, Unsettled::Told);
+                    Shared::make_mut(&mut self.unsettled).insert(*client, Unsettled::Told);
                 }
             }
             Event::Routed {
@@ -601,13 +613,18 @@ impl Monitor {
                 }
             }
             Event::Woken { client, kinds, .. } => {
-                for ((_, k, _), ws) in self
-                    .windows
-                    .range_mut((*client, Kind::ALL[0], AuthCtx(0))..)
-                    .take_while(|((c, _, _), _)| c == client)
-                {
-                    if kinds.contains(*k) {
-                        ws.retain(|w| !w.ended);
+                let from = (*client, Kind::ALL[0], AuthCtx(0));
+                let ended = |((c, k, _), ws): (&(ClientId, Kind, AuthCtx), &Vec<Window>)| {
+                    c == client && kinds.contains(*k) && ws.iter().any(|w| w.ended)
+                };
+                if self.windows.range(from..).any(ended) {
+                    for ((_, k, _), ws) in Shared::make_mut(&mut self.windows)
+                        .range_mut(from..)
+                        .take_while(|((c, _, _), _)| c == client)
+                    {
+                        if kinds.contains(*k) {
+                            ws.retain(|w| !w.ended);
+                        }
                     }
                 }
             }
@@ -618,14 +635,18 @@ impl Monitor {
                 refresh,
             } => {
                 let at = self.latest_version();
-                self.keys
+                Shared::make_mut(&mut self.keys)
                     .entry((*client, *kind, *auth))
                     .or_default()
                     .refresh_started_at = at;
-                if let Some(acked) = self.acked_unlisted.get_mut(client) {
+                if self.acked_unlisted.get(client).is_some_and(|a| a.contains(*kind))
+                    && let Some(acked) = Shared::make_mut(&mut self.acked_unlisted).get_mut(client)
+                {
                     *acked = acked.iter().filter(|k| k != kind).collect();
                 }
-                let ws = self.windows.entry((*client, *kind, *auth)).or_default();
+                let ws = Shared::make_mut(&mut self.windows)
+                    .entry((*client, *kind, *auth))
+                    .or_default();
                 let mut over = None;
                 for w in ws.iter_mut() {
                     w.further = w.further.saturating_add(1);
@@ -656,7 +677,9 @@ impl Monitor {
                 refresh,
                 ..
             } => {
-                if let Some(ws) = self.windows.get_mut(&(*client, *kind, *auth)) {
+                if self.windows.contains_key(&(*client, *kind, *auth))
+                    && let Some(ws) = Shared::make_mut(&mut self.windows).get_mut(&(*client, *kind, *auth))
+                {
                     for w in ws.iter_mut().filter(|w| w.refresh == *refresh) {
                         w.ended = true;
                     }
@@ -709,7 +732,9 @@ impl Monitor {
                         );
                     }
                 }
-                let key = self.keys.entry((*client, *kind, *auth)).or_default();
+                let key = Shared::make_mut(&mut self.keys)
+                    .entry((*client, *kind, *auth))
+                    .or_default();
                 let prev_good = key.last_good;
                 key.last = Some((digest, matched));
                 if let Some((_, hi)) = matched {
@@ -724,12 +749,16 @@ impl Monitor {
                             ),
                         );
                     }
-                    let key = self.keys.entry((*client, *kind, *auth)).or_default();
+                    let key = Shared::make_mut(&mut self.keys)
+                        .entry((*client, *kind, *auth))
+                        .or_default();
                     key.last_good = matched;
                 }
             }
             Event::ListenAcked { client, kinds } => {
-                let e = self.acked_unlisted.entry(*client).or_default();
+                let e = Shared::make_mut(&mut self.acked_unlisted)
+                    .entry(*client)
+                    .or_default();
                 *e = kinds.iter().chain(e.iter()).collect();
             }
             Event::Quiescent { expect } => {

@@ -67,6 +67,24 @@ impl<T: Default> Default for Shared<T> {
     }
 }
 
+/// Collects into a part of its own.
+impl<A, T: FromIterator<A>> FromIterator<A> for Shared<T> {
+    fn from_iter<I: IntoIterator<Item = A>>(iter: I) -> Self {
+        Shared::new(iter.into_iter().collect())
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Shared<T>
+where
+    &'a T: IntoIterator,
+{
+    type Item = <&'a T as IntoIterator>::Item;
+    type IntoIter = <&'a T as IntoIterator>::IntoIter;
+    fn into_iter(self) -> Self::IntoIter {
+        (&*self.value).into_iter()
+    }
+}
+
 impl<T> Deref for Shared<T> {
     type Target = T;
     fn deref(&self) -> &T {
