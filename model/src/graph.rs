@@ -41,6 +41,9 @@ const RECENT_CAP: usize = 1 << 16;
 #[derive(Debug)]
 pub struct Recorder {
     symmetric: bool,
+    /// Edges are recorded (the progress pass needs them; counting the distinct states of
+    /// random walks does not).
+    edges: bool,
     on: AtomicBool,
     shards: Vec<Mutex<Recorded>>,
 }
@@ -61,6 +64,7 @@ impl Recorder {
     pub fn new(symmetric: bool) -> Self {
         Recorder {
             symmetric,
+            edges: true,
             on: AtomicBool::new(true),
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
         }
@@ -93,9 +97,17 @@ impl Recorder {
         self.shard(f).states.push((f, w.quiescent()));
     }
 
+    /// The same recorder, noting the states expanded and no edge.
+    pub fn states_only(self) -> Self {
+        Recorder {
+            edges: false,
+            ..self
+        }
+    }
+
     /// The state being expanded on this thread has `next` as a successor.
     pub fn successor(&self, next: &World) {
-        if !self.on.load(Ordering::Relaxed) {
+        if !self.edges || !self.on.load(Ordering::Relaxed) {
             return;
         }
         let from = EXPANDING.get();

@@ -75,9 +75,15 @@ impl ListModel {
     }
 
     /// The same model, recording the graph a checker explores with `search` (states identified
-    /// as that search identifies them).
+    /// as that search identifies them; for random walks the states only, to count the distinct
+    /// ones).
     pub fn recording(mut self, search: Search) -> Self {
-        self.graph = Some(Arc::new(Recorder::new(search == Search::DfsSymmetric)));
+        let recorder = Recorder::new(search == Search::DfsSymmetric);
+        self.graph = Some(Arc::new(if search == Search::Walks {
+            recorder.states_only()
+        } else {
+            recorder
+        }));
         self
     }
 }
@@ -268,7 +274,22 @@ pub enum Search {
     /// frontier, so worlds too wide to hold a frontier of (the deep suite's) can be explored;
     /// counterexamples need not be shortest.
     Dfs,
+    /// Random walks (stateright's simulation checker, uniform choice, seeded with
+    /// [`WALK_SEED`]): each walk runs from the initial state until no step is enabled or a state
+    /// repeats on it, then the next begins, until the bound (`--max-states`, else
+    /// [`WALK_STATES`]). A bounded depth-first search stays in the subtree of its first choices
+    /// (a one-shot step such as a client's call, taken before the client has listed, is spent for
+    /// the whole run); walks spread over the whole world instead, at no depth exhaustively. States
+    /// are counted as visited (repeats included) and as distinct fingerprints.
+    Walks,
 }
+
+/// The seed of the first walk of [`Search::Walks`] (stateright derives the others from it; with
+/// more than one thread, which walks run depends on the threads' timing).
+pub const WALK_SEED: u64 = 0x6c69_7374_7379_6e63;
+
+/// States [`Search::Walks`] visits when no bound is given: walks never end by themselves.
+pub const WALK_STATES: usize = 40_000_000;
 
 /// The outcome of checking one configuration.
 #[derive(Clone, Debug, Serialize)]
@@ -308,7 +329,7 @@ pub struct CheckResult {
 pub struct SituationReach {
     /// The situation.
     pub situation: Situation,
-    /// Unique states in it.
+    /// Unique states in it (random walks: visits to it, repeats included).
     pub states: u64,
     /// Steps to the first state found in it (a shallowest, in breadth-first search).
     pub depth: Option<usize>,
@@ -320,6 +341,7 @@ impl fmt::Display for Search {
             Search::Bfs => "bfs",
             Search::DfsSymmetric => "dfs_symmetric",
             Search::Dfs => "dfs",
+            Search::Walks => "walks",
         })
     }
 }
@@ -363,6 +385,7 @@ fn run_checker(
         Search::Bfs => Box::new(builder.spawn_bfs()),
         Search::DfsSymmetric => Box::new(builder.symmetry_fn(symmetry::representative).spawn_dfs()),
         Search::Dfs => Box::new(builder.spawn_dfs()),
+        Search::Walks => Box::new(builder.spawn_simulation(WALK_SEED, stateright::UniformChooser)),
     };
     // Poll often (the wall time of a small configuration is measured here), report at most
     // every 50 ms.
@@ -407,9 +430,19 @@ pub fn check_bounded(
         .watching(situations)
         .recording(search);
     let counts = model.situations.clone();
+    let walks = search == Search::Walks;
+    let max_states = max_states.or(walks.then_some(WALK_STATES));
     let (checker, seconds) =
         run_checker(model.clone(), search, threads.max(1), max_states, progress);
-    let exhaustive = max_states.is_none_or(|n| checker.state_count() < n);
+    let exhaustive = !walks && max_states.is_none_or(|n| checker.state_count() < n);
+    // Walks visit a state as often as they pass it: the distinct ones are counted on the graph
+    // recorded (each visit is recorded once, when the walk expands it).
+    let distinct = model.graph.as_ref().filter(|_| walks).map(|graph| {
+        let mut seen: Vec<u64> = graph.finish().states.into_iter().map(|(f, _)| f).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len()
+    });
     // The progress pass judges the graph the checker recorded, if it is the whole graph.
     let quiescence = match model.graph.as_ref().filter(|_| exhaustive) {
         Some(graph) => {
@@ -469,7 +502,7 @@ pub fn check_bounded(
             server: scenario.server_strategy().to_string(),
         },
         search,
-        unique_states: checker.unique_state_count(),
+        unique_states: distinct.unwrap_or_else(|| checker.unique_state_count()),
         states: checker.state_count(),
         max_depth: checker.max_depth(),
         seconds,

@@ -337,3 +337,46 @@ fn a_bounded_exploration_is_not_exhaustive_and_still_finds_short_violations() {
     assert_eq!(r.unique_states, full.unique_states);
     assert_eq!(r.progress.states, full.progress.states);
 }
+
+/// Random walks (the deep suite's search for a world a bounded depth-first search cannot spread
+/// over) are never exhaustive, count distinct states apart from visits, reach the situations of
+/// a small world, and catch a known-bad strategy by the property it breaks.
+#[test]
+fn random_walks_reach_the_situations_and_catch_a_known_bad_strategy() {
+    let c = configs::by_name("reference").unwrap();
+    let full = run(&c);
+    let bound = 200_000;
+    let r = listsync_model::check_bounded(
+        &c.scenario,
+        Search::Walks,
+        c.situations,
+        1,
+        Some(bound),
+        &mut |_, _| {},
+    );
+    assert!(!r.exhaustive, "walks never cover a world exhaustively");
+    assert!(r.states >= bound, "walks run until the bound");
+    assert!(
+        r.unique_states < r.states && r.unique_states <= full.unique_states,
+        "distinct states ({}) are counted apart from visits ({}), within the world's {}",
+        r.unique_states,
+        r.states,
+        full.unique_states
+    );
+    assert_eq!(r.progress.states, 0, "progress is not judged");
+    for s in &r.situations {
+        assert!(s.depth.is_some(), "{:?} unreached by walks", s.situation);
+    }
+    assert!(r.verdicts.values().all(|v| *v != Verdict::Violated));
+
+    let c = configs::by_name("naive").unwrap();
+    let r = listsync_model::check_bounded(
+        &c.scenario,
+        Search::Walks,
+        c.situations,
+        1,
+        Some(bound),
+        &mut |_, _| {},
+    );
+    assert_eq!(r.verdicts[&Property::NoStaleOverwrite], Verdict::Violated);
+}

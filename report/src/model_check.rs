@@ -182,7 +182,9 @@ pub fn render_deep(m: &SuiteReport) -> String {
          counterexample found would still be real, and the progress pass is not run: an \
          unexpanded state would look stuck). *checker s* is the checker's wall time, *progress \
          s* the progress pass's (after it, on the graph it recorded); *peak MiB* the process's \
-         resident high-water mark.\n",
+         resident high-water mark. *search* `walks` is random walks (`model/src/lib.rs`, \
+         `Search::Walks`): *states* counts the distinct states the walks visited, and a situation's \
+         count its visits.\n",
         m.tool,
         m.configs.len(),
         m.total_unique_states,
@@ -274,7 +276,8 @@ fn situations(s: &mut String, m: &SuiteReport) {
          configuration names the situations (races, `core/src/situation.rs`, \
          `docs/design.md`) its exploration must reach, and fails if one stays unreached. \
          Each cell: unique states in the situation · depth (steps) of the first state found in it \
-         (breadth-first search: a shallowest; depth-first: whichever the search met first).\n"
+         (breadth-first search: a shallowest; depth-first or random walks: whichever the search \
+         met first).\n"
     );
     let _ = writeln!(s, "| config | situation | states | first at depth |");
     let _ = writeln!(s, "|---|---|---:|---:|");
