@@ -74,6 +74,18 @@ fn run(c: &Config) -> CheckResult {
     check(&c.scenario, c.search, c.situations, 1, &mut |_, _| {})
 }
 
+/// `c` explored by `search` on one thread until `bound` states are generated.
+fn run_bounded(c: &Config, search: Search, bound: usize) -> CheckResult {
+    listsync_model::check_bounded(
+        &c.scenario,
+        search,
+        c.situations,
+        1,
+        Some(bound),
+        &mut |_, _| {},
+    )
+}
+
 /// The configurations `which` selects, checked and spread over the machine's cores (each
 /// configuration on one thread, the largest first), in the suite's order.
 fn run_all(which: impl Fn(&Config) -> bool) -> Vec<(Config, CheckResult)> {
@@ -309,14 +321,7 @@ fn a_bounded_exploration_is_not_exhaustive_and_still_finds_short_violations() {
     let c = configs::by_name("naive").unwrap();
     let full = run(&c);
     let bound = 2000;
-    let r = listsync_model::check_bounded(
-        &c.scenario,
-        c.search,
-        c.situations,
-        1,
-        Some(bound),
-        &mut |_, _| {},
-    );
+    let r = run_bounded(&c, c.search, bound);
     assert!(!r.exhaustive);
     assert!(r.states >= bound && r.unique_states < full.unique_states);
     assert_eq!(
@@ -325,14 +330,7 @@ fn a_bounded_exploration_is_not_exhaustive_and_still_finds_short_violations() {
     );
     assert_eq!(r.verdicts[&Property::NoStaleOverwrite], Verdict::Violated);
     // A bound the exploration never reaches leaves it exhaustive, with progress judged.
-    let r = listsync_model::check_bounded(
-        &c.scenario,
-        c.search,
-        c.situations,
-        1,
-        Some(usize::MAX),
-        &mut |_, _| {},
-    );
+    let r = run_bounded(&c, c.search, usize::MAX);
     assert!(r.exhaustive);
     assert_eq!(r.unique_states, full.unique_states);
     assert_eq!(r.progress.states, full.progress.states);
@@ -346,14 +344,7 @@ fn random_walks_reach_the_situations_and_catch_a_known_bad_strategy() {
     let c = configs::by_name("reference").unwrap();
     let full = run(&c);
     let bound = 200_000;
-    let r = listsync_model::check_bounded(
-        &c.scenario,
-        Search::Walks,
-        c.situations,
-        1,
-        Some(bound),
-        &mut |_, _| {},
-    );
+    let r = run_bounded(&c, Search::Walks, bound);
     assert!(!r.exhaustive, "walks never cover a world exhaustively");
     assert!(r.states >= bound, "walks run until the bound");
     assert!(
@@ -370,13 +361,6 @@ fn random_walks_reach_the_situations_and_catch_a_known_bad_strategy() {
     assert!(r.verdicts.values().all(|v| *v != Verdict::Violated));
 
     let c = configs::by_name("naive").unwrap();
-    let r = listsync_model::check_bounded(
-        &c.scenario,
-        Search::Walks,
-        c.situations,
-        1,
-        Some(bound),
-        &mut |_, _| {},
-    );
+    let r = run_bounded(&c, Search::Walks, bound);
     assert_eq!(r.verdicts[&Property::NoStaleOverwrite], Verdict::Violated);
 }
