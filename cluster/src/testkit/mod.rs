@@ -7,6 +7,7 @@
 pub mod provision;
 
 use provision::RedisServer;
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
@@ -24,23 +25,37 @@ pub struct TestRedis {
 impl TestRedis {
     /// Starts a server on a free port, provisioning `redis-server` first if this machine has
     /// none. Fails with a one-line message when it cannot.
+    ///
+    /// A free port is only free when it was asked for: another test may take it before Redis
+    /// binds it, and Redis then exits at once. Such a start is tried again on another port (up
+    /// to [`START_ATTEMPTS`] times).
     pub fn start() -> Result<TestRedis, String> {
         let server = provision::redis_server()?;
-        let port = free_port()?;
-        let dir =
-            std::env::temp_dir().join(format!("listsync-redis-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let mut r = TestRedis {
-            server,
-            port,
-            dir,
-            child: None,
-        };
-        r.spawn()?;
-        Ok(r)
+        let mut last = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let port = free_port()?;
+            let dir =
+                std::env::temp_dir().join(format!("listsync-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            let mut r = TestRedis {
+                server: server.clone(),
+                port,
+                dir,
+                child: None,
+            };
+            match r.spawn() {
+                Ok(()) => return Ok(r),
+                Err(Spawn::Exited(why)) => last = why,
+                Err(Spawn::Failed(why)) => return Err(why),
+            }
+        }
+        Err(last)
     }
 
-    fn spawn(&mut self) -> Result<(), String> {
+    /// Starts the server and waits until it answers `PING` (a connection alone could be
+    /// another listener's, on a port taken in between).
+    fn spawn(&mut self) -> Result<(), Spawn> {
         let child = self
             .server
             .command()
@@ -57,15 +72,22 @@ impl TestRedis {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("cannot start {} ({e})", self.server))?;
-        self.child = Some(child);
+            .map_err(|e| Spawn::Failed(format!("cannot start {} ({e})", self.server)))?;
+        let child = self.child.insert(child);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        while !answers_ping(self.port) {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Err(Spawn::Exited(format!(
+                    "{} exited ({status}) before listening on 127.0.0.1:{}",
+                    self.server, self.port
+                )));
+            }
             if Instant::now() > deadline {
-                return Err(format!(
+                return Err(Spawn::Failed(format!(
                     "{} did not listen on 127.0.0.1:{} within 10 s",
                     self.server, self.port
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -88,7 +110,9 @@ impl TestRedis {
     /// Starts it again on the same port, with the same data.
     pub fn restart(&mut self) -> Result<(), String> {
         self.stop();
-        self.spawn()
+        self.spawn().map_err(|e| match e {
+            Spawn::Exited(why) | Spawn::Failed(why) => why,
+        })
     }
 }
 
@@ -99,7 +123,61 @@ impl Drop for TestRedis {
     }
 }
 
+/// Ports tried by [`TestRedis::start`] before it gives up.
+const START_ATTEMPTS: u32 = 5;
+
+/// Why a server did not start.
+enum Spawn {
+    /// It exited at once (most likely: its port was taken); another port may do.
+    Exited(String),
+    /// Anything else.
+    Failed(String),
+}
+
+/// Whether a Redis server on `port` answers `PING` with `+PONG` within a second.
+fn answers_ping(port: u16) -> bool {
+    let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = c.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut reply = [0u8; 7];
+    c.write_all(b"PING\r\n").is_ok() && c.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+}
+
 fn free_port() -> Result<u16, String> {
     let l = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
     l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port another listener holds: Redis cannot bind it and exits, and the start is told so
+    /// (so that it tries another port) instead of taking the other listener for Redis.
+    #[test]
+    fn a_port_taken_by_another_listener_is_not_taken_for_redis() {
+        let server = provision::redis_server().unwrap_or_else(|e| panic!("{e}"));
+        let other = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = other.local_addr().expect("addr").port();
+        let dir = std::env::temp_dir().join(format!("listsync-redis-{}-taken", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let mut r = TestRedis {
+            server,
+            port,
+            dir,
+            child: None,
+        };
+        match r.spawn() {
+            Err(Spawn::Exited(why)) => assert!(why.contains("exited"), "{why}"),
+            Err(Spawn::Failed(why)) => panic!("not told the server exited: {why}"),
+            Ok(()) => panic!("the other listener on {port} was taken for Redis"),
+        }
+        drop(other);
+        // And a start that finds its port taken moves on to another.
+        let mut r = TestRedis::start().unwrap_or_else(|e| panic!("{e}"));
+        assert!(answers_ping(r.port));
+        r.restart().unwrap_or_else(|e| panic!("{e}"));
+        assert!(answers_ping(r.port));
+    }
 }
