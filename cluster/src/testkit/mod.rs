@@ -53,8 +53,8 @@ impl TestRedis {
         Err(last)
     }
 
-    /// Starts the server and waits until it answers `PING` (a connection alone could be
-    /// another listener's, on a port taken in between).
+    /// Starts the server and waits until it answers as itself (a connection alone could be
+    /// another listener's, on a port taken in between: another test's Redis among them).
     fn spawn(&mut self) -> Result<(), Spawn> {
         let child = self
             .server
@@ -74,8 +74,9 @@ impl TestRedis {
             .spawn()
             .map_err(|e| Spawn::Failed(format!("cannot start {} ({e})", self.server)))?;
         let child = self.child.insert(child);
+        let pid = child.id();
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !answers_ping(self.port) {
+        while !answers_as(self.port, pid) {
             if let Ok(Some(status)) = child.try_wait() {
                 self.child = None;
                 return Err(Spawn::Exited(format!(
@@ -134,14 +135,32 @@ enum Spawn {
     Failed(String),
 }
 
-/// Whether a Redis server on `port` answers `PING` with `+PONG` within a second.
-fn answers_ping(port: u16) -> bool {
+/// Whether the Redis server answering on `port` is the process `pid` (its `INFO server`
+/// says so within a second): another test's server that took the port first does not count.
+fn answers_as(port: u16, pid: u32) -> bool {
     let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };
     let _ = c.set_read_timeout(Some(Duration::from_secs(1)));
-    let mut reply = [0u8; 7];
-    c.write_all(b"PING\r\n").is_ok() && c.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+    if c.write_all(b"INFO server\r\n").is_err() {
+        return false;
+    }
+    let want = format!("\r\nprocess_id:{pid}\r\n");
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    while reply.len() < 64 << 10 {
+        match c.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => reply.extend_from_slice(&buf[..n]),
+        }
+        if reply.windows(want.len()).any(|w| w == want.as_bytes()) {
+            return true;
+        }
+        if reply.ends_with(b"\r\n") && !reply.starts_with(b"$") {
+            return false; // an error or another protocol's line
+        }
+    }
+    false
 }
 
 fn free_port() -> Result<u16, String> {
@@ -176,8 +195,11 @@ mod tests {
         drop(other);
         // And a start that finds its port taken moves on to another.
         let mut r = TestRedis::start().unwrap_or_else(|e| panic!("{e}"));
-        assert!(answers_ping(r.port));
+        let pid = |r: &TestRedis| r.child.as_ref().expect("running").id();
+        assert!(answers_as(r.port, pid(&r)));
         r.restart().unwrap_or_else(|e| panic!("{e}"));
-        assert!(answers_ping(r.port));
+        assert!(answers_as(r.port, pid(&r)));
+        // Another Redis on the port is not this one.
+        assert!(!answers_as(r.port, pid(&r) + 1));
     }
 }
