@@ -60,11 +60,11 @@ pub struct Recorded {
 
 impl Recorder {
     /// A recorder identifying states by their fingerprint, or with `symmetric` by that of their
-    /// canonical renumbering.
-    pub fn new(symmetric: bool) -> Self {
+    /// canonical renumbering; recording the edges too with `edges`.
+    pub fn new(symmetric: bool, edges: bool) -> Self {
         Recorder {
             symmetric,
-            edges: true,
+            edges,
             on: AtomicBool::new(true),
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
         }
@@ -95,14 +95,6 @@ impl Recorder {
         let f = self.fingerprint(w);
         EXPANDING.set(f);
         self.shard(f).states.push((f, w.quiescent()));
-    }
-
-    /// The same recorder, noting the states expanded and no edge.
-    pub fn states_only(self) -> Self {
-        Recorder {
-            edges: false,
-            ..self
-        }
     }
 
     /// The state being expanded on this thread has `next` as a successor.
@@ -151,7 +143,7 @@ mod tests {
     fn edges_start_at_the_state_expanded_on_the_same_thread() {
         let scn = crate::configs::by_name("reference").unwrap().scenario;
         let w = World::new(&scn);
-        let r = Recorder::new(false);
+        let r = Recorder::new(false, true);
         r.expanding(&w);
         let mut steps = Vec::new();
         w.enabled(&scn, &mut steps);

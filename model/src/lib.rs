@@ -78,12 +78,10 @@ impl ListModel {
     /// as that search identifies them; for random walks the states only, to count the distinct
     /// ones).
     pub fn recording(mut self, search: Search) -> Self {
-        let recorder = Recorder::new(search == Search::DfsSymmetric);
-        self.graph = Some(Arc::new(if search == Search::Walks {
-            recorder.states_only()
-        } else {
-            recorder
-        }));
+        self.graph = Some(Arc::new(Recorder::new(
+            search == Search::DfsSymmetric,
+            search != Search::Walks,
+        )));
         self
     }
 }

@@ -7,7 +7,6 @@
 pub mod provision;
 
 use provision::RedisServer;
-use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
@@ -138,29 +137,17 @@ enum Spawn {
 /// Whether the Redis server answering on `port` is the process `pid` (its `INFO server`
 /// says so within a second): another test's server that took the port first does not count.
 fn answers_as(port: u16, pid: u32) -> bool {
-    let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = c.set_read_timeout(Some(Duration::from_secs(1)));
-    if c.write_all(b"INFO server\r\n").is_err() {
-        return false;
-    }
-    let want = format!("\r\nprocess_id:{pid}\r\n");
-    let mut reply = Vec::new();
-    let mut buf = [0u8; 4096];
-    while reply.len() < 64 << 10 {
-        match c.read(&mut buf) {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => reply.extend_from_slice(&buf[..n]),
-        }
-        if reply.windows(want.len()).any(|w| w == want.as_bytes()) {
-            return true;
-        }
-        if reply.ends_with(b"\r\n") && !reply.starts_with(b"$") {
-            return false; // an error or another protocol's line
-        }
-    }
-    false
+    let second = Duration::from_secs(1);
+    let info = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .and_then(|c| c.get_connection_with_timeout(second))
+        .and_then(|mut c| {
+            c.set_read_timeout(Some(second))?;
+            redis::cmd("INFO").arg("server").query::<String>(&mut c)
+        });
+    info.is_ok_and(|i| {
+        i.lines()
+            .any(|l| l.trim_end() == format!("process_id:{pid}"))
+    })
 }
 
 fn free_port() -> Result<u16, String> {
