@@ -11,9 +11,11 @@
 //! ship (trailing debounce, mutex-guarded single flight), which run rt's `naive` client behind
 //! what they add.
 //!
-//! Criterion's measured time per iteration is the convergence time (for an iteration whose
-//! client settled on another list than the server's: the time until it settled); the other
-//! figures are collected from the same iterations and written for `listsync report`.
+//! The strategies of a cell run interleaved (see `run_cells`): criterion's iteration is one
+//! round of every strategy, its measured time the sum of the round's convergence times (for an
+//! iteration whose client settled on another list than the server's: the time until it
+//! settled); the figures per strategy are collected from the same iterations and written for
+//! `listsync report`. A filter names cells (`-- parked/P1/`), not strategies.
 
 mod support;
 
@@ -116,7 +118,23 @@ async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32, sc: Sce
     }
 }
 
-/// Every strategy for one (scenario, K, P, M) cell, in one criterion group.
+/// Rounds per cell (criterion's samples, one round each at this bench's round length).
+const ROUNDS: usize = 20;
+
+/// How long each strategy runs in turn within one round of a cell (at least one iteration).
+fn slice() -> Duration {
+    if support::quick() {
+        Duration::from_millis(25)
+    } else {
+        Duration::from_millis(100)
+    }
+}
+
+/// Every strategy for one (scenario, K, P, M) cell, interleaved: one criterion iteration is
+/// a *round* in which each strategy in turn runs iterations for one slice (at least one), the
+/// round starting one strategy further on each time. Machine drift over the cell (frequency,
+/// page cache, allocator, the other core's load) then falls on every strategy alike, so the
+/// points of one cell compare side by side.
 #[allow(clippy::too_many_arguments)]
 fn run_cells(
     c: &mut Criterion,
@@ -128,30 +146,45 @@ fn run_cells(
     sc: Scenario,
     rows: &mut Vec<RefreshRow>,
 ) {
+    let strategies = Strategy::FRONTIER;
+    let mut samples: Vec<Vec<Sample>> = strategies.iter().map(|_| Vec::new()).collect();
+    let mut warm: Vec<Vec<Sample>> = strategies.iter().map(|_| Vec::new()).collect();
+    let mut started: Option<std::time::Instant> = None;
+    let mut round = 0usize;
     let mut group = c.benchmark_group(group_name);
     group.sampling_mode(SamplingMode::Flat);
-    for strategy in Strategy::FRONTIER {
-        let mut samples: Vec<Sample> = Vec::new();
-        let mut warm: Vec<Sample> = Vec::new();
-        let mut started: Option<std::time::Instant> = None;
-        group.bench_function(BenchmarkId::new(strategy.name(), k), |b| {
-            b.iter_custom(|iters| {
-                let began = *started.get_or_insert_with(std::time::Instant::now);
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let s = rt.block_on(one_burst(strategy, k, pages, readers, sc));
-                    total += s.converge.unwrap_or(s.settled);
-                    // Criterion's warm-up iterations (the first to run after another strategy
-                    // are slower, whichever strategy it is) stay out of the figures.
-                    if began.elapsed() <= support::runs_warm_up() {
-                        warm.push(s);
-                    } else {
-                        samples.push(s);
+    // At least 20 rounds, quick mode too: the slowest strategy (debounce-300ms) gets one
+    // iteration per round, and a median's confidence interval needs them.
+    group.sample_size(ROUNDS);
+    group.bench_function(BenchmarkId::new("interleaved", k), |b| {
+        b.iter_custom(|iters| {
+            let began = *started.get_or_insert_with(std::time::Instant::now);
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                for turn in 0..strategies.len() {
+                    let i = (round + turn) % strategies.len();
+                    let slice_began = std::time::Instant::now();
+                    loop {
+                        let s = rt.block_on(one_burst(strategies[i], k, pages, readers, sc));
+                        total += s.converge.unwrap_or(s.settled);
+                        // Criterion's warm-up rounds stay out of the figures.
+                        if began.elapsed() <= support::runs_warm_up() {
+                            warm[i].push(s);
+                        } else {
+                            samples[i].push(s);
+                        }
+                        if slice_began.elapsed() >= slice() {
+                            break;
+                        }
                     }
                 }
-                total
-            })
-        });
+                round += 1;
+            }
+            total
+        })
+    });
+    group.finish();
+    for ((strategy, mut samples), warm) in strategies.into_iter().zip(samples).zip(warm) {
         if samples.is_empty() {
             samples = warm;
         }
@@ -187,7 +220,6 @@ fn run_cells(
             read_ns: Dist::of(&mut reads),
         });
     }
-    group.finish();
 }
 
 fn bench(c: &mut Criterion) {
@@ -232,9 +264,11 @@ fn bench(c: &mut Criterion) {
                  server: its cursors are version-bound and declared so, and it keeps serving a \
                  walk at its own version after later commits."
             ),
-            "Every iteration criterion measured is included, its warm-up iterations are not \
-             (the first cell a strategy runs after another is slower, whichever strategy it \
-             is); each iteration starts a fresh server and client."
+            "The strategies of a cell run interleaved: rounds in which each strategy in turn \
+             runs for a slice (25 ms in quick mode, 100 ms otherwise, at least one iteration), \
+             each round starting one strategy further on, so that drift over the cell falls on \
+             every strategy alike. Every iteration is included but those of criterion's \
+             warm-up rounds; each iteration starts a fresh server and client."
                 .into(),
             "In the *parked* cells every list request the client sends during the burst waits \
              with the request in flight (a server busy with that refresh), so the whole burst \

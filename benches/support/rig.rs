@@ -235,6 +235,8 @@ struct Tap {
     forwarded: AtomicU64,
     /// A debounce timer is running.
     pending: AtomicBool,
+    /// Woken whenever `seen` grows, so that a wait on the burst wakes as the tap reads it.
+    progress: tokio::sync::Notify,
 }
 
 /// What the tap does with a `list_changed` from the server.
@@ -336,6 +338,7 @@ async fn pump_down(
                     Relay::Divert(f) => f(),
                 }
                 tap.seen.fetch_add(1, Ordering::SeqCst);
+                tap.progress.notify_waiters();
                 counters.notifications.fetch_add(1, Ordering::SeqCst);
             }
             () = timer => {
@@ -545,12 +548,12 @@ impl Subject {
             && st.notifications >= self.tap.forwarded.load(Ordering::SeqCst)
     }
 
-    /// The server has sent `n` notifications to this client since it connected, and the client
-    /// took in every one the tap let through.
+    /// The server has sent `n` notifications to this client since it connected, and the tap
+    /// has passed each on (or, for a debounce, taken it): the burst is on the client's side of
+    /// the wire, whatever the client has made of it yet. The same wire event for every
+    /// strategy, as a server would see it.
     pub fn heard(&self, n: u64) -> bool {
-        let st = self.catalog.status().borrow().clone();
         self.tap.seen.load(Ordering::SeqCst) >= n
-            && st.notifications >= self.tap.forwarded.load(Ordering::SeqCst)
     }
 
     /// Notifications the server has sent to this client.
@@ -564,19 +567,28 @@ impl Subject {
         (c.version, c.since)
     }
 
-    /// Waits until `cond` holds (checked on every status change of the client, and at least
-    /// every millisecond) or `limit` passes; returns whether it held.
+    /// Waits until `cond` holds (checked on every status change of the client, on every
+    /// notification the tap reads, and at least every millisecond) or `limit` passes; returns
+    /// whether it held.
     pub async fn wait(&self, limit: Duration, cond: impl Fn() -> bool) -> bool {
         let end = tokio::time::Instant::now() + limit;
         let mut status = self.catalog.status();
         loop {
+            // Registered before the check, so a notification read in between still wakes us.
+            let tapped = self.tap.progress.notified();
             if cond() {
                 return true;
             }
             if tokio::time::Instant::now() >= end {
                 return false;
             }
-            let _ = tokio::time::timeout(Duration::from_millis(1), status.changed()).await;
+            let woken = async {
+                tokio::select! {
+                    _ = status.changed() => {}
+                    () = tapped => {}
+                }
+            };
+            let _ = tokio::time::timeout(Duration::from_millis(1), woken).await;
         }
     }
 

@@ -289,7 +289,8 @@ pub fn section(s: &mut String, b: &BenchFile) {
         s,
         "A burst of K `list_changed` notifications (K one-update batches, applied back to back) \
          reaches the client while its refresh of a P-page list is in flight (the walk's last \
-         page request is parked at the server until the client has received the whole burst). \
+         page request is parked at the server until the whole burst has reached the client's \
+         end of the wire). \
          *Round trips* are the `list` requests (pages) the burst caused; *walks* are the walks \
          among them (first-page requests, restarts included). Each strategy is one point of \
          the frontier per cell: fewer round trips is cheaper, less time to the final list is \
@@ -312,16 +313,18 @@ pub fn section(s: &mut String, b: &BenchFile) {
     let _ = writeln!(
         s,
         "Each debounce point: whether the reference dominates it (yes), ties with it (tie) or \
-         neither (**no**), then its round trips and median ms. The claim is about a burst onto a refresh in flight (parked, served); the \
-         spaced cells show what the coalescing gap trades instead. At P = 1 the request in \
-         flight is the whole walk: for every strategy that waits for it, the final list is its \
-         answer, so the times differ only by how fast the burst is taken in (the reference's \
-         client takes in every notification; a debounce in the tap drops them before the \
-         client parses them), by tenths of a millisecond that change sign between runs. In the \
-         served P = 1 cells a debounce-0ms client that walks while the burst goes on can hold \
-         the final list from a walk served mid-burst, before the parked request returns, at \
-         several times the round trips: no client that keeps one request in flight can be \
-         earlier there.\n"
+         neither (**no**), then its round trips and median ms. The claim is about a burst onto \
+         a refresh in flight (parked, served); the spaced cells show what the coalescing gap \
+         trades instead. At P = 1 the request in flight is the whole walk: for every strategy \
+         that waits for it, the final list is its answer, so the times differ only by how fast \
+         the burst is taken in (the reference's client parses every notification queued ahead \
+         of the answer; a debounce in the tap drops them before the client sees them), by \
+         hundredths of a millisecond. In the served P = 1 cells a debounce-0ms client that \
+         walks while the burst goes on can hold the final list from a walk served after the \
+         last commit, before the parked request returns, at several times the round trips: no \
+         client that keeps one request in flight can be earlier there, and a point with one \
+         round trip (to dominate debounce-50ms and debounce-300ms, which wait for the answer \
+         too) cannot also be earlier than that walk.\n"
     );
     let debounces: Vec<String> = {
         let mut v: Vec<String> = Vec::new();
