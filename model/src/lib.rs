@@ -163,9 +163,12 @@ impl Latch {
 
 macro_rules! always {
     ($p:expr) => {
-        SrProperty::always($p.as_str(), |m: &ListModel, s: &World| {
-            s.holds($p) || !m.latch.report($p)
-        })
+        (
+            $p,
+            SrProperty::always($p.as_str(), |m: &ListModel, s: &World| {
+                s.holds($p) || !m.latch.report($p)
+            }),
+        )
     };
 }
 
@@ -204,10 +207,12 @@ impl Model for ListModel {
         Some(next)
     }
 
-    /// Every property of core, and a `sometimes` per watched situation (stateright looks each
-    /// property up on every state it visits, so unwatched situations are left out).
+    /// Every property of core that applies to the scenario, and a `sometimes` per watched
+    /// situation. stateright looks each property it is given up in a map shared by its threads
+    /// on every state it visits, so what cannot be reported is left out: inapplicable properties
+    /// (their verdict is n/a whatever the states) and unwatched situations.
     fn properties(&self) -> Vec<SrProperty<Self>> {
-        let mut all = vec![
+        let properties = [
             always!(Property::NoTornSnapshot),
             always!(Property::NoStaleOverwrite),
             always!(Property::Converges),
@@ -224,6 +229,11 @@ impl Model for ListModel {
             always!(Property::NoStaleArguments),
             always!(Property::NoNameCollision),
         ];
+        let mut all: Vec<SrProperty<Self>> = properties
+            .into_iter()
+            .filter(|(p, _)| self.scenario.applicable(*p))
+            .map(|(_, sr)| sr)
+            .collect();
         let situations = [
             sometimes!(Situation::NotifyDuringRefresh),
             sometimes!(Situation::NotifyMidWalk),
