@@ -209,6 +209,9 @@ fn bench(c: &mut Criterion) {
                 total
             })
         });
+        if cluster.iterations == 0 {
+            continue; // filtered out
+        }
         let (per, total, round_trips) = rt.block_on(redis_work(&mut rig, &on_c, &mut rev, k));
         let cluster = ClusterRow {
             redis_commands_per_change: total,

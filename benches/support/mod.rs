@@ -123,8 +123,17 @@ pub fn filtered() -> bool {
 
 /// Writes one group's figures (`file` holds just that group). A filtered run writes under
 /// `partial/` instead, where `listsync report` does not look, so that it never replaces the
-/// figures of a whole run.
+/// figures of a whole run. A run that measured nothing (a filter matching none of the group's
+/// benchmarks, or criterion's `--list`) writes nothing and says so: an empty group would
+/// otherwise replace the figures of the last whole run.
 pub fn write_figures(group: &str, file: &BenchFile) {
+    if file.rows() == 0 {
+        eprintln!(
+            "listsync bench: no benchmark of {group} ran (filtered out, or only listed); no \
+             figures written"
+        );
+        return;
+    }
     let mut dir = figures_dir();
     if filtered() {
         dir = dir.join("partial");

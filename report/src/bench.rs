@@ -320,6 +320,19 @@ impl BenchFile {
         }
     }
 
+    /// Measurements held, over every group.
+    pub fn rows(&self) -> usize {
+        fn of<R>(g: &Option<Group<R>>) -> usize {
+            g.as_ref().map_or(0, |g| g.rows.len())
+        }
+        of(&self.refresh)
+            + of(&self.churn)
+            + of(&self.fanout)
+            + of(&self.model)
+            + of(&self.replay)
+            + of(&self.cluster)
+    }
+
     /// Reads a bench file.
     pub fn read(path: &Path) -> anyhow::Result<BenchFile> {
         let text = std::fs::read_to_string(path)?;
@@ -442,6 +455,15 @@ mod tests {
         assert_eq!(a.replay.as_ref().unwrap().rows[0].traces_per_sec, 13.0);
         assert!(!a.is_empty());
         assert!(BenchFile::new().is_empty());
+    }
+
+    #[test]
+    fn rows_are_counted_over_every_group() {
+        assert_eq!(BenchFile::new().rows(), 0);
+        let mut f = replay(1, 1.0);
+        assert_eq!(f.rows(), 1);
+        f.replay.as_mut().unwrap().rows.clear();
+        assert_eq!(f.rows(), 0, "a group without rows holds no measurement");
     }
 
     #[test]
