@@ -10,7 +10,7 @@
 
 use listsync_core::world::World;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,15 +37,25 @@ thread_local! {
 /// Successors remembered in [`RECENT`] before it is emptied.
 const RECENT_CAP: usize = 1 << 16;
 
-/// Records the states a checker expands and the edges between them.
+/// Records the states a checker expands and the edges between them, or only which distinct
+/// states it expanded.
 #[derive(Debug)]
 pub struct Recorder {
     symmetric: bool,
-    /// Edges are recorded (the progress pass needs them; counting the distinct states of
-    /// random walks does not).
+    /// The graph is recorded (the progress pass needs it); otherwise only the distinct
+    /// fingerprints, which is all that counting the distinct states of random walks needs: a
+    /// walk passes the shallow states again and again, and a list of visits would grow with the
+    /// visits (6·10⁷ in the deep suite) instead of with the states.
     edges: bool,
     on: AtomicBool,
-    shards: Vec<Mutex<Recorded>>,
+    shards: Vec<Mutex<Shard>>,
+}
+
+/// One lock's share of a recording.
+#[derive(Debug, Default)]
+struct Shard {
+    graph: Recorded,
+    distinct: HashSet<u64, ahash::RandomState>,
 }
 
 /// A recorded graph (or one shard of it): each expanded state's fingerprint and whether it is
@@ -60,7 +70,8 @@ pub struct Recorded {
 
 impl Recorder {
     /// A recorder identifying states by their fingerprint, or with `symmetric` by that of their
-    /// canonical renumbering; recording the edges too with `edges`.
+    /// canonical renumbering; recording the graph with `edges`, else only the distinct states
+    /// ([`Recorder::distinct`]).
     pub fn new(symmetric: bool, edges: bool) -> Self {
         Recorder {
             symmetric,
@@ -81,7 +92,7 @@ impl Recorder {
             .unwrap_or_else(|| hash(&w.canonical()))
     }
 
-    fn shard(&self, from: u64) -> std::sync::MutexGuard<'_, Recorded> {
+    fn shard(&self, from: u64) -> std::sync::MutexGuard<'_, Shard> {
         self.shards[from as usize % SHARDS]
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -93,8 +104,12 @@ impl Recorder {
             return;
         }
         let f = self.fingerprint(w);
+        if !self.edges {
+            self.shard(f).distinct.insert(f);
+            return;
+        }
         EXPANDING.set(f);
-        self.shard(f).states.push((f, w.quiescent()));
+        self.shard(f).graph.states.push((f, w.quiescent()));
     }
 
     /// The state being expanded on this thread has `next` as a successor.
@@ -117,21 +132,30 @@ impl Recorder {
             hash(next)
         };
         if from != to {
-            self.shard(from).edges.push((from, to));
+            self.shard(from).graph.edges.push((from, to));
         }
     }
 
     /// Stops recording (the checker is done; replaying a counterexample calls the model again)
-    /// and hands over the graph.
+    /// and hands over the graph (empty if only the distinct states were recorded).
     pub fn finish(&self) -> Recorded {
         self.on.store(false, Ordering::Relaxed);
         let mut all = Recorded::default();
         for s in &self.shards {
             let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
-            all.states.append(&mut s.states);
-            all.edges.append(&mut s.edges);
+            all.states.append(&mut s.graph.states);
+            all.edges.append(&mut s.graph.edges);
         }
         all
+    }
+
+    /// Stops recording and counts the distinct states expanded (recorded without the graph).
+    pub fn distinct(&self) -> usize {
+        self.on.store(false, Ordering::Relaxed);
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).distinct.len())
+            .sum()
     }
 }
 
@@ -157,5 +181,22 @@ mod tests {
         // Finished: nothing more is recorded.
         r.expanding(&next);
         assert!(r.finish().states.is_empty());
+    }
+
+    #[test]
+    fn without_the_graph_a_state_expanded_twice_counts_once() {
+        let scn = crate::configs::by_name("reference").unwrap().scenario;
+        let w = World::new(&scn);
+        let mut steps = Vec::new();
+        w.enabled(&scn, &mut steps);
+        let mut next = w.clone();
+        next.apply(&scn, &steps[0], &mut ()).unwrap();
+        let r = Recorder::new(false, false);
+        for v in [&w, &next, &w, &w, &next] {
+            r.expanding(v);
+            r.successor(v);
+        }
+        assert_eq!(r.distinct(), 2);
+        assert!(r.finish().states.is_empty() && r.finish().edges.is_empty());
     }
 }

@@ -443,14 +443,13 @@ pub fn check_bounded(
     let (checker, seconds) =
         run_checker(model.clone(), search, threads.max(1), max_states, progress);
     let exhaustive = !walks && max_states.is_none_or(|n| checker.state_count() < n);
-    // Walks visit a state as often as they pass it: the distinct ones are counted on the graph
-    // recorded (each visit is recorded once, when the walk expands it).
-    let distinct = model.graph.as_ref().filter(|_| walks).map(|graph| {
-        let mut seen: Vec<u64> = graph.finish().states.into_iter().map(|(f, _)| f).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        seen.len()
-    });
+    // Walks visit a state as often as they pass it: the distinct ones are counted by the
+    // recorder (each visit is recorded when the walk expands it, each state once).
+    let distinct = model
+        .graph
+        .as_ref()
+        .filter(|_| walks)
+        .map(|graph| graph.distinct());
     // The progress pass judges the graph the checker recorded, if it is the whole graph.
     let quiescence = match model.graph.as_ref().filter(|_| exhaustive) {
         Some(graph) => {
