@@ -6,7 +6,8 @@
 //! for the successor of each action. The [`Recorder`] notes the state on the first call (its
 //! fingerprint and whether it is quiescent) and an edge on each of the others. States are
 //! identified by their own fingerprint, or with the symmetric search by that of their
-//! canonical renumbering, as the checker identifies them.
+//! canonical renumbering, as the checker identifies them. For random walks, which are never
+//! exhaustive (no progress pass), it keeps only the set of distinct fingerprints, to count them.
 
 use listsync_core::world::World;
 use std::cell::{Cell, RefCell};
