@@ -47,7 +47,7 @@ pub struct Recorder {
     /// fingerprints, which is all that counting the distinct states of random walks needs: a
     /// walk passes the shallow states again and again, and a list of visits would grow with the
     /// visits (6·10⁷ in the deep suite) instead of with the states.
-    edges: bool,
+    keep_graph: bool,
     on: AtomicBool,
     shards: Vec<Mutex<Shard>>,
 }
@@ -71,12 +71,12 @@ pub struct Recorded {
 
 impl Recorder {
     /// A recorder identifying states by their fingerprint, or with `symmetric` by that of their
-    /// canonical renumbering; recording the graph with `edges`, else only the distinct states
-    /// ([`Recorder::distinct`]).
-    pub fn new(symmetric: bool, edges: bool) -> Self {
+    /// canonical renumbering; recording the graph with `keep_graph`, else only the distinct
+    /// states ([`Recorder::distinct`]).
+    pub fn new(symmetric: bool, keep_graph: bool) -> Self {
         Recorder {
             symmetric,
-            edges,
+            keep_graph,
             on: AtomicBool::new(true),
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
         }
@@ -105,7 +105,7 @@ impl Recorder {
             return;
         }
         let f = self.fingerprint(w);
-        if !self.edges {
+        if !self.keep_graph {
             self.shard(f).distinct.insert(f);
             return;
         }
@@ -115,7 +115,7 @@ impl Recorder {
 
     /// The state being expanded on this thread has `next` as a successor.
     pub fn successor(&self, next: &World) {
-        if !self.edges || !self.on.load(Ordering::Relaxed) {
+        if !self.keep_graph || !self.on.load(Ordering::Relaxed) {
             return;
         }
         let from = EXPANDING.get();
