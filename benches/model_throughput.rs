@@ -7,7 +7,9 @@
 //! reference configurations; the full run adds the HTTP, 2026 and multi-client ones. In the same
 //! run, the same checker explores a textbook two-phase commit model (`support/two_phase.rs`),
 //! the classic example model checkers are timed on, so that the ratio of our states/s to its
-//! holds on a noisy machine.
+//! holds on a noisy machine. `LISTSYNC_BENCH_TWO_PHASE_RMS=<n>` times the example with `n`
+//! resource managers instead of 7 (9: about 10^7 states, minutes per exploration), to see how
+//! the checker itself runs and scales on this machine at a size like our large configurations.
 
 mod support;
 
@@ -18,12 +20,21 @@ use listsync_report::bench::{BenchFile, Dist, Group, ModelRow};
 use stateright::{Checker, Model};
 use std::time::{Duration, Instant};
 
-/// Resource managers of the two-phase commit example (about 10^5 states).
+/// Resource managers of the two-phase commit example (about 3·10^5 states), unless
+/// `LISTSYNC_BENCH_TWO_PHASE_RMS` says otherwise.
 const TWO_PHASE_RMS: u8 = 7;
 
-fn explore_two_phase(threads: usize) -> (Duration, usize) {
+fn two_phase_rms() -> u8 {
+    std::env::var("LISTSYNC_BENCH_TWO_PHASE_RMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| (1..=support::two_phase::MAX_RMS).contains(&usize::from(n)))
+        .unwrap_or(TWO_PHASE_RMS)
+}
+
+fn explore_two_phase(rms: u8, threads: usize) -> (Duration, usize) {
     let t = Instant::now();
-    let n = support::two_phase::TwoPhase { rms: TWO_PHASE_RMS }
+    let n = support::two_phase::TwoPhase { rms }
         .checker()
         .threads(threads)
         .spawn_bfs()
@@ -116,10 +127,11 @@ fn bench(c: &mut Criterion) {
             }
         }
     }
-    let example = format!("two-phase-commit-{TWO_PHASE_RMS}rm");
+    let rms = two_phase_rms();
+    let example = format!("two-phase-commit-{rms}rm");
     for threads in [1usize, 2] {
         rows.extend(measure(&mut group, &example, "bfs", threads, || {
-            explore_two_phase(threads)
+            explore_two_phase(rms, threads)
         }));
     }
     group.finish();
@@ -135,7 +147,7 @@ fn bench(c: &mut Criterion) {
                 .into(),
             format!(
                 "`{example}` is not ours: a textbook two-phase commit (one transaction manager, \
-                 {TWO_PHASE_RMS} resource managers, compact state) explored by the same checker \
+                 {rms} resource managers, compact state) explored by the same checker \
                  in the same run, the yardstick for our states/s on this machine."
             ),
         ],

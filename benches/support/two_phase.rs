@@ -9,7 +9,7 @@
 use stateright::{Model, Property};
 
 /// At most this many resource managers.
-const MAX_RMS: usize = 12;
+pub const MAX_RMS: usize = 12;
 
 /// A resource manager's state.
 const WORKING: u8 = 0;

@@ -268,28 +268,38 @@ fn model_section(s: &mut String, b: &BenchFile) {
 /// The example model's rows are named for it (`two-phase-commit-<n>rm`).
 const MODEL_EXAMPLE: &str = "two-phase-commit";
 
+/// Our reference configurations' breadth-first states/s on `threads` threads (their states
+/// over their time), when the run measured any.
+fn ours_per_sec(g: &Group<ModelRow>, threads: u32) -> Option<f64> {
+    let ours: Vec<&ModelRow> = g
+        .rows
+        .iter()
+        .filter(|r| {
+            !r.config.starts_with(MODEL_EXAMPLE) && r.search == "bfs" && r.threads == threads
+        })
+        .collect();
+    if ours.is_empty() {
+        return None;
+    }
+    let states: u64 = ours.iter().map(|r| r.unique_states).sum();
+    let secs: f64 = ours.iter().map(|r| r.seconds.mean).sum();
+    Some(states as f64 / secs.max(1e-9))
+}
+
 /// Per thread count: our reference configurations' breadth-first states/s beside the example
-/// model's, measured in the same run.
+/// model's, measured in the same run; then, per thread count above one, how much faster than
+/// on one thread each of the two ran (the scaling this machine allows the checker).
 fn model_against_example(g: &Group<ModelRow>) -> Vec<String> {
-    let mut out = Vec::new();
-    for ex in g
+    let examples: Vec<&ModelRow> = g
         .rows
         .iter()
         .filter(|r| r.config.starts_with(MODEL_EXAMPLE))
-    {
-        let ours: Vec<&ModelRow> = g
-            .rows
-            .iter()
-            .filter(|r| {
-                !r.config.starts_with(MODEL_EXAMPLE) && r.search == "bfs" && r.threads == ex.threads
-            })
-            .collect();
-        if ours.is_empty() {
+        .collect();
+    let mut out = Vec::new();
+    for ex in &examples {
+        let Some(rate) = ours_per_sec(g, ex.threads) else {
             continue;
-        }
-        let states: u64 = ours.iter().map(|r| r.unique_states).sum();
-        let secs: f64 = ours.iter().map(|r| r.seconds.mean).sum();
-        let rate = states as f64 / secs.max(1e-9);
+        };
         out.push(format!(
             "{} thread(s), breadth-first: our reference configurations {} states/s, the \
              `{}` example {} states/s in the same run ({}× ours)",
@@ -298,6 +308,22 @@ fn model_against_example(g: &Group<ModelRow>) -> Vec<String> {
             ex.config,
             num(ex.states_per_sec),
             num(ex.states_per_sec / rate.max(1e-9))
+        ));
+    }
+    let one = examples.iter().find(|r| r.threads == 1);
+    for ex in examples.iter().filter(|r| r.threads > 1) {
+        let (Some(one), Some(ours_one), Some(ours)) =
+            (one, ours_per_sec(g, 1), ours_per_sec(g, ex.threads))
+        else {
+            continue;
+        };
+        out.push(format!(
+            "{} threads against 1, breadth-first, same run: our reference configurations {}× as \
+             fast, the `{}` example {}×",
+            ex.threads,
+            num(ours / ours_one.max(1e-9)),
+            ex.config,
+            num(ex.states_per_sec / one.states_per_sec.max(1e-9))
         ));
     }
     out
@@ -360,6 +386,55 @@ fn cluster_section(s: &mut String, b: &BenchFile) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn model_row(config: &str, threads: u32, states: u64, secs: f64) -> ModelRow {
+        let seconds = Dist::of(&mut [secs]);
+        ModelRow {
+            config: config.into(),
+            search: "bfs".into(),
+            threads,
+            unique_states: states,
+            states_per_sec: states as f64 / secs,
+            seconds,
+        }
+    }
+
+    #[test]
+    fn the_model_group_sets_our_rate_and_scaling_beside_the_example() {
+        let g = Group {
+            run: RunInfo {
+                started_unix: 1,
+                quick: true,
+                cpus: 2,
+                seconds: 1.0,
+            },
+            driver: String::new(),
+            notes: vec![],
+            rows: vec![
+                model_row("reference", 1, 1000, 1.0),
+                model_row("reference-auth", 1, 3000, 1.0),
+                model_row("reference", 2, 1000, 0.5),
+                model_row("reference-auth", 2, 3000, 1.5),
+                model_row("two-phase-commit-7rm", 1, 8000, 1.0),
+                model_row("two-phase-commit-7rm", 2, 8000, 0.8),
+            ],
+        };
+        let lines = model_against_example(&g);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(
+            lines[0].contains("our reference configurations 2000 states/s"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[0].contains("8000 states/s in the same run (4.00× ours)"),
+            "{lines:?}"
+        );
+        assert!(lines[1].contains("(5.00× ours)"), "{lines:?}");
+        assert!(
+            lines[2].contains("our reference configurations 1.00× as fast, the `two-phase-commit-7rm` example 1.25×"),
+            "{lines:?}"
+        );
+    }
 
     #[test]
     fn missing_groups_say_how_to_produce_them() {
