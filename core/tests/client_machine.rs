@@ -726,6 +726,32 @@ fn a_ttl_expiry_walks_only_a_kept_list_of_a_connected_client() {
 }
 
 #[test]
+fn a_kept_list_is_due_for_a_ttl_refetch_only_with_a_ttl_when_idle_and_behind_the_server() {
+    let r = paced(Pacing::OFF);
+    assert!(
+        r.c.ttl_due(2).is_empty(),
+        "a list published without a ttl is never due, however far behind"
+    );
+    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
+    let id = r.first_page();
+    let Response::Page(mut p) = page(&["a=1"], None, Some(1)) else {
+        unreachable!()
+    };
+    p.ttl_ms = Some(1_000);
+    r.answer(id, Response::Page(p));
+    assert!(r.published().is_some(), "{:?}", r.out);
+    assert!(r.c.ttl_due(1).is_empty(), "not behind the server's version");
+    assert_eq!(
+        r.c.ttl_due(2),
+        vec![Kind::Tools],
+        "behind, with a ttl, idle"
+    );
+    r.notify();
+    r.first_page();
+    assert!(r.c.ttl_due(2).is_empty(), "a walk is already running");
+}
+
+#[test]
 fn a_cut_connection_marks_the_held_list_stale_once() {
     let mut r = paced(Pacing::OFF);
     r.step(ClientInput::Disconnected);
