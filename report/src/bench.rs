@@ -320,17 +320,24 @@ impl BenchFile {
         }
     }
 
+    /// Per group, in the page's order: the measurements it holds, or None when absent.
+    fn groups(&self) -> [Option<usize>; 6] {
+        fn of<R>(g: &Option<Group<R>>) -> Option<usize> {
+            g.as_ref().map(|g| g.rows.len())
+        }
+        [
+            of(&self.refresh),
+            of(&self.churn),
+            of(&self.fanout),
+            of(&self.model),
+            of(&self.replay),
+            of(&self.cluster),
+        ]
+    }
+
     /// Measurements held, over every group.
     pub fn rows(&self) -> usize {
-        fn of<R>(g: &Option<Group<R>>) -> usize {
-            g.as_ref().map_or(0, |g| g.rows.len())
-        }
-        of(&self.refresh)
-            + of(&self.churn)
-            + of(&self.fanout)
-            + of(&self.model)
-            + of(&self.replay)
-            + of(&self.cluster)
+        self.groups().into_iter().flatten().sum()
     }
 
     /// Reads a bench file.
@@ -379,12 +386,7 @@ impl BenchFile {
 
     /// Whether any group is present.
     pub fn is_empty(&self) -> bool {
-        self.refresh.is_none()
-            && self.churn.is_none()
-            && self.fanout.is_none()
-            && self.model.is_none()
-            && self.replay.is_none()
-            && self.cluster.is_none()
+        self.groups().iter().all(Option::is_none)
     }
 }
 
