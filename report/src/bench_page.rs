@@ -288,7 +288,7 @@ fn ours_per_sec(g: &Group<ModelRow>, threads: u32) -> Option<f64> {
 
 /// Per thread count: our reference configurations' breadth-first states/s beside the example
 /// model's, measured in the same run; then, per thread count above one, how much faster than
-/// on one thread each of the two ran (the scaling this machine allows the checker).
+/// on one thread each of the two ran (how the checker's threads scale on this machine).
 fn model_against_example(g: &Group<ModelRow>) -> Vec<String> {
     let examples: Vec<&ModelRow> = g
         .rows
