@@ -25,11 +25,20 @@ use std::time::{Duration, Instant};
 const TWO_PHASE_RMS: u8 = 7;
 
 fn two_phase_rms() -> u8 {
-    std::env::var("LISTSYNC_BENCH_TWO_PHASE_RMS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n| (1..=support::two_phase::MAX_RMS).contains(&usize::from(n)))
-        .unwrap_or(TWO_PHASE_RMS)
+    let Ok(v) = std::env::var("LISTSYNC_BENCH_TWO_PHASE_RMS") else {
+        return TWO_PHASE_RMS;
+    };
+    let max = support::two_phase::MAX_RMS;
+    match v.parse::<u8>() {
+        Ok(n) if (1..=max).contains(&usize::from(n)) => n,
+        _ => {
+            eprintln!(
+                "model_throughput: LISTSYNC_BENCH_TWO_PHASE_RMS={v:?} is not a number from 1 to \
+                 {max}; timing the example with {TWO_PHASE_RMS} resource managers"
+            );
+            TWO_PHASE_RMS
+        }
+    }
 }
 
 fn explore_two_phase(rms: u8, threads: usize) -> (Duration, usize) {
