@@ -7,9 +7,11 @@
 //! reference configurations; the full run adds the HTTP, 2026 and multi-client ones. In the same
 //! run, the same checker explores a textbook two-phase commit model (`support/two_phase.rs`),
 //! the classic example model checkers are timed on, so that the ratio of our states/s to its
-//! holds on a noisy machine. `LISTSYNC_BENCH_TWO_PHASE_RMS=<n>` times the example with `n`
-//! resource managers instead of 7 (9: about 10^7 states, minutes per exploration), to see how
-//! the checker itself runs and scales on this machine at a size like our large configurations.
+//! holds on a noisy machine: with 7 resource managers (about 3·10^5 states, the size of the
+//! quick run's configurations) and with 8 (about 1.7·10^6, the size of `reference-large`), to
+//! see how fast the checker itself explores, and how its threads scale, at the size our large
+//! configurations have. `LISTSYNC_BENCH_TWO_PHASE_RMS=<n>[,<n>…]` times it at other sizes
+//! instead (9: about 10^7 states, minutes per exploration).
 
 mod support;
 
@@ -20,25 +22,32 @@ use listsync_report::bench::{BenchFile, Dist, Group, ModelRow};
 use stateright::{Checker, Model};
 use std::time::{Duration, Instant};
 
-/// Resource managers of the two-phase commit example (about 3·10^5 states), unless
-/// `LISTSYNC_BENCH_TWO_PHASE_RMS` says otherwise.
-const TWO_PHASE_RMS: u8 = 7;
+/// Resource managers of the two-phase commit examples timed (about 3·10^5 and 1.7·10^6
+/// states), unless `LISTSYNC_BENCH_TWO_PHASE_RMS` says otherwise.
+const TWO_PHASE_RMS: [u8; 2] = [7, 8];
 
-fn two_phase_rms() -> u8 {
+fn two_phase_rms() -> Vec<u8> {
     let Ok(v) = std::env::var("LISTSYNC_BENCH_TWO_PHASE_RMS") else {
-        return TWO_PHASE_RMS;
+        return TWO_PHASE_RMS.to_vec();
     };
     let max = support::two_phase::MAX_RMS;
-    match v.parse::<u8>() {
-        Ok(n) if (1..=max).contains(&usize::from(n)) => n,
-        _ => {
-            eprintln!(
-                "model_throughput: LISTSYNC_BENCH_TWO_PHASE_RMS={v:?} is not a number from 1 to \
-                 {max}; timing the example with {TWO_PHASE_RMS} resource managers"
-            );
-            TWO_PHASE_RMS
-        }
-    }
+    let sizes: Option<Vec<u8>> = v
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse::<u8>()
+                .ok()
+                .filter(|n| (1..=max).contains(&usize::from(*n)))
+        })
+        .collect();
+    sizes.unwrap_or_else(|| {
+        eprintln!(
+            "model_throughput: LISTSYNC_BENCH_TWO_PHASE_RMS={v:?} is not a comma-separated list \
+             of numbers from 1 to {max}; timing the example with {TWO_PHASE_RMS:?} resource \
+             managers"
+        );
+        TWO_PHASE_RMS.to_vec()
+    })
 }
 
 fn explore_two_phase(rms: u8, threads: usize) -> (Duration, usize) {
@@ -136,12 +145,14 @@ fn bench(c: &mut Criterion) {
             }
         }
     }
-    let rms = two_phase_rms();
-    let example = format!("two-phase-commit-{rms}rm");
-    for threads in [1usize, 2] {
-        rows.extend(measure(&mut group, &example, "bfs", threads, || {
-            explore_two_phase(rms, threads)
-        }));
+    let sizes = two_phase_rms();
+    for &rms in &sizes {
+        let example = format!("two-phase-commit-{rms}rm");
+        for threads in [1usize, 2] {
+            rows.extend(measure(&mut group, &example, "bfs", threads, || {
+                explore_two_phase(rms, threads)
+            }));
+        }
     }
     group.finish();
     let mut file = BenchFile::new();
@@ -155,9 +166,17 @@ fn bench(c: &mut Criterion) {
              one representative per class of states that differ only in client numbering."
                 .into(),
             format!(
-                "`{example}` is not ours: a textbook two-phase commit (one transaction manager, \
-                 {rms} resource managers, compact state) explored by the same checker \
-                 in the same run, the yardstick for our states/s on this machine."
+                "`two-phase-commit-<n>rm` is not ours: a textbook two-phase commit (one \
+                 transaction manager, n resource managers, compact state; n = {}) explored by \
+                 the same checker in the same run, the yardstick for our states/s on this \
+                 machine. Its unique states are in the table: by default one size like the \
+                 configurations timed here, one like `reference-large` (about 1.5·10^6 states), \
+                 the largest reference configuration `listsync check` runs.",
+                sizes
+                    .iter()
+                    .map(u8::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         ],
         rows,

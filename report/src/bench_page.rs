@@ -310,8 +310,10 @@ fn model_against_example(g: &Group<ModelRow>) -> Vec<String> {
             num(ex.states_per_sec / rate.max(1e-9))
         ));
     }
-    let one = examples.iter().find(|r| r.threads == 1);
     for ex in examples.iter().filter(|r| r.threads > 1) {
+        let one = examples
+            .iter()
+            .find(|r| r.config == ex.config && r.threads == 1);
         let (Some(one), Some(ours_one), Some(ours)) =
             (one, ours_per_sec(g, 1), ours_per_sec(g, ex.threads))
         else {
@@ -417,10 +419,12 @@ mod tests {
                 model_row("reference-auth", 2, 3000, 1.5),
                 model_row("two-phase-commit-7rm", 1, 8000, 1.0),
                 model_row("two-phase-commit-7rm", 2, 8000, 0.8),
+                model_row("two-phase-commit-8rm", 1, 40000, 10.0),
+                model_row("two-phase-commit-8rm", 2, 40000, 8.0),
             ],
         };
         let lines = model_against_example(&g);
-        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(lines.len(), 6, "{lines:?}");
         assert!(
             lines[0].contains("our reference configurations 2000 states/s"),
             "{lines:?}"
@@ -430,8 +434,15 @@ mod tests {
             "{lines:?}"
         );
         assert!(lines[1].contains("(5.00× ours)"), "{lines:?}");
+        assert!(lines[2].contains("(2.00× ours)"), "{lines:?}");
+        assert!(lines[3].contains("(2.50× ours)"), "{lines:?}");
+        // Each example's threads against its own one-thread run.
         assert!(
-            lines[2].contains("our reference configurations 1.00× as fast, the `two-phase-commit-7rm` example 1.25×"),
+            lines[4].contains("our reference configurations 1.00× as fast, the `two-phase-commit-7rm` example 1.25×"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[5].contains("the `two-phase-commit-8rm` example 1.25×"),
             "{lines:?}"
         );
     }
