@@ -7,11 +7,11 @@
 //! reference configurations; the full run adds the HTTP, 2026 and multi-client ones. In the same
 //! run, the same checker explores a textbook two-phase commit model (`support/two_phase.rs`),
 //! the classic example model checkers are timed on, so that the ratio of our states/s to its
-//! holds on a noisy machine: with 7 resource managers (about 3·10^5 states, the size of the
-//! quick run's configurations) and with 8 (about 1.7·10^6, the size of `reference-large`), to
-//! see how fast the checker itself explores, and how its threads scale, at the size our large
-//! configurations have. `LISTSYNC_BENCH_TWO_PHASE_RMS=<n>[,<n>…]` times it at other sizes
-//! instead (9: about 10^7 states, minutes per exploration).
+//! holds on a noisy machine: with 7 resource managers (about 3·10^5 states) and with 8 (about
+//! 1.7·10^6, the size of `reference-large`), to see how fast the checker itself explores, and
+//! how its threads scale, at the size our large configurations have.
+//! `LISTSYNC_BENCH_TWO_PHASE_RMS=<n>[,<n>…]` times it at other sizes instead (9: about 10^7
+//! states, minutes per exploration).
 
 mod support;
 
@@ -169,9 +169,9 @@ fn bench(c: &mut Criterion) {
                 "`two-phase-commit-<n>rm` is not ours: a textbook two-phase commit (one \
                  transaction manager, n resource managers, compact state; n = {}) explored by \
                  the same checker in the same run, the yardstick for our states/s on this \
-                 machine. Its unique states are in the table: by default one size like the \
-                 configurations timed here, one like `reference-large` (about 1.5·10^6 states), \
-                 the largest reference configuration `listsync check` runs.",
+                 machine. Its unique states are in the table; 8 resource managers give about \
+                 as many as `reference-large` (about 1.5·10^6), the largest reference \
+                 configuration `listsync check` runs.",
                 sizes
                     .iter()
                     .map(u8::to_string)
