@@ -40,14 +40,18 @@ fn two_phase_rms() -> Vec<u8> {
                 .filter(|n| (1..=max).contains(&usize::from(*n)))
         })
         .collect();
-    sizes.unwrap_or_else(|| {
+    let Some(mut sizes) = sizes else {
         eprintln!(
             "model_throughput: LISTSYNC_BENCH_TWO_PHASE_RMS={v:?} is not a comma-separated list \
              of numbers from 1 to {max}; timing the example with {TWO_PHASE_RMS:?} resource \
              managers"
         );
-        TWO_PHASE_RMS.to_vec()
-    })
+        return TWO_PHASE_RMS.to_vec();
+    };
+    // Each size once: criterion refuses two benchmarks of the same name.
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
 }
 
 fn explore_two_phase(rms: u8, threads: usize) -> (Duration, usize) {
