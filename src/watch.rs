@@ -31,6 +31,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// The largest token file `--token-file` reads (its first line is the token).
+const MAX_TOKEN_FILE: u64 = 1 << 20;
+
 /// One `--url`: a plain URL (one server), or `NAME=URL` (one of several).
 #[derive(Clone, Debug)]
 enum UrlArg {
@@ -196,7 +199,7 @@ fn options(args: Args) -> anyhow::Result<WatchOptions> {
     };
     let bearer = match &args.token_file {
         Some(file) => {
-            let text = std::fs::read_to_string(file)
+            let text = listsync_harness::limited_file::read_text(file, MAX_TOKEN_FILE)
                 .with_context(|| format!("token file {}", file.display()))?;
             let token = text.lines().next().unwrap_or("").trim().to_owned();
             if token.is_empty() {

@@ -42,7 +42,8 @@ fn trace_show_rejects_bad_files_clearly() {
     }
     let (code, _, err) = listsync(&["trace", "show", dir.join("missing.json").to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert!(err.contains("cannot open"), "{err}");
+    assert!(err.contains("cannot read trace"), "{err}");
+    assert!(err.contains("No such file"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -157,7 +158,86 @@ fn big_traces_are_refused_while_reading() {
         dir.path().join("huge.json").to_str().unwrap(),
     ]);
     assert_eq!(code, 2);
-    assert!(err.contains(&format!("trace is {size} bytes")), "{err}");
+    assert!(
+        err.contains(&format!("{size} bytes; the limit is {}", 64 << 20)),
+        "{err}"
+    );
+}
+
+/// Every file a command reads on a user's word, given one that never ends (`/dev/zero`: no
+/// newline, no end of file) or a directory: refused in one line with exit status 2, having
+/// read at most the command's limit, instead of reading until memory runs out. A command
+/// still running after 20 s counts as hanging (each takes well under a second here).
+#[test]
+fn endless_and_wrong_kind_inputs_are_refused_in_one_line() {
+    let cases: [(&[&str], &str); 9] = [
+        (&["audit", "/dev/zero"], "line longer than 8388608 bytes"),
+        (
+            &["adapter", "check", "/dev/zero"],
+            "more than 1048576 bytes",
+        ),
+        (&["adapter", "check", "/tmp"], "a directory, not a file"),
+        (
+            &[
+                "watch",
+                "--token-file",
+                "/dev/zero",
+                "--url",
+                "http://127.0.0.1:9/mcp",
+            ],
+            "token file /dev/zero: more than 1048576 bytes",
+        ),
+        (
+            &[
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--auth-tokens",
+                "/dev/zero",
+            ],
+            "more than 1048576 bytes",
+        ),
+        (&["trace", "show", "/dev/zero"], "more than 67108864 bytes"),
+        (
+            &["replay", "/dev/zero", "--against", "reference"],
+            "more than 67108864 bytes",
+        ),
+        (
+            &["report", "--out", "/nonexistent/reports"],
+            "no such reports directory",
+        ),
+        (
+            &["report", "--bench-figures", "/dev/zero"],
+            "the bench figures' path is not a directory",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_listsync"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if started.elapsed() > std::time::Duration::from_secs(20) {
+                child.kill().ok();
+                child.wait().ok();
+                panic!("{args:?}: still running after 20 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(err.contains(want), "{args:?}: expected '{want}' in: {err}");
+    }
 }
 
 /// Libraries log through `tracing` (the CLI installs the subscriber): no `eprintln!` in their

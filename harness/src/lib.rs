@@ -14,6 +14,7 @@ pub mod exercises;
 pub mod findings;
 pub mod history;
 pub mod jsonrpc;
+pub mod limited_file;
 pub mod manifest;
 pub mod matrix;
 pub mod msglog;

@@ -346,15 +346,8 @@ impl Manifest {
 
     /// Reads and parses a manifest file (at most 1 MiB).
     pub fn load(path: &Path) -> Result<Manifest, String> {
-        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        if meta.len() > MAX_MANIFEST {
-            return Err(format!(
-                "{}: {} bytes; a manifest is at most {MAX_MANIFEST}",
-                path.display(),
-                meta.len()
-            ));
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::limited_file::read_text(path, MAX_MANIFEST)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         let dir = std::path::absolute(path)
             .ok()
             .and_then(|p| p.parent().map(Path::to_path_buf))

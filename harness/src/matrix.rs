@@ -19,7 +19,7 @@ use crate::outcome::{RunReport, RunStatus, Target};
 use crate::replay::{self, plan, trace_role};
 use crate::run::Bounds;
 use listsync_core::property::{Property, Verdict};
-use listsync_core::trace::Trace;
+use listsync_core::trace::{MAX_TRACE_BYTES, Trace};
 use listsync_core::vocab::Era;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -282,7 +282,12 @@ pub fn corpus(dir: &Path) -> (Vec<(String, Trace)>, Vec<String>) {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        match std::fs::read_to_string(&f)
+        // A pipe or a device named *.json would block or never end: not a trace file.
+        if !f.is_file() {
+            errors.push(format!("{name}: not a regular file"));
+            continue;
+        }
+        match crate::limited_file::read_text(&f, MAX_TRACE_BYTES as u64)
             .map_err(|e| e.to_string())
             .and_then(|t| Trace::from_json(&t).map_err(|e| e.to_string()))
             .and_then(|t| match t.replay() {

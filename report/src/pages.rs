@@ -67,10 +67,22 @@ impl Written {
 }
 
 /// Regenerates every page; an unreadable input is listed in [`Written::failed`] after every
-/// other page was written.
+/// other page was written. The reports directory must exist (run elsewhere, it would fill a new
+/// one with empty pages), and the bench figures' path, if it exists, must be a directory.
 pub fn regenerate(args: &Sources) -> Result<Written> {
     let out = &args.out;
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    if !out.is_dir() {
+        anyhow::bail!(
+            "{}: no such reports directory (run from the repository root, or give --out DIR)",
+            out.display()
+        );
+    }
+    if args.bench_figures.exists() && !args.bench_figures.is_dir() {
+        anyhow::bail!(
+            "{}: the bench figures' path is not a directory",
+            args.bench_figures.display()
+        );
+    }
     // From scratch: every diagram and plot is regenerated from its input.
     for dir in ["diagrams", "plots"] {
         let d = out.join(dir);

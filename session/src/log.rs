@@ -146,40 +146,41 @@ pub enum ReadError {
     },
 }
 
-/// Reads one line of at most `max` bytes (without its newline). Ok(None) at EOF; Err(len) if
-/// longer (the rest of the line is skipped without being kept).
-fn bounded_line(
-    r: &mut impl BufRead,
-    buf: &mut Vec<u8>,
-    max: usize,
-) -> std::io::Result<Option<Result<(), usize>>> {
+/// What [`bounded_line`] found.
+enum Line {
+    /// The end of the input, no line.
+    End,
+    /// A line, now in the buffer (without its newline).
+    Read,
+    /// A line longer than the limit; nothing more was read.
+    TooLong,
+}
+
+/// Reads one line of at most `max` bytes into `buf` (without its newline). A longer line is
+/// [`Line::TooLong`] as soon as it passes `max`: nothing more is read, so an endless line
+/// (`/dev/zero`, a pipe that never sends a newline) is refused after `max` bytes instead of
+/// read to its end.
+fn bounded_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
     buf.clear();
-    let mut len = 0usize;
     let mut any = false;
     loop {
         let chunk = r.fill_buf()?;
         if chunk.is_empty() {
-            return Ok(if !any {
-                None
-            } else if len > max {
-                Some(Err(len))
-            } else {
-                Some(Ok(()))
-            });
+            return Ok(if any { Line::Read } else { Line::End });
         }
         any = true;
         let (part, done) = match chunk.iter().position(|b| *b == b'\n') {
             Some(i) => (&chunk[..i], Some(i + 1)),
             None => (chunk, None),
         };
-        len += part.len();
-        if len <= max {
-            buf.extend_from_slice(part);
+        if buf.len() + part.len() > max {
+            return Ok(Line::TooLong);
         }
+        buf.extend_from_slice(part);
         let used = done.unwrap_or(part.len());
         r.consume(used);
         if done.is_some() {
-            return Ok(Some(if len > max { Err(len) } else { Ok(()) }));
+            return Ok(Line::Read);
         }
     }
 }
@@ -192,6 +193,11 @@ pub fn read(path: &Path) -> Result<SessionLog, ReadError> {
         err,
     })?;
     read_from(&name, &mut std::io::BufReader::new(file))
+}
+
+/// What a line over [`MAX_LINE_BYTES`] is told.
+fn too_long() -> String {
+    format!("line longer than {MAX_LINE_BYTES} bytes (the limit)")
 }
 
 /// Reads a log from `r` (`name` for messages).
@@ -207,14 +213,9 @@ pub fn read_from(name: &str, r: &mut impl BufRead) -> Result<SessionLog, ReadErr
     };
     let mut buf = Vec::new();
     let header: Header = match bounded_line(r, &mut buf, MAX_LINE_BYTES).map_err(io)? {
-        None => return Err(bad(1, "empty file: no session log header".into())),
-        Some(Err(len)) => {
-            return Err(bad(
-                1,
-                format!("line of {len} bytes, above the limit of {MAX_LINE_BYTES}"),
-            ));
-        }
-        Some(Ok(())) => serde_json::from_slice(&buf).map_err(|e| {
+        Line::End => return Err(bad(1, "empty file: no session log header".into())),
+        Line::TooLong => return Err(bad(1, too_long())),
+        Line::Read => serde_json::from_slice(&buf).map_err(|e| {
             bad(
                 1,
                 format!("not a session log header ({e}); expected {{\"format\":\"{FORMAT}\",...}}"),
@@ -241,14 +242,9 @@ pub fn read_from(name: &str, r: &mut impl BufRead) -> Result<SessionLog, ReadErr
     loop {
         line += 1;
         match bounded_line(r, &mut buf, MAX_LINE_BYTES).map_err(io)? {
-            None => break,
-            Some(Err(len)) => {
-                return Err(bad(
-                    line,
-                    format!("line of {len} bytes, above the limit of {MAX_LINE_BYTES}"),
-                ));
-            }
-            Some(Ok(())) => {}
+            Line::End => break,
+            Line::TooLong => return Err(bad(line, too_long())),
+            Line::Read => {}
         }
         if entries.len() >= MAX_ENTRIES {
             return Err(bad(
@@ -509,6 +505,32 @@ pub(crate) mod tests {
         bytes.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES + 10));
         bytes.push(b'\n');
         let e = parse(&bytes).unwrap_err().to_string();
-        assert!(e.starts_with("log:2: line of"), "{e}");
+        assert_eq!(
+            e,
+            format!("log:2: line longer than {MAX_LINE_BYTES} bytes (the limit)")
+        );
+        // A line of exactly the limit is read.
+        let mut bytes = written(|_| {});
+        bytes.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES));
+        bytes.push(b'\n');
+        let e = parse(&bytes).unwrap_err().to_string();
+        assert!(e.starts_with("log:2: malformed entry"), "{e}");
+    }
+
+    /// A line is given up as soon as it passes the limit: of a 64 MiB line with a limit of
+    /// 1 MiB, at most one more buffer is read (so an endless one ends too).
+    #[test]
+    fn a_long_line_is_not_read_past_the_limit() {
+        use std::io::Read;
+        let input = std::io::repeat(b'x').take(64 << 20);
+        let mut r = std::io::BufReader::new(input);
+        let mut buf = Vec::new();
+        assert!(matches!(
+            bounded_line(&mut r, &mut buf, 1 << 20),
+            Ok(Line::TooLong)
+        ));
+        let read = (64 << 20) - r.get_ref().limit();
+        assert!(read <= (1 << 20) + (64 << 10), "{read} bytes read");
+        assert!(buf.len() <= 1 << 20);
     }
 }

@@ -103,23 +103,29 @@ impl TokenTable {
     }
 
     /// Reads and parses a token file (at most 1 MiB). A file that others may read is accepted,
-    /// with a warning.
+    /// with a warning once it has been read as a token table (a file refused is only refused).
     pub fn load(path: &Path) -> Result<TokenTable, String> {
         use std::io::Read;
+        const LIMIT: u64 = 1 << 20;
         let shown = path.display();
         let f = std::fs::File::open(path).map_err(|e| format!("{shown}: {e}"))?;
+        let meta = f.metadata().ok();
+        let mut text = String::new();
+        f.take(LIMIT + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("{shown}: {e}"))?;
+        if text.len() as u64 > LIMIT {
+            return Err(format!("{shown}: more than {LIMIT} bytes (the limit)"));
+        }
+        let table = TokenTable::parse(&text).map_err(|e| format!("{shown}: {e}"))?;
         #[cfg(unix)]
-        if let Ok(meta) = f.metadata() {
+        if let Some(meta) = meta {
             use std::os::unix::fs::PermissionsExt;
             if meta.permissions().mode() & 0o077 != 0 {
                 tracing::warn!("{shown}: the token file is readable by other users (chmod 600)");
             }
         }
-        let mut text = String::new();
-        f.take(1 << 20)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("{shown}: {e}"))?;
-        TokenTable::parse(&text).map_err(|e| format!("{shown}: {e}"))
+        Ok(table)
     }
 
     /// Number of tokens.
