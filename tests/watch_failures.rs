@@ -156,6 +156,39 @@ async fn a_server_printing_garbage_is_reported_at_once() {
     );
 }
 
+/// A server whose stdout never ends a line (binary output) is told once 64 KiB of it have
+/// arrived, not at a newline that never comes or at the handshake's timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_printing_without_newlines_is_reported_at_once() {
+    let (code, lines) = watch_lines(&[
+        "--timeout",
+        "2",
+        "--retry",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "head -c 200000 /dev/zero; exec sleep 60",
+    ])
+    .await;
+    eprintln!("no newlines:\n{}", show(&lines));
+    let (t, first) = &lines[0];
+    assert!(*t < PROMPT, "after {t:?}");
+    assert!(
+        first.contains("not JSON-RPC") && first.contains("without a newline so far"),
+        "{first}"
+    );
+    assert_loud_then_gives_up(
+        "no newlines",
+        code,
+        &lines
+            .iter()
+            .filter(|(_, l)| !l.contains("warning"))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_url_is_reported_and_given_up_on() {
     let (code, lines) = watch_lines(&["--url", "http://127.0.0.1:1/mcp"]).await;

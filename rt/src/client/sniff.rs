@@ -64,33 +64,58 @@ impl LineCheck {
                 self.end_line();
             } else if self.line.len() < MAX_CHECKED_LINE {
                 self.line.push(b);
-            } else {
+            } else if !self.long {
                 self.long = true;
+                // A line that outgrew the check and cannot be JSON is told now, not at its
+                // end: a server printing without newlines (binary output) may never end it.
+                if self.long_line_is_bad() {
+                    self.tell("without a newline so far");
+                }
             }
         }
     }
 
-    fn end_line(&mut self) {
+    /// The current line is over [`MAX_CHECKED_LINE`] and does not start as JSON does.
+    fn long_line_is_bad(&self) -> bool {
         let text = self.line.trim_ascii();
-        let bad = !text.is_empty()
-            && if self.long {
-                !matches!(text.first(), Some(b'{' | b'['))
-            } else {
-                serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err()
-            };
-        if bad && self.reports <= MAX_REPORTS {
-            self.reports += 1;
-            let message = if self.reports > MAX_REPORTS {
-                "the server keeps printing lines that are not JSON-RPC on stdout (no longer reported)"
-                    .to_owned()
-            } else {
-                let shown: String = String::from_utf8_lossy(text).chars().take(SHOWN).collect();
-                format!("the server printed a line that is not JSON-RPC on stdout: {shown:?}")
-            };
-            (self.report)(message);
+        !text.is_empty() && !matches!(text.first(), Some(b'{' | b'['))
+    }
+
+    fn end_line(&mut self) {
+        let bad = if self.long {
+            // Told when it outgrew the check.
+            false
+        } else {
+            let text = self.line.trim_ascii();
+            !text.is_empty() && serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err()
+        };
+        if bad {
+            self.tell("");
         }
         self.line.clear();
         self.long = false;
+    }
+
+    /// Reports the current line as not JSON-RPC (`how`: said after it), or that there are more.
+    fn tell(&mut self, how: &str) {
+        if self.reports > MAX_REPORTS {
+            return;
+        }
+        self.reports += 1;
+        let message = if self.reports > MAX_REPORTS {
+            "the server keeps printing lines that are not JSON-RPC on stdout (no longer reported)"
+                .to_owned()
+        } else {
+            let text = self.line.trim_ascii();
+            let shown: String = String::from_utf8_lossy(text).chars().take(SHOWN).collect();
+            let how = if how.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} KiB {how})", MAX_CHECKED_LINE >> 10)
+            };
+            format!("the server printed a line that is not JSON-RPC on stdout{how}: {shown:?}")
+        };
+        (self.report)(message);
     }
 }
 
@@ -155,5 +180,39 @@ mod tests {
         assert_eq!(seen.len(), 4, "{seen:?}");
         assert!(seen[0].contains("\"hello world\""), "{}", seen[0]);
         assert!(seen[3].contains("no longer reported"), "{}", seen[3]);
+    }
+
+    /// Output without newlines (`cat /dev/zero` as a server) is told once it outgrows the
+    /// check, not at a newline that may never come; a long line that starts as JSON is not.
+    #[test]
+    fn a_long_line_that_cannot_be_json_is_told_before_it_ends() {
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let s = seen.clone();
+        let report: Report = Arc::new(move |m| s.lock().unwrap().push(m));
+        let mut lines = LineCheck::new(report);
+        let json_start = [
+            b"{\"jsonrpc\":\"2.0\",\"result\":\"".as_slice(),
+            &[b'x'; 100 << 10],
+        ]
+        .concat();
+        lines.scan(&json_start);
+        assert!(seen.lock().unwrap().is_empty());
+        lines.scan(b"\"}\n");
+        assert!(seen.lock().unwrap().is_empty());
+        for _ in 0..100 {
+            lines.scan(&[0u8; 8 << 10]);
+        }
+        {
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.len(), 1, "{seen:?}");
+            assert!(
+                seen[0].contains("(64 KiB without a newline so far)"),
+                "{}",
+                seen[0]
+            );
+        }
+        // Its end is not told again.
+        lines.scan(b"\n");
+        assert_eq!(seen.lock().unwrap().len(), 1);
     }
 }
