@@ -197,7 +197,11 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
         let service = server.service();
         let done = transport_done.clone();
         tokio::spawn(async move {
-            match service.serve(rmcp::transport::stdio()).await {
+            // What the client sends that is not JSON-RPC is said (rmcp skips it silently).
+            let stdin = listsync_rt::sniff::checked_stdin(std::sync::Arc::new(|m| {
+                eprintln!("listsync serve: warning: {m}");
+            }));
+            match service.serve((stdin, tokio::io::stdout())).await {
                 Ok(running) => {
                     let _ = running.waiting().await;
                 }

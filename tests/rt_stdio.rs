@@ -621,3 +621,60 @@ async fn watch_refuses_bad_server_arguments() {
         );
     }
 }
+
+/// The next stderr line of a child that is a warning.
+async fn next_warning(
+    err: &mut tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+) -> String {
+    within("a warning", async {
+        loop {
+            let l = err.next_line().await.unwrap().expect("stderr open");
+            if l.contains("warning") {
+                return l;
+            }
+        }
+    })
+    .await
+}
+
+/// `listsync serve --stdio` says what its client sends that is not JSON-RPC (rmcp skips it
+/// silently), a line that never ends once 64 KiB of it have arrived, and goes on serving: the
+/// `initialize` after the garbage is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_stdio_says_what_is_not_json_rpc_and_goes_on() {
+    let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_listsync"))
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = serve.stdin.take().unwrap();
+    let mut out = BufReader::new(serve.stdout.take().unwrap()).lines();
+    let mut err = BufReader::new(serve.stderr.take().unwrap()).lines();
+    stdin.write_all(b"hello garbage\n").await.unwrap();
+    let w = next_warning(&mut err).await;
+    assert!(
+        w.contains("the client sent a line that is not JSON-RPC on stdin: \"hello garbage\""),
+        "{w}"
+    );
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    stdin
+        .write_all(format!("{init}\n").as_bytes())
+        .await
+        .unwrap();
+    let answer = within("the initialize answer", out.next_line())
+        .await
+        .unwrap()
+        .expect("an answer");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
+    // Binary output without a newline is told before it ends.
+    stdin.write_all(&vec![0u8; 100 << 10]).await.unwrap();
+    let w = next_warning(&mut err).await;
+    assert!(w.contains("(64 KiB without a newline so far)"), "{w}");
+}

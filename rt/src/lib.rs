@@ -26,4 +26,5 @@ pub mod history;
 pub mod items;
 mod panic;
 pub mod server;
+pub mod sniff;
 pub mod watch;

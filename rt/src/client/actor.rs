@@ -398,7 +398,7 @@ impl Actor {
         };
         let bearer = self.settings.bearer.get(&auth).cloned();
         let warn_tx = tx.clone();
-        let warn: super::sniff::Report = Arc::new(move |text| {
+        let warn: crate::sniff::Report = Arc::new(move |text| {
             let _ = warn_tx.send(Input::Warning { epoch, text });
         });
         tokio::spawn(async move {

@@ -3,8 +3,8 @@
 //! 2026-07-28), and rmcp's own response cache switched off (the catalog machine is the cache).
 
 use super::handler::Notifier;
-use super::sniff;
 use crate::server::Server;
+use crate::sniff;
 use listsync_core::vocab::{AuthCtx, Era};
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{RoleClient, RunningService};

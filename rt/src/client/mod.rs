@@ -30,7 +30,6 @@ mod handler;
 pub mod inflow;
 mod request;
 mod servers;
-mod sniff;
 mod views;
 
 pub use connect::{BoxRead, BoxWrite, Endpoint, IoFactory};

@@ -1,9 +1,10 @@
-//! The stdout of a server child process, watched on its way to rmcp. rmcp skips lines that are
-//! not JSON (as the other SDKs do), so a server that prints banners or garbage on stdout would
-//! leave the client waiting for a handshake that never comes, silently. This reader passes every
-//! byte through unchanged and reports the first few lines that are not JSON-RPC, so the user
-//! learns at once what the server printed. It also owns the child process, which is killed when
-//! the connection is dropped.
+//! JSON-RPC over stdio, watched on its way to rmcp. rmcp skips lines that are not JSON (as the
+//! other SDKs do), so a peer that prints banners, garbage or binary output would leave the
+//! other end waiting, silently: a client for a handshake that never comes, a server for
+//! requests. These readers pass every byte through unchanged and report the first few lines
+//! that are not JSON-RPC, so the user learns at once what the peer sent: `Sniffer` on a server
+//! child's stdout (it also owns the child, which is killed when the connection is dropped), and
+//! [`CheckedStdin`] on `listsync serve`'s stdin.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,26 @@ const MAX_REPORTS: u32 = 3;
 const SHOWN: usize = 80;
 
 /// Reports a non-JSON line.
-pub(crate) type Report = Arc<dyn Fn(String) + Send + Sync>;
+pub type Report = Arc<dyn Fn(String) + Send + Sync>;
+
+/// What is watched, as its reports say it.
+#[derive(Clone, Copy)]
+struct Source {
+    /// One bad line: "… printed a line that is not JSON-RPC …".
+    one: &'static str,
+    /// Once the reports stop.
+    more: &'static str,
+}
+
+const SERVER_STDOUT: Source = Source {
+    one: "the server printed a line that is not JSON-RPC on stdout",
+    more: "the server keeps printing lines that are not JSON-RPC on stdout (no longer reported)",
+};
+
+const CLIENT_STDIN: Source = Source {
+    one: "the client sent a line that is not JSON-RPC on stdin",
+    more: "the client keeps sending lines that are not JSON-RPC on stdin (no longer reported)",
+};
 
 /// The child's stdout, checked line by line.
 pub(crate) struct Sniffer {
@@ -34,13 +54,44 @@ impl Sniffer {
         Sniffer {
             inner,
             child,
-            check: LineCheck::new(report),
+            check: LineCheck::new(SERVER_STDOUT, report),
         }
+    }
+}
+
+/// This process's stdin, checked line by line (a server's requests).
+pub struct CheckedStdin {
+    inner: tokio::io::Stdin,
+    check: LineCheck,
+}
+
+/// Stdin for a stdio server, reporting what its client sends that is not JSON-RPC.
+pub fn checked_stdin(report: Report) -> CheckedStdin {
+    CheckedStdin {
+        inner: tokio::io::stdin(),
+        check: LineCheck::new(CLIENT_STDIN, report),
+    }
+}
+
+impl AsyncRead for CheckedStdin {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &r {
+            let this = &mut *self;
+            this.check.scan(&buf.filled()[before..]);
+        }
+        r
     }
 }
 
 /// Splits bytes into lines and reports the first few that are not JSON.
 struct LineCheck {
+    source: Source,
     line: Vec<u8>,
     /// The current line outgrew [`MAX_CHECKED_LINE`].
     long: bool,
@@ -49,8 +100,9 @@ struct LineCheck {
 }
 
 impl LineCheck {
-    fn new(report: Report) -> LineCheck {
+    fn new(source: Source, report: Report) -> LineCheck {
         LineCheck {
+            source,
             line: Vec::new(),
             long: false,
             reports: 0,
@@ -103,8 +155,7 @@ impl LineCheck {
         }
         self.reports += 1;
         let message = if self.reports > MAX_REPORTS {
-            "the server keeps printing lines that are not JSON-RPC on stdout (no longer reported)"
-                .to_owned()
+            self.source.more.to_owned()
         } else {
             let text = self.line.trim_ascii();
             let shown: String = String::from_utf8_lossy(text).chars().take(SHOWN).collect();
@@ -113,7 +164,7 @@ impl LineCheck {
             } else {
                 format!(" ({} KiB {how})", MAX_CHECKED_LINE >> 10)
             };
-            format!("the server printed a line that is not JSON-RPC on stdout{how}: {shown:?}")
+            format!("{}{how}: {shown:?}", self.source.one)
         };
         (self.report)(message);
     }
@@ -170,7 +221,7 @@ mod tests {
         let seen: Arc<Mutex<Vec<String>>> = Arc::default();
         let s = seen.clone();
         let report: Report = Arc::new(move |m| s.lock().unwrap().push(m));
-        let mut lines = LineCheck::new(report);
+        let mut lines = LineCheck::new(SERVER_STDOUT, report);
         lines.scan(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\nhello");
         lines.scan(b" world\n{\"jsonrpc\":\"2.0\"}\r\n");
         for _ in 0..10 {
@@ -189,7 +240,7 @@ mod tests {
         let seen: Arc<Mutex<Vec<String>>> = Arc::default();
         let s = seen.clone();
         let report: Report = Arc::new(move |m| s.lock().unwrap().push(m));
-        let mut lines = LineCheck::new(report);
+        let mut lines = LineCheck::new(SERVER_STDOUT, report);
         let json_start = [
             b"{\"jsonrpc\":\"2.0\",\"result\":\"".as_slice(),
             &[b'x'; 100 << 10],
