@@ -125,28 +125,21 @@ async fn a_server_that_exits_at_once_is_reported_with_its_status() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_printing_garbage_is_reported_at_once() {
-    let (code, lines) = watch_lines(&[
-        "--timeout",
-        "2",
-        "--retry",
-        "1",
-        "--",
-        "sh",
-        "-c",
-        "echo this is not MCP; exec sleep 60",
-    ])
-    .await;
-    eprintln!("garbage:\n{}", show(&lines));
+/// `listsync watch` of a server child that runs `script`: its first line, promptly, is a
+/// warning that the server printed something that is not JSON-RPC, containing `want`; then the
+/// handshake times out, is retried once and given up on, loudly.
+async fn bad_output_is_reported_at_once(what: &str, script: &str, want: &str) {
+    let (code, lines) =
+        watch_lines(&["--timeout", "2", "--retry", "1", "--", "sh", "-c", script]).await;
+    eprintln!("{what}:\n{}", show(&lines));
     let (t, first) = &lines[0];
     assert!(*t < PROMPT, "after {t:?}");
     assert!(
-        first.contains("not JSON-RPC") && first.contains("this is not MCP"),
+        first.contains("not JSON-RPC") && first.contains(want),
         "{first}"
     );
     assert_loud_then_gives_up(
-        "garbage",
+        what,
         code,
         &lines
             .iter()
@@ -156,37 +149,26 @@ async fn a_server_printing_garbage_is_reported_at_once() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_printing_garbage_is_reported_at_once() {
+    bad_output_is_reported_at_once(
+        "garbage",
+        "echo this is not MCP; exec sleep 60",
+        "this is not MCP",
+    )
+    .await;
+}
+
 /// A server whose stdout never ends a line (binary output) is told once 64 KiB of it have
 /// arrived, not at a newline that never comes or at the handshake's timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_printing_without_newlines_is_reported_at_once() {
-    let (code, lines) = watch_lines(&[
-        "--timeout",
-        "2",
-        "--retry",
-        "1",
-        "--",
-        "sh",
-        "-c",
-        "head -c 200000 /dev/zero; exec sleep 60",
-    ])
-    .await;
-    eprintln!("no newlines:\n{}", show(&lines));
-    let (t, first) = &lines[0];
-    assert!(*t < PROMPT, "after {t:?}");
-    assert!(
-        first.contains("not JSON-RPC") && first.contains("without a newline so far"),
-        "{first}"
-    );
-    assert_loud_then_gives_up(
+    bad_output_is_reported_at_once(
         "no newlines",
-        code,
-        &lines
-            .iter()
-            .filter(|(_, l)| !l.contains("warning"))
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
+        "head -c 200000 /dev/zero; exec sleep 60",
+        "(64 KiB without a newline so far)",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@
 //! requests. These readers pass every byte through unchanged and report the first few lines
 //! that are not JSON-RPC, so the user learns at once what the peer sent: `Sniffer` on a server
 //! child's stdout (it also owns the child, which is killed when the connection is dropped), and
-//! [`CheckedStdin`] on `listsync serve`'s stdin.
+//! `CheckedStdin` on `listsync serve`'s stdin.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -41,51 +41,46 @@ const CLIENT_STDIN: Source = Source {
     more: "the client keeps sending lines that are not JSON-RPC on stdin (no longer reported)",
 };
 
-/// The child's stdout, checked line by line.
-pub(crate) struct Sniffer {
-    inner: ChildStdout,
-    /// Kept so that the child lives (and is killed on drop) with the connection.
-    child: Arc<Mutex<Child>>,
+/// A reader checked line by line; `G` is kept with it (and dropped with it).
+pub struct Checked<R, G = ()> {
+    inner: R,
     check: LineCheck,
+    _keep: G,
 }
 
-impl Sniffer {
-    pub(crate) fn new(inner: ChildStdout, child: Arc<Mutex<Child>>, report: Report) -> Sniffer {
-        Sniffer {
-            inner,
-            child,
-            check: LineCheck::new(SERVER_STDOUT, report),
+/// A server child's stdout, checked line by line. The child lives (and is killed on drop)
+/// with the connection.
+pub(crate) type Sniffer = Checked<ChildStdout, KillOnDrop>;
+
+/// Kills the child when dropped.
+pub(crate) struct KillOnDrop(Arc<Mutex<Child>>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.0.lock() {
+            let _ = c.start_kill();
         }
     }
 }
 
-/// This process's stdin, checked line by line (a server's requests).
-pub struct CheckedStdin {
-    inner: tokio::io::Stdin,
-    check: LineCheck,
+/// A server child's stdout, reporting what the server prints that is not JSON-RPC.
+pub(crate) fn sniffer(stdout: ChildStdout, child: Arc<Mutex<Child>>, report: Report) -> Sniffer {
+    Checked {
+        inner: stdout,
+        check: LineCheck::new(SERVER_STDOUT, report),
+        _keep: KillOnDrop(child),
+    }
 }
+
+/// This process's stdin, checked line by line (a stdio server's requests).
+pub type CheckedStdin = Checked<tokio::io::Stdin>;
 
 /// Stdin for a stdio server, reporting what its client sends that is not JSON-RPC.
 pub fn checked_stdin(report: Report) -> CheckedStdin {
-    CheckedStdin {
+    Checked {
         inner: tokio::io::stdin(),
         check: LineCheck::new(CLIENT_STDIN, report),
-    }
-}
-
-impl AsyncRead for CheckedStdin {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = &r {
-            let this = &mut *self;
-            this.check.scan(&buf.filled()[before..]);
-        }
-        r
+        _keep: (),
     }
 }
 
@@ -170,7 +165,7 @@ impl LineCheck {
     }
 }
 
-impl AsyncRead for Sniffer {
+impl<R: AsyncRead + Unpin, G: Unpin> AsyncRead for Checked<R, G> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -183,14 +178,6 @@ impl AsyncRead for Sniffer {
             this.check.scan(&buf.filled()[before..]);
         }
         r
-    }
-}
-
-impl Drop for Sniffer {
-    fn drop(&mut self) {
-        if let Ok(mut c) = self.child.lock() {
-            let _ = c.start_kill();
-        }
     }
 }
 

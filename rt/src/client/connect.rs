@@ -280,7 +280,7 @@ pub(crate) async fn open(
                 return Err(format!("cannot start {program}: no pipes"));
             };
             let child = Arc::new(std::sync::Mutex::new(child));
-            let read = sniff::Sniffer::new(stdout, child.clone(), warn);
+            let read = sniff::sniffer(stdout, child.clone(), warn);
             match start(handler, (read, stdin), era).await {
                 Ok(running) => Ok(running),
                 Err(e) => Err(
