@@ -114,7 +114,7 @@ impl LineCheck {
             } else if !self.long {
                 self.long = true;
                 // A line that outgrew the check and cannot be JSON is told now, not at its
-                // end: a server printing without newlines (binary output) may never end it.
+                // end: a peer printing without newlines (binary output) may never end it.
                 if self.long_line_is_bad() {
                     self.tell("without a newline so far");
                 }
