@@ -116,7 +116,7 @@ impl LineCheck {
                 // A line that outgrew the check and cannot be JSON is told now, not at its
                 // end: a peer printing without newlines (binary output) may never end it.
                 if self.long_line_is_bad() {
-                    self.tell("without a newline so far");
+                    self.tell(Some("without a newline so far"));
                 }
             }
         }
@@ -137,14 +137,14 @@ impl LineCheck {
             !text.is_empty() && serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err()
         };
         if bad {
-            self.tell("");
+            self.tell(None);
         }
         self.line.clear();
         self.long = false;
     }
 
     /// Reports the current line as not JSON-RPC (`how`: said after it), or that there are more.
-    fn tell(&mut self, how: &str) {
+    fn tell(&mut self, how: Option<&str>) {
         if self.reports > MAX_REPORTS {
             return;
         }
@@ -154,11 +154,9 @@ impl LineCheck {
         } else {
             let text = self.line.trim_ascii();
             let shown: String = String::from_utf8_lossy(text).chars().take(SHOWN).collect();
-            let how = if how.is_empty() {
-                String::new()
-            } else {
-                format!(" ({} KiB {how})", MAX_CHECKED_LINE >> 10)
-            };
+            let how = how
+                .map(|how| format!(" ({} KiB {how})", MAX_CHECKED_LINE >> 10))
+                .unwrap_or_default();
             format!("{}{how}: {shown:?}", self.source.one)
         };
         (self.report)(message);
@@ -203,12 +201,17 @@ pub(crate) async fn exit_status(
 mod tests {
     use super::*;
 
-    #[test]
-    fn only_non_json_lines_are_reported_and_only_a_few() {
+    /// A check of a server's stdout and the reports it makes.
+    fn checking() -> (Arc<Mutex<Vec<String>>>, LineCheck) {
         let seen: Arc<Mutex<Vec<String>>> = Arc::default();
         let s = seen.clone();
         let report: Report = Arc::new(move |m| s.lock().unwrap().push(m));
-        let mut lines = LineCheck::new(SERVER_STDOUT, report);
+        (seen, LineCheck::new(SERVER_STDOUT, report))
+    }
+
+    #[test]
+    fn only_non_json_lines_are_reported_and_only_a_few() {
+        let (seen, mut lines) = checking();
         lines.scan(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\nhello");
         lines.scan(b" world\n{\"jsonrpc\":\"2.0\"}\r\n");
         for _ in 0..10 {
@@ -224,10 +227,7 @@ mod tests {
     /// check, not at a newline that may never come; a long line that starts as JSON is not.
     #[test]
     fn a_long_line_that_cannot_be_json_is_told_before_it_ends() {
-        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-        let s = seen.clone();
-        let report: Report = Arc::new(move |m| s.lock().unwrap().push(m));
-        let mut lines = LineCheck::new(SERVER_STDOUT, report);
+        let (seen, mut lines) = checking();
         let json_start = [
             b"{\"jsonrpc\":\"2.0\",\"result\":\"".as_slice(),
             &[b'x'; 100 << 10],
