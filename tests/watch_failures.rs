@@ -1,9 +1,10 @@
 //! `listsync watch` against servers that fail or lie, as a user runs it: every failure and every
 //! retry is one line on stderr within a second of it, the client gives up after a bounded number
-//! of failed attempts with exit status 1, an invalid URL is a usage error at once, and a server
-//! that answers every `tools/list` with `tools/list_changed` (a refresh storm) does not make
-//! `watch` print the same snapshot again. Bounds are generous (the machine may be loaded); the
-//! figures are printed.
+//! of failed attempts with exit status 1, an invalid URL is a usage error at once, a server that
+//! floods notifications instead of answering the handshake (a child, or over HTTP) is given up
+//! on at once rather than at the handshake's timeout, and a server that answers every
+//! `tools/list` with `tools/list_changed` (a refresh storm) does not make `watch` print the same
+//! snapshot again. Bounds are generous (the machine may be loaded); the figures are printed.
 
 use rmcp::model::{
     Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
@@ -169,6 +170,82 @@ async fn a_server_printing_without_newlines_is_reported_at_once() {
         "(64 KiB without a newline so far)",
     )
     .await;
+}
+
+const FLOOD_LINE: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
+
+/// `listsync watch ARGS` of a server that floods notifications instead of answering the
+/// handshake: given up on once it has sent 10,000 of them (milliseconds), not at the handshake's
+/// timeout (10 s by default), and the line says what it sent.
+async fn a_flood_before_the_handshake_is_given_up_on_at_once(what: &str, args: &[&str]) {
+    let mut all = vec!["--retry", "1"];
+    all.extend_from_slice(args);
+    let (code, lines) = watch_lines(&all).await;
+    assert_loud_then_gives_up(what, code, &lines);
+    assert!(
+        lines[0].1.contains(
+            "the server sent 10000 messages without answering the handshake \
+             (the last: notifications/tools/list_changed)"
+        ),
+        "{what}\n{}",
+        show(&lines)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_child_talking_without_answering_is_given_up_on_at_once() {
+    let flood = format!("yes '{FLOOD_LINE}'");
+    for era in ["2025-11-25", "2026-07-28"] {
+        a_flood_before_the_handshake_is_given_up_on_at_once(
+            &format!("a server child's flood, {era}"),
+            &["--era", era, "--", "sh", "-c", &flood],
+        )
+        .await;
+    }
+}
+
+/// Over Streamable HTTP the flood comes in the event stream that answers the handshake's POST
+/// (rmcp's HTTP worker reads that stream itself).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_talking_without_answering_is_given_up_on_at_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let event = format!("data: {FLOOD_LINE}\n\n").repeat(100);
+        let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+        loop {
+            let Ok((mut conn, _)) = listener.accept().await else {
+                return;
+            };
+            let chunk = chunk.clone();
+            tokio::spawn(async move {
+                // Any request gets the flood (the head is read, the body is not needed).
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let start = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                             Transfer-Encoding: chunked\r\n\r\n";
+                if conn.write_all(start.as_bytes()).await.is_err() {
+                    return;
+                }
+                while conn.write_all(chunk.as_bytes()).await.is_ok() {}
+            });
+        }
+    });
+    for era in ["2025-11-25", "2026-07-28"] {
+        a_flood_before_the_handshake_is_given_up_on_at_once(
+            &format!("an HTTP server's flood, {era}"),
+            &["--era", era, "--url", &url],
+        )
+        .await;
+    }
+    server.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

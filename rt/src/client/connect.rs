@@ -1,14 +1,19 @@
 //! Where a client connects, and how one connection is opened: the transport for the endpoint,
 //! the lifecycle for the era (`initialize` for 2025-11-25, `server/discover` pinned to
 //! 2026-07-28), and rmcp's own response cache switched off (the catalog machine is the cache).
+//! Every transport is [`Guarded`] against a server that talks without answering the handshake.
 
 use super::handler::Notifier;
+#[cfg(feature = "http")]
+use super::handshake::GuardedHttp;
+use super::handshake::{Guarded, Tripped};
 use crate::server::Server;
 use crate::sniff;
 use listsync_core::vocab::{AuthCtx, Era};
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::IntoTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use std::fmt;
 use std::future::Future;
@@ -164,9 +169,20 @@ impl Endpoint {
     }
 }
 
+/// A byte-stream connection (newline-delimited JSON-RPC), guarded.
+fn guarded<R, W>(read: R, write: W) -> (Guarded<AsyncRwTransport<RoleClient, R, W>>, Tripped)
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    Guarded::new(AsyncRwTransport::new_client(read, write))
+}
+
+/// Runs the lifecycle for `era` over `transport`; `tripped` says why the guard closed it, if
+/// it did.
 async fn start<T, E, A>(
     handler: Notifier,
-    transport: T,
+    (transport, tripped): (T, Tripped),
     era: Era,
 ) -> Result<RunningService<RoleClient, Notifier>, String>
 where
@@ -186,7 +202,7 @@ where
                 .await
         }
     }
-    .map_err(|e| describe(&e))?;
+    .map_err(|e| tripped.get().cloned().unwrap_or_else(|| describe(&e)))?;
     running
         .peer()
         .set_response_cache_config(ClientCacheConfig::disabled())
@@ -265,7 +281,7 @@ pub(crate) async fn open(
     match endpoint {
         Endpoint::Io(factory) => {
             let io = factory(auth).await.map_err(|e| e.to_string())?;
-            start(handler, io, era).await
+            start(handler, guarded(io.0, io.1), era).await
         }
         Endpoint::Command { program, args } => {
             let mut cmd = tokio::process::Command::new(program);
@@ -281,8 +297,12 @@ pub(crate) async fn open(
             };
             let child = Arc::new(std::sync::Mutex::new(child));
             let read = sniff::sniffer(stdout, child.clone(), warn);
-            match start(handler, (read, stdin), era).await {
+            let transport = guarded(read, stdin);
+            let tripped = transport.1.clone();
+            match start(handler, transport, era).await {
                 Ok(running) => Ok(running),
+                // The guard closed the connection (and so killed the child): no exit to tell.
+                Err(e) if tripped.get().is_some() => Err(e),
                 Err(e) => Err(
                     match sniff::exit_status(&child, Duration::from_millis(300)).await {
                         Some(status) => {
@@ -309,9 +329,14 @@ pub(crate) async fn open(
                 None if auth.0 != 0 => cfg = cfg.auth_header(format!("auth{}", auth.0)),
                 None => {}
             }
+            let tripped = Tripped::default();
+            let client = GuardedHttp::new(tripped.clone())?;
             match start(
                 handler,
-                StreamableHttpClientTransport::from_config(cfg),
+                Guarded::sharing(
+                    StreamableHttpClientTransport::with_client(client, cfg),
+                    tripped,
+                ),
                 era,
             )
             .await
@@ -324,7 +349,10 @@ pub(crate) async fn open(
                 }),
             }
         }
-        Endpoint::Stdio => start(handler, rmcp::transport::stdio(), era).await,
+        Endpoint::Stdio => {
+            let (read, write) = rmcp::transport::stdio();
+            start(handler, guarded(read, write), era).await
+        }
     }
 }
 

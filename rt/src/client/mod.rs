@@ -27,6 +27,7 @@
 mod actor;
 mod connect;
 mod handler;
+mod handshake;
 pub mod inflow;
 mod request;
 mod servers;
