@@ -201,7 +201,9 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
             let stdin = listsync_rt::sniff::checked_stdin(std::sync::Arc::new(|m| {
                 eprintln!("listsync serve: warning: {m}");
             }));
-            match service.serve((stdin, tokio::io::stdout())).await {
+            // A client that floods requests without reading the answers waits for them.
+            let transport = listsync_rt::pace::paced(stdin, tokio::io::stdout());
+            match service.serve(transport).await {
                 Ok(running) => {
                     let _ = running.waiting().await;
                 }

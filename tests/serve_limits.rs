@@ -2,7 +2,8 @@
 //! /proc/PID: the memory one 2025-11-25 session costs and the 503 past the session cap; the
 //! accept loop with its file descriptors exhausted (it backs off instead of spinning); the
 //! control channel fed a line that is not UTF-8 and a 200 MB line without a newline (an error
-//! reply each, bounded memory, and serving goes on). Also what a new user sees: the demo catalog
+//! reply each, bounded memory, and serving goes on); a stdio client flooding requests without
+//! reading the answers (it waits for them, nothing lost). Also what a new user sees: the demo catalog
 //! without `--initial`, an empty one with `--empty`, and a strategy that comes only from the
 //! `--strategy` flag, never from the environment.
 
@@ -325,6 +326,76 @@ async fn the_control_channel_survives_bad_bytes_and_huge_lines() {
     assert!(grew < 32 << 20, "grew by {} MiB", grew >> 20);
     control.catalog_works(2).await;
     assert!(child.try_wait().unwrap().is_none(), "still serving");
+    let _ = child.start_kill();
+}
+
+/// A stdio client that writes requests without reading the answers waits for them: `serve
+/// --stdio` reads no further while 256 of its requests are unanswered, so its memory stays
+/// bounded (rmcp alone starts a task per request read: 1.8 GB in 8 s of pings), and every
+/// request is answered exactly once when the client reads again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_client_flooding_requests_waits_for_the_answers() {
+    const N: u64 = 100_000;
+    let mut child = Command::new(EXE)
+        .args(["serve", "--stdio", "--empty"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "flood", "version": "0"}}});
+    stdin
+        .write_all(format!("{init}\n").as_bytes())
+        .await
+        .unwrap();
+    within("the initialize answer", out.next_line())
+        .await
+        .unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
+    let before = mem_of(pid, "VmRSS");
+    let writer = tokio::spawn(async move {
+        for from in (1..=N).step_by(1000) {
+            let chunk: String = (from..(from + 1000).min(N + 1))
+                .map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"))
+                .collect();
+            stdin.write_all(chunk.as_bytes()).await.unwrap();
+        }
+        stdin
+    });
+    // Nothing is read for two seconds while the client writes.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut answered = vec![0u8; N as usize + 1];
+    within("every ping answered", async {
+        for _ in 0..N {
+            let line = out.next_line().await.unwrap().expect("an answer");
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            answered[answer["id"].as_u64().expect("an id") as usize] += 1;
+        }
+    })
+    .await;
+    let _stdin = within("the writer", writer).await.unwrap();
+    let peak = mem_of(pid, "VmHWM");
+    let grew = peak.saturating_sub(before);
+    eprintln!(
+        "stdio request flood: {N} pings answered; resident set {} KiB after the handshake, peak \
+         {} KiB",
+        before >> 10,
+        peak >> 10
+    );
+    assert!(
+        answered[1..].iter().all(|&n| n == 1),
+        "every ping answered exactly once"
+    );
+    assert!(grew < 32 << 20, "grew by {} MiB", grew >> 20);
     let _ = child.start_kill();
 }
 

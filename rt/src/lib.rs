@@ -24,6 +24,7 @@ pub mod fixtures;
 pub mod gate;
 pub mod history;
 pub mod items;
+pub mod pace;
 mod panic;
 pub mod server;
 pub mod sniff;

@@ -1,12 +1,14 @@
 //! Where a client connects, and how one connection is opened: the transport for the endpoint,
 //! the lifecycle for the era (`initialize` for 2025-11-25, `server/discover` pinned to
 //! 2026-07-28), and rmcp's own response cache switched off (the catalog machine is the cache).
-//! Every transport is [`Guarded`] against a server that talks without answering the handshake.
+//! Every transport is [`Guarded`] against a server that talks without answering the handshake,
+//! and [`Paced`] against one that floods requests.
 
-use super::handler::Notifier;
 #[cfg(feature = "http")]
-use super::handshake::GuardedHttp;
-use super::handshake::{Guarded, Tripped};
+use super::guard::GuardedHttp;
+use super::guard::{Guarded, Tripped};
+use super::handler::Notifier;
+use crate::pace::{self, Paced};
 use crate::server::Server;
 use crate::sniff;
 use listsync_core::vocab::{AuthCtx, Era};
@@ -100,7 +102,9 @@ impl Endpoint {
             async move {
                 let (client, theirs) = tokio::io::duplex(1 << 16);
                 tokio::spawn(async move {
-                    if let Ok(running) = server.service_as(auth).serve(theirs).await {
+                    let (read, write) = tokio::io::split(theirs);
+                    let transport = pace::paced(read, write);
+                    if let Ok(running) = server.service_as(auth).serve(transport).await {
                         let _ = running.waiting().await;
                     }
                 });
@@ -169,13 +173,16 @@ impl Endpoint {
     }
 }
 
-/// A byte-stream connection (newline-delimited JSON-RPC), guarded.
-fn guarded<R, W>(read: R, write: W) -> (Guarded<AsyncRwTransport<RoleClient, R, W>>, Tripped)
+/// A client's byte-stream transport, paced and guarded.
+type GuardedStream<R, W> = Guarded<Paced<RoleClient, AsyncRwTransport<RoleClient, R, W>>>;
+
+/// A byte-stream connection (newline-delimited JSON-RPC), paced and guarded.
+fn guarded<R, W>(read: R, write: W) -> (GuardedStream<R, W>, Tripped)
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    Guarded::new(AsyncRwTransport::new_client(read, write))
+    Guarded::new(pace::paced(read, write))
 }
 
 /// Runs the lifecycle for `era` over `transport`; `tripped` says why the guard closed it, if
@@ -334,7 +341,7 @@ pub(crate) async fn open(
             match start(
                 handler,
                 Guarded::sharing(
-                    StreamableHttpClientTransport::with_client(client, cfg),
+                    Paced::new(StreamableHttpClientTransport::with_client(client, cfg)),
                     tripped,
                 ),
                 era,

@@ -26,8 +26,8 @@
 
 mod actor;
 mod connect;
+mod guard;
 mod handler;
-mod handshake;
 pub mod inflow;
 mod request;
 mod servers;
