@@ -6,15 +6,16 @@
 //! ends current, having counted every notification. This file holds one test so that nothing
 //! else shares the process whose memory it measures.
 
+mod common;
+
+use common::memory::Peak;
+use common::raw_peer;
 use listsync_core::vocab::{Era, Kind, KindSet};
-use listsync_rt::client::{
-    BoxRead, BoxWrite, ClientHandle, ClientNotice, ClientSettings, Endpoint, ListHealth,
-};
-use serde_json::{Value, json};
+use listsync_rt::client::{ClientHandle, ClientNotice, ClientSettings, ListHealth};
+use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 const FLOOD: u64 = 1_000_000;
@@ -22,99 +23,41 @@ const FLOOD: u64 = 1_000_000;
 const BUDGET: u64 = 48 << 20;
 const BOUND: Duration = Duration::from_secs(180);
 
-fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
 /// The raw server: answers `initialize`, `tools/list` and `ping`; floods once `go` is set.
-fn raw_server(
-    io: tokio::io::DuplexStream,
-    go: Arc<AtomicBool>,
-    sent: Arc<AtomicU64>,
-    lists: Arc<AtomicU64>,
-) {
-    let (read, mut write) = tokio::io::split(io);
-    let (tx, mut replies) = mpsc::unbounded_channel::<String>();
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(read).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            let id = v["id"].clone();
-            let result = match v["method"].as_str() {
-                Some("initialize") => json!({
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {"tools": {"listChanged": true}},
-                    "serverInfo": {"name": "flood", "version": "1"},
-                }),
+fn raw_server(io: tokio::io::DuplexStream, go: Arc<AtomicBool>, lists: Arc<AtomicU64>) {
+    let note = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n";
+    let chunk = note.repeat(1000);
+    let mut sent = 0;
+    raw_peer::serve(
+        io,
+        go,
+        move |message| {
+            let result = match message["method"].as_str() {
+                Some("initialize") => Some(raw_peer::initialize_result("flood")),
                 Some("tools/list") => {
                     lists.fetch_add(1, Ordering::SeqCst);
-                    json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}]})
+                    Some(raw_peer::one_tool())
                 }
-                Some("ping") => json!({}),
-                _ => continue,
+                Some("ping") => Some(json!({})),
+                _ => None,
             };
-            let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
-            if tx.send(format!("{reply}\n")).is_err() {
-                return;
-            }
-        }
-    });
-    tokio::spawn(async move {
-        let note = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n";
-        let chunk = note.repeat(1000);
-        loop {
-            while let Ok(r) = replies.try_recv() {
-                if write.write_all(r.as_bytes()).await.is_err() {
-                    return;
-                }
-            }
-            if go.load(Ordering::SeqCst) && sent.load(Ordering::SeqCst) < FLOOD {
-                if write.write_all(chunk.as_bytes()).await.is_err() {
-                    return;
-                }
-                sent.fetch_add(1000, Ordering::SeqCst);
-            } else {
-                // Idle: the next reply, or a look at the flood flag every 10 ms.
-                tokio::select! {
-                    r = replies.recv() => match r {
-                        Some(r) => {
-                            if write.write_all(r.as_bytes()).await.is_err() {
-                                return;
-                            }
-                        }
-                        None => return,
-                    },
-                    _ = tokio::time::sleep(Duration::from_millis(10)) => {}
-                }
-            }
-            let _ = write.flush().await;
-        }
-    });
+            std::future::ready(result)
+        },
+        move || {
+            (sent < FLOOD).then(|| {
+                sent += 1000;
+                chunk.clone()
+            })
+        },
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_million_notifications_cost_bounded_memory() {
     let go = Arc::new(AtomicBool::new(false));
-    let sent = Arc::new(AtomicU64::new(0));
     let lists = Arc::new(AtomicU64::new(0));
-    let (g, s, l) = (go.clone(), sent.clone(), lists.clone());
-    let endpoint = Endpoint::io(move |_auth| {
-        let (g, s, l) = (g.clone(), s.clone(), l.clone());
-        async move {
-            let (client, server) = tokio::io::duplex(64 << 10);
-            raw_server(server, g, s, l);
-            let (r, w) = tokio::io::split(client);
-            Ok((Box::new(r) as BoxRead, Box::new(w) as BoxWrite))
-        }
-    });
+    let (g, l) = (go.clone(), lists.clone());
+    let endpoint = raw_peer::endpoint(move |io| raw_server(io, g.clone(), l.clone()));
     let mut settings = ClientSettings::new(Era::V2025_11_25, KindSet::only(Kind::Tools));
     // How many notifications each hand-over to the actor carried (reported, not asserted: it
     // depends on how far the actor falls behind the flood).
@@ -130,27 +73,10 @@ async fn a_million_notifications_cost_bounded_memory() {
         }
     });
     let catalog = ClientHandle::spawn(settings, endpoint);
+    raw_peer::first_list(&catalog, BOUND).await;
     let mut status = catalog.status();
-    tokio::time::timeout(
-        BOUND,
-        status.wait_for(|s| s.ready && s.idle && s.publications == 1),
-    )
-    .await
-    .expect("first list within the bound")
-    .expect("client alive");
 
-    let baseline = rss();
-    let peak = Arc::new(AtomicU64::new(baseline));
-    let sampling = Arc::new(AtomicBool::new(true));
-    let sampler = {
-        let (peak, sampling) = (peak.clone(), sampling.clone());
-        std::thread::spawn(move || {
-            while sampling.load(Ordering::SeqCst) {
-                peak.fetch_max(rss(), Ordering::SeqCst);
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        })
-    };
+    let peak = Peak::start();
     let started = std::time::Instant::now();
     go.store(true, Ordering::SeqCst);
     tokio::time::timeout(
@@ -161,9 +87,7 @@ async fn a_million_notifications_cost_bounded_memory() {
     .expect("the flood is absorbed within the bound")
     .expect("client alive");
     let took = started.elapsed();
-    sampling.store(false, Ordering::SeqCst);
-    sampler.join().unwrap();
-    let grew = peak.load(Ordering::SeqCst).saturating_sub(baseline);
+    let (baseline, grew) = peak.stop();
     eprintln!(
         "flood: {FLOOD} notifications absorbed in {took:?} in {} hand-overs to the actor; {} list \
          requests; resident set {} MiB before, peak growth {} KiB (budget {} MiB)",

@@ -7,14 +7,15 @@
 //! flood lasts. Every ping is answered exactly once, and the client's list stays current. This
 //! file holds one test so that nothing else shares the process whose memory it measures.
 
+mod common;
+
+use common::memory::Peak;
+use common::raw_peer;
 use listsync_core::vocab::{Era, Kind, KindSet};
-use listsync_rt::client::{BoxRead, BoxWrite, ClientHandle, ClientSettings, Endpoint, ListHealth};
-use serde_json::{Value, json};
+use listsync_rt::client::{ClientHandle, ClientSettings, ListHealth};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
 
 const FLOOD: u64 = 1_000_000;
 /// Growth of the resident set allowed during the flood.
@@ -22,16 +23,6 @@ const BUDGET: u64 = 48 << 20;
 const BOUND: Duration = Duration::from_secs(180);
 /// How long the server stops reading answers, at the first.
 const PAUSE: Duration = Duration::from_secs(2);
-
-fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
 
 /// What the raw server saw of the client's answers to its pings.
 #[derive(Default)]
@@ -44,77 +35,44 @@ struct Answers {
 /// The raw server: answers `initialize` and `tools/list`; once `go` is set, writes [`FLOOD`]
 /// pings (ids 0..FLOOD) without waiting for their answers, which it counts as they come.
 fn raw_server(io: tokio::io::DuplexStream, go: Arc<AtomicBool>, answers: Arc<Answers>) {
-    let (read, mut write) = tokio::io::split(io);
-    let (tx, mut replies) = mpsc::unbounded_channel::<String>();
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(read).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            let id = v["id"].clone();
-            let result = match v["method"].as_str() {
-                Some("initialize") => json!({
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {"tools": {"listChanged": true}},
-                    "serverInfo": {"name": "request-flood", "version": "1"},
-                }),
-                Some("tools/list") => {
-                    json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}]})
-                }
-                Some(_) => continue,
-                None => {
-                    // An answer to one of the pings. At the first, the server stops reading for
-                    // a while (it keeps writing pings), as a busy or slow peer does.
-                    if answers.total.load(Ordering::SeqCst) == 0 {
-                        tokio::time::sleep(PAUSE).await;
+    let mut next = 0u64;
+    raw_peer::serve(
+        io,
+        go,
+        move |message| {
+            let answers = answers.clone();
+            async move {
+                match message["method"].as_str() {
+                    Some("initialize") => Some(raw_peer::initialize_result("request-flood")),
+                    Some("tools/list") => Some(raw_peer::one_tool()),
+                    Some(_) => None,
+                    None => {
+                        // An answer to one of the pings. At the first, the server stops reading
+                        // for a while (it keeps writing pings), as a busy or slow peer does.
+                        if answers.total.load(Ordering::SeqCst) == 0 {
+                            tokio::time::sleep(PAUSE).await;
+                        }
+                        let id = message["id"].as_u64().filter(|&n| n < FLOOD);
+                        if let Some(n) = id {
+                            answers.seen.lock().unwrap()[n as usize] += 1;
+                            answers.total.fetch_add(1, Ordering::SeqCst);
+                        }
+                        None
                     }
-                    if let Some(n) = id.as_u64().filter(|&n| n < FLOOD) {
-                        answers.seen.lock().unwrap()[n as usize] += 1;
-                        answers.total.fetch_add(1, Ordering::SeqCst);
-                    }
-                    continue;
-                }
-            };
-            let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
-            if tx.send(format!("{reply}\n")).is_err() {
-                return;
-            }
-        }
-    });
-    tokio::spawn(async move {
-        let mut next = 0u64;
-        loop {
-            while let Ok(r) = replies.try_recv() {
-                if write.write_all(r.as_bytes()).await.is_err() {
-                    return;
                 }
             }
-            if go.load(Ordering::SeqCst) && next < FLOOD {
-                let chunk: String = (next..(next + 1000).min(FLOOD))
+        },
+        move || {
+            (next < FLOOD).then(|| {
+                let to = (next + 1000).min(FLOOD);
+                let chunk = (next..to)
                     .map(|n| format!("{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"ping\"}}\n"))
                     .collect();
-                if write.write_all(chunk.as_bytes()).await.is_err() {
-                    return;
-                }
-                next = (next + 1000).min(FLOOD);
-            } else {
-                // Idle: the next reply, or a look at the flood flag every 10 ms.
-                tokio::select! {
-                    r = replies.recv() => match r {
-                        Some(r) => {
-                            if write.write_all(r.as_bytes()).await.is_err() {
-                                return;
-                            }
-                        }
-                        None => return,
-                    },
-                    _ = tokio::time::sleep(Duration::from_millis(10)) => {}
-                }
-            }
-            let _ = write.flush().await;
-        }
-    });
+                next = to;
+                chunk
+            })
+        },
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,38 +83,12 @@ async fn a_million_pings_cost_bounded_memory_and_are_all_answered() {
         total: AtomicU64::new(0),
     });
     let (g, a) = (go.clone(), answers.clone());
-    let endpoint = Endpoint::io(move |_auth| {
-        let (g, a) = (g.clone(), a.clone());
-        async move {
-            let (client, server) = tokio::io::duplex(64 << 10);
-            raw_server(server, g, a);
-            let (r, w) = tokio::io::split(client);
-            Ok((Box::new(r) as BoxRead, Box::new(w) as BoxWrite))
-        }
-    });
+    let endpoint = raw_peer::endpoint(move |io| raw_server(io, g.clone(), a.clone()));
     let settings = ClientSettings::new(Era::V2025_11_25, KindSet::only(Kind::Tools));
     let catalog = ClientHandle::spawn(settings, endpoint);
-    let mut status = catalog.status();
-    tokio::time::timeout(
-        BOUND,
-        status.wait_for(|s| s.ready && s.idle && s.publications == 1),
-    )
-    .await
-    .expect("first list within the bound")
-    .expect("client alive");
+    raw_peer::first_list(&catalog, BOUND).await;
 
-    let baseline = rss();
-    let peak = Arc::new(AtomicU64::new(baseline));
-    let sampling = Arc::new(AtomicBool::new(true));
-    let sampler = {
-        let (peak, sampling) = (peak.clone(), sampling.clone());
-        std::thread::spawn(move || {
-            while sampling.load(Ordering::SeqCst) {
-                peak.fetch_max(rss(), Ordering::SeqCst);
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        })
-    };
+    let peak = Peak::start();
     let started = std::time::Instant::now();
     go.store(true, Ordering::SeqCst);
     let all_answered = async {
@@ -166,9 +98,7 @@ async fn a_million_pings_cost_bounded_memory_and_are_all_answered() {
     };
     let finished = tokio::time::timeout(BOUND, all_answered).await;
     let took = started.elapsed();
-    sampling.store(false, Ordering::SeqCst);
-    sampler.join().unwrap();
-    let grew = peak.load(Ordering::SeqCst).saturating_sub(baseline);
+    let (baseline, grew) = peak.stop();
     eprintln!(
         "request flood: {} of {FLOOD} pings answered in {took:?}; resident set {} MiB before, \
          peak growth {} KiB (budget {} MiB)",

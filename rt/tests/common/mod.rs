@@ -11,6 +11,8 @@ use listsync_rt::client::{ClientHandle, ClientSettings, Endpoint, Status};
 use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 
+pub mod memory;
+pub mod raw_peer;
 pub mod scenarios;
 use std::future::Future;
 use std::time::Duration;
