@@ -638,8 +638,9 @@ async fn next_warning(
 }
 
 /// `listsync serve --stdio` says what its client sends that is not JSON-RPC (rmcp skips it
-/// silently), a line that never ends once 64 KiB of it have arrived, and goes on serving: the
-/// `initialize` after the garbage is answered.
+/// silently), a line that never ends once 64 KiB of it have arrived, and a request longer than
+/// rmcp reads (dropped), and goes on serving: the `initialize` after the garbage is answered,
+/// and a ping after the long one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_stdio_says_what_is_not_json_rpc_and_goes_on() {
     let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_listsync"))
@@ -677,4 +678,31 @@ async fn serve_stdio_says_what_is_not_json_rpc_and_goes_on() {
     stdin.write_all(&vec![0u8; 100 << 10]).await.unwrap();
     let w = next_warning(&mut err).await;
     assert!(w.contains("(64 KiB without a newline so far)"), "{w}");
+    // A request longer than rmcp reads (which rmcp drops) is told; serving goes on.
+    let long = format!(
+        "\n{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n",
+        "x".repeat(17 << 20)
+    );
+    stdin.write_all(long.as_bytes()).await.unwrap();
+    let w = next_warning(&mut err).await;
+    assert!(
+        w.contains("the client sent a line longer than 16 MiB on stdin (dropped, unread)"),
+        "{w}"
+    );
+    stdin
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n\
+              {\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n",
+        )
+        .await
+        .unwrap();
+    let answer = within("the ping answer", out.next_line())
+        .await
+        .unwrap()
+        .expect("an answer");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        answer["id"], 3,
+        "the dropped request is not answered: {answer}"
+    );
 }

@@ -1,8 +1,9 @@
 //! JSON-RPC over stdio, watched on its way to rmcp. rmcp skips lines that are not JSON (as the
 //! other SDKs do), so a peer that prints banners, garbage or binary output would leave the
 //! other end waiting, silently: a client for a handshake that never comes, a server for
-//! requests. These readers pass every byte through unchanged and report the first few lines
-//! that are not JSON-RPC, so the user learns at once what the peer sent: `Sniffer` on a server
+//! requests. rmcp also drops a line longer than 16 MiB, with nothing said. These readers pass
+//! every byte through unchanged and report the first few lines that are not JSON-RPC or are
+//! too long, so the user learns at once what the peer sent: `Sniffer` on a server
 //! child's stdout (it also owns the child, which is killed when the connection is dropped), and
 //! `CheckedStdin` on `listsync serve`'s stdin.
 
@@ -27,19 +28,26 @@ pub type Report = Arc<dyn Fn(String) + Send + Sync>;
 struct Source {
     /// One bad line: "… printed a line that is not JSON-RPC …".
     one: &'static str,
+    /// One line over rmcp's limit, which rmcp drops.
+    oversized: &'static str,
     /// Once the reports stop.
     more: &'static str,
 }
 
 const SERVER_STDOUT: Source = Source {
     one: "the server printed a line that is not JSON-RPC on stdout",
+    oversized: "the server printed a line longer than 16 MiB on stdout (dropped, unread)",
     more: "the server keeps printing lines that are not JSON-RPC on stdout (no longer reported)",
 };
 
 const CLIENT_STDIN: Source = Source {
     one: "the client sent a line that is not JSON-RPC on stdin",
+    oversized: "the client sent a line longer than 16 MiB on stdin (dropped, unread)",
     more: "the client keeps sending lines that are not JSON-RPC on stdin (no longer reported)",
 };
+
+/// rmcp's longest line: a longer one is dropped (with nothing said but a `tracing` event).
+const RMCP_MAX_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 
 /// A reader checked line by line; `G` is kept with it (and dropped with it).
 pub struct Checked<R, G = ()> {
@@ -88,6 +96,8 @@ pub fn checked_stdin(report: Report) -> CheckedStdin {
 struct LineCheck {
     source: Source,
     line: Vec<u8>,
+    /// Bytes of the current line so far (the first [`MAX_CHECKED_LINE`] are kept).
+    length: usize,
     /// The current line outgrew [`MAX_CHECKED_LINE`].
     long: bool,
     reports: u32,
@@ -99,6 +109,7 @@ impl LineCheck {
         LineCheck {
             source,
             line: Vec::new(),
+            length: 0,
             long: false,
             reports: 0,
             report,
@@ -109,14 +120,21 @@ impl LineCheck {
         for &b in bytes {
             if b == b'\n' {
                 self.end_line();
-            } else if self.line.len() < MAX_CHECKED_LINE {
+                continue;
+            }
+            self.length += 1;
+            if self.length == RMCP_MAX_LINE + 1 && !self.long_line_is_bad() {
+                // A line that may be JSON but that rmcp will drop.
+                self.tell(self.source.oversized);
+            }
+            if self.line.len() < MAX_CHECKED_LINE {
                 self.line.push(b);
             } else if !self.long {
                 self.long = true;
                 // A line that outgrew the check and cannot be JSON is told now, not at its
                 // end: a peer printing without newlines (binary output) may never end it.
                 if self.long_line_is_bad() {
-                    self.tell(Some("without a newline so far"));
+                    self.tell_not_json(Some("without a newline so far"));
                 }
             }
         }
@@ -137,14 +155,24 @@ impl LineCheck {
             !text.is_empty() && serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err()
         };
         if bad {
-            self.tell(None);
+            self.tell_not_json(None);
         }
         self.line.clear();
+        self.length = 0;
         self.long = false;
     }
 
-    /// Reports the current line as not JSON-RPC (`how`: said after it), or that there are more.
-    fn tell(&mut self, how: Option<&str>) {
+    /// Reports the current line as not JSON-RPC (`how`: said after it).
+    fn tell_not_json(&mut self, how: Option<&str>) {
+        let what = match how {
+            Some(how) => format!("{} ({} KiB {how})", self.source.one, MAX_CHECKED_LINE >> 10),
+            None => self.source.one.to_owned(),
+        };
+        self.tell(&what);
+    }
+
+    /// Reports the current line (`what` it is, then how it starts), or that there are more.
+    fn tell(&mut self, what: &str) {
         if self.reports > MAX_REPORTS {
             return;
         }
@@ -154,10 +182,7 @@ impl LineCheck {
         } else {
             let text = self.line.trim_ascii();
             let shown: String = String::from_utf8_lossy(text).chars().take(SHOWN).collect();
-            let how = how
-                .map(|how| format!(" ({} KiB {how})", MAX_CHECKED_LINE >> 10))
-                .unwrap_or_default();
-            format!("{}{how}: {shown:?}", self.source.one)
+            format!("{what}: {shown:?}")
         };
         (self.report)(message);
     }
@@ -250,6 +275,38 @@ mod tests {
             );
         }
         // Its end is not told again.
+        lines.scan(b"\n");
+        assert_eq!(seen.lock().unwrap().len(), 1);
+    }
+
+    /// A line that starts as JSON but is longer than rmcp reads is told once it is, since rmcp
+    /// drops it with nothing said; a line just under the limit is not.
+    #[test]
+    fn a_line_longer_than_rmcp_reads_is_told() {
+        let (seen, mut lines) = checking();
+        let start = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":\"";
+        lines.scan(start);
+        lines.scan(&vec![b'x'; RMCP_MAX_LINE - start.len()]);
+        lines.scan(b"\n");
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "{:?}",
+            seen.lock().unwrap()
+        );
+        lines.scan(start);
+        for _ in 0..17 {
+            lines.scan(&vec![b'x'; 1 << 20]);
+        }
+        {
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.len(), 1, "{seen:?}");
+            assert!(
+                seen[0].starts_with("the server printed a line longer than 16 MiB"),
+                "{}",
+                seen[0]
+            );
+            assert!(seen[0].contains("notifications/message"), "{}", seen[0]);
+        }
         lines.scan(b"\n");
         assert_eq!(seen.lock().unwrap().len(), 1);
     }
