@@ -637,6 +637,18 @@ async fn next_warning(
     .await
 }
 
+/// The next line a child prints on stdout, as JSON.
+async fn next_answer(
+    out: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    what: &str,
+) -> Value {
+    let line = within(what, out.next_line())
+        .await
+        .unwrap()
+        .expect("an answer");
+    serde_json::from_str(&line).unwrap()
+}
+
 /// `listsync serve --stdio` says what its client sends that is not JSON-RPC (rmcp skips it
 /// silently), a line that never ends once 64 KiB of it have arrived, and a request longer than
 /// rmcp reads (dropped), and goes on serving: the `initialize` after the garbage is answered,
@@ -667,11 +679,7 @@ async fn serve_stdio_says_what_is_not_json_rpc_and_goes_on() {
         .write_all(format!("{init}\n").as_bytes())
         .await
         .unwrap();
-    let answer = within("the initialize answer", out.next_line())
-        .await
-        .unwrap()
-        .expect("an answer");
-    let answer: Value = serde_json::from_str(&answer).unwrap();
+    let answer = next_answer(&mut out, "the initialize answer").await;
     assert_eq!(answer["id"], 1, "{answer}");
     assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
     // Binary output without a newline is told before it ends.
@@ -696,11 +704,7 @@ async fn serve_stdio_says_what_is_not_json_rpc_and_goes_on() {
         )
         .await
         .unwrap();
-    let answer = within("the ping answer", out.next_line())
-        .await
-        .unwrap()
-        .expect("an answer");
-    let answer: Value = serde_json::from_str(&answer).unwrap();
+    let answer = next_answer(&mut out, "the ping answer").await;
     assert_eq!(
         answer["id"], 3,
         "the dropped request is not answered: {answer}"
