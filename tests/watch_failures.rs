@@ -2,7 +2,8 @@
 //! retry is one line on stderr within a second of it, the client gives up after a bounded number
 //! of failed attempts with exit status 1, an invalid URL is a usage error at once, a server that
 //! floods notifications instead of answering the handshake (a child, or over HTTP) is given up
-//! on at once rather than at the handshake's timeout, and a server that answers every
+//! on at once rather than at the handshake's timeout, responses that answer no request in
+//! flight (which rmcp drops) are said as they arrive, and a server that answers every
 //! `tools/list` with `tools/list_changed` (a refresh storm) does not make `watch` print the same
 //! snapshot again. Bounds are generous (the machine may be loaded); the figures are printed.
 
@@ -246,6 +247,59 @@ async fn an_http_server_talking_without_answering_is_given_up_on_at_once() {
         .await;
     }
     server.abort();
+}
+
+/// A server child that answers the handshake, then answers the client's `tools/list` (request
+/// 1: rmcp numbers requests from 0, and only tools are listed) with what answers no request —
+/// a made-up id, an error without an id, an id that is not an integer or a string — before the
+/// real answer. rmcp drops each with nothing said, so the request they were meant for would wait
+/// for its timeout; each is said as it arrives. Then the server exits, and `watch` (no retry)
+/// gives up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_that_answer_no_request_are_said_at_once() {
+    let tools = r#"{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}"#;
+    let script = format!(
+        r#"read l; echo '{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":"2025-11-25","capabilities":{{"tools":{{"listChanged":true}}}},"serverInfo":{{"name":"liar","version":"1"}}}}}}'
+read l; read l
+echo '{{"jsonrpc":"2.0","id":1001,"result":{tools}}}'
+echo '{{"jsonrpc":"2.0","error":{{"code":-32603,"message":"boom"}}}}'
+echo '{{"jsonrpc":"2.0","id":1.5,"result":{tools}}}'
+echo '{{"jsonrpc":"2.0","id":1,"result":{tools}}}'
+echo '{{"jsonrpc":"2.0","id":1,"result":{tools}}}'
+sleep 1"#
+    );
+    let (code, lines) = watch_lines(&[
+        "--kinds", "tools", "--retry", "0", "--", "sh", "-c", &script,
+    ])
+    .await;
+    eprintln!("a server answering what was not asked:\n{}", show(&lines));
+    assert_eq!(code, Some(1), "{}", show(&lines));
+    let at = |want: &str| {
+        lines
+            .iter()
+            .find(|(_, l)| l.contains(want))
+            .map(|(t, _)| *t)
+            .unwrap_or_else(|| panic!("no line with {want:?}\n{}", show(&lines)))
+    };
+    for want in [
+        "warning: the server sent a response to request 1001, which is not in flight \
+         (never sent, or answered already); dropped",
+        "warning: the server sent an error without a request id (it could not tell which \
+         request it answers): -32603 boom; dropped",
+        "warning: the server printed a JSON line on stdout that is not a JSON-RPC message \
+         (dropped): \"{\\\"jsonrpc\\\":\\\"2.0\\\",\\\"id\\\":1.5,",
+        // The second answer to request 1.
+        "warning: the server sent a response to request 1, which is not in flight",
+    ] {
+        let t = at(want);
+        assert!(t < PROMPT, "{want:?} after {t:?}\n{}", show(&lines));
+    }
+    // The real answer was taken: no listing failed or timed out.
+    assert!(
+        !lines.iter().any(|(_, l)| l.contains("listing failed")),
+        "{}",
+        show(&lines)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

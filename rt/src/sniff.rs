@@ -1,9 +1,10 @@
 //! JSON-RPC over stdio, watched on its way to rmcp. rmcp skips lines that are not JSON (as the
 //! other SDKs do), so a peer that prints banners, garbage or binary output would leave the
 //! other end waiting, silently: a client for a handshake that never comes, a server for
-//! requests. rmcp also drops a line longer than 16 MiB, with nothing said. These readers pass
-//! every byte through unchanged and report the first few lines that are not JSON-RPC or are
-//! too long, so the user learns at once what the peer sent: `Sniffer` on a server
+//! requests. rmcp also drops, with nothing said, a line longer than 16 MiB and a JSON line that
+//! is not a message it reads (a response whose id is `1.5`, a request without a method). These
+//! readers pass every byte through unchanged and report the first few lines that are not
+//! JSON-RPC or are too long, so the user learns at once what the peer sent: `Sniffer` on a server
 //! child's stdout (it also owns the child, which is killed when the connection is dropped), and
 //! `CheckedStdin` on `listsync serve`'s stdin.
 
@@ -30,6 +31,10 @@ struct Source {
     one: &'static str,
     /// One line over rmcp's limit, which rmcp drops.
     oversized: &'static str,
+    /// One JSON line that is not a message rmcp reads (which rmcp drops).
+    misshapen: &'static str,
+    /// Whether a JSON line is a message rmcp reads from this source.
+    readable: fn(&[u8]) -> bool,
     /// Once the reports stop.
     more: &'static str,
 }
@@ -37,14 +42,32 @@ struct Source {
 const SERVER_STDOUT: Source = Source {
     one: "the server printed a line that is not JSON-RPC on stdout",
     oversized: "the server printed a line longer than 16 MiB on stdout (dropped, unread)",
+    misshapen: "the server printed a JSON line on stdout that is not a JSON-RPC message (dropped)",
+    readable: readable::<rmcp::model::ServerJsonRpcMessage>,
     more: "the server keeps printing lines that are not JSON-RPC on stdout (no longer reported)",
 };
 
 const CLIENT_STDIN: Source = Source {
     one: "the client sent a line that is not JSON-RPC on stdin",
     oversized: "the client sent a line longer than 16 MiB on stdin (dropped, unread)",
+    misshapen: "the client sent a JSON line on stdin that is not a JSON-RPC message (dropped)",
+    readable: readable::<rmcp::model::ClientJsonRpcMessage>,
     more: "the client keeps sending lines that are not JSON-RPC on stdin (no longer reported)",
 };
+
+/// Whether rmcp reads `line` (JSON) as a message `M`, or skips it without an answer being
+/// lost: a notification (rmcp ignores those it does not know, for compatibility). A request or
+/// response of the wrong shape — an id that is neither an integer nor a string, a missing
+/// `result` — is dropped, and what waits for it waits for its timeout.
+fn readable<M: serde::de::DeserializeOwned>(line: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        method: Option<serde::de::IgnoredAny>,
+        id: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<M>(line).is_ok()
+        || serde_json::from_slice::<Probe>(line).is_ok_and(|p| p.method.is_some() && p.id.is_none())
+}
 
 /// rmcp's longest line: a longer one is dropped (with nothing said but a `tracing` event).
 const RMCP_MAX_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
@@ -147,15 +170,14 @@ impl LineCheck {
     }
 
     fn end_line(&mut self) {
-        let bad = if self.long {
-            // Told when it outgrew the check.
-            false
-        } else {
-            let text = self.line.trim_ascii();
-            !text.is_empty() && serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err()
-        };
-        if bad {
-            self.tell_not_json(None);
+        // A long line was told when it outgrew the check, if it was bad.
+        let text = self.line.trim_ascii();
+        let json = || serde_json::from_slice::<serde::de::IgnoredAny>(text).is_ok();
+        match (self.long || text.is_empty(), json()) {
+            (true, _) => {}
+            (false, false) => self.tell_not_json(None),
+            (false, true) if !(self.source.readable)(text) => self.tell(self.source.misshapen),
+            (false, true) => {}
         }
         self.line.clear();
         self.length = 0;
@@ -238,14 +260,54 @@ mod tests {
     fn only_non_json_lines_are_reported_and_only_a_few() {
         let (seen, mut lines) = checking();
         lines.scan(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\nhello");
-        lines.scan(b" world\n{\"jsonrpc\":\"2.0\"}\r\n");
+        lines.scan(b" world\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\r\n");
         for _ in 0..10 {
             lines.scan(b"garbage\n");
         }
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 4, "{seen:?}");
         assert!(seen[0].contains("\"hello world\""), "{}", seen[0]);
+        assert!(seen[1].contains("\"garbage\""), "{}", seen[1]);
         assert!(seen[3].contains("no longer reported"), "{}", seen[3]);
+    }
+
+    /// JSON that rmcp would not read as a message from this peer is told; a notification rmcp
+    /// does not know is not (rmcp skips those on purpose, and nothing waits for one).
+    #[test]
+    fn json_that_is_not_a_message_is_told() {
+        let (seen, mut lines) = checking();
+        for fine in [
+            r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":"3","error":{"code":-32603,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/vendor/thing","params":{"a":1}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+        ] {
+            lines.scan(format!("{fine}\n").as_bytes());
+        }
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "{:?}",
+            seen.lock().unwrap()
+        );
+        lines.scan(b"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"result\":{}}\n");
+        lines.scan(b"{\"jsonrpc\":\"2.0\",\"id\":2}\n");
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        for (said, id) in seen.iter().zip(["1.5", "2"]) {
+            assert!(
+                said.starts_with(SERVER_STDOUT.misshapen) && said.contains(&format!(":{id}")),
+                "{said}"
+            );
+        }
+        // A client's request without a method, on serve's stdin.
+        let said: Arc<Mutex<Vec<String>>> = Arc::default();
+        let s = said.clone();
+        let mut stdin = LineCheck::new(CLIENT_STDIN, Arc::new(move |m| s.lock().unwrap().push(m)));
+        stdin.scan(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}\n");
+        stdin.scan(b"{\"jsonrpc\":\"2.0\",\"id\":8,\"params\":{}}\n");
+        let said = said.lock().unwrap();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].starts_with(CLIENT_STDIN.misshapen), "{}", said[0]);
     }
 
     /// Output without newlines (`cat /dev/zero` as a server) is told once it outgrows the

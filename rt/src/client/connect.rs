@@ -1,8 +1,8 @@
 //! Where a client connects, and how one connection is opened: the transport for the endpoint,
 //! the lifecycle for the era (`initialize` for 2025-11-25, `server/discover` pinned to
 //! 2026-07-28), and rmcp's own response cache switched off (the catalog machine is the cache).
-//! Every transport is [`Guarded`] against a server that talks without answering the handshake,
-//! and [`Paced`] against one that floods requests.
+//! Every transport is [`Guarded`] against a server that talks without answering the handshake
+//! or answers requests never sent, and [`Paced`] against one that floods requests.
 
 #[cfg(feature = "http")]
 use super::guard::GuardedHttp;
@@ -177,12 +177,12 @@ impl Endpoint {
 type GuardedStream<R, W> = Guarded<Paced<RoleClient, AsyncRwTransport<RoleClient, R, W>>>;
 
 /// A byte-stream connection (newline-delimited JSON-RPC), paced and guarded.
-fn guarded<R, W>(read: R, write: W) -> (GuardedStream<R, W>, Tripped)
+fn guarded<R, W>(read: R, write: W, warn: sniff::Report) -> (GuardedStream<R, W>, Tripped)
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    Guarded::new(pace::paced(read, write))
+    Guarded::new(pace::paced(read, write), warn)
 }
 
 /// Runs the lifecycle for `era` over `transport`; `tripped` says why the guard closed it, if
@@ -273,7 +273,8 @@ fn tidy(text: &str) -> String {
 /// Opens one connection to `endpoint` in `era`, under authorization context `auth` (HTTP: sent
 /// as `Authorization: Bearer <bearer>`, or as the test convention `Bearer auth<N>` when N > 0
 /// and no token is given; byte-stream factories get it; a child process cannot be told).
-/// `warn` hears what a child process prints on stdout that is not JSON-RPC.
+/// `warn` hears what a child process prints on stdout that is not JSON-RPC, and the responses
+/// that answer no request in flight.
 pub(crate) async fn open(
     endpoint: &Endpoint,
     handler: Notifier,
@@ -288,7 +289,7 @@ pub(crate) async fn open(
     match endpoint {
         Endpoint::Io(factory) => {
             let io = factory(auth).await.map_err(|e| e.to_string())?;
-            start(handler, guarded(io.0, io.1), era).await
+            start(handler, guarded(io.0, io.1, warn), era).await
         }
         Endpoint::Command { program, args } => {
             let mut cmd = tokio::process::Command::new(program);
@@ -303,8 +304,8 @@ pub(crate) async fn open(
                 return Err(format!("cannot start {program}: no pipes"));
             };
             let child = Arc::new(std::sync::Mutex::new(child));
-            let read = sniff::sniffer(stdout, child.clone(), warn);
-            let transport = guarded(read, stdin);
+            let read = sniff::sniffer(stdout, child.clone(), warn.clone());
+            let transport = guarded(read, stdin, warn);
             let tripped = transport.1.clone();
             match start(handler, transport, era).await {
                 Ok(running) => Ok(running),
@@ -343,6 +344,7 @@ pub(crate) async fn open(
                 Guarded::sharing(
                     Paced::new(StreamableHttpClientTransport::with_client(client, cfg)),
                     tripped,
+                    warn,
                 ),
                 era,
             )
@@ -358,7 +360,7 @@ pub(crate) async fn open(
         }
         Endpoint::Stdio => {
             let (read, write) = rmcp::transport::stdio();
-            start(handler, guarded(read, write), era).await
+            start(handler, guarded(read, write, warn), era).await
         }
     }
 }

@@ -1,15 +1,26 @@
-//! A server that talks without answering the handshake. rmcp's client waits for the answer to
-//! `initialize` (or `server/discover`) and skips whatever else arrives meanwhile, so a server
-//! that floods notifications instead of answering would hold a connection attempt until its
-//! timeout, with nothing said. [`Guarded`] counts the messages that arrive before the first
-//! response and closes the connection once there are more than [`MAX_BEFORE_ANSWER`], saying
-//! why; after the first response it only passes messages through. Over Streamable HTTP the
-//! answer comes in the response stream of the handshake's POST, which rmcp's HTTP worker reads
-//! itself (dropping what comes before the answer): [`GuardedHttp`], the HTTP client under the
-//! worker, counts that stream's events the same way.
+//! A server that talks without answering, or answers what it was not asked.
+//!
+//! rmcp's client waits for the answer to `initialize` (or `server/discover`) and skips whatever
+//! else arrives meanwhile, so a server that floods notifications instead of answering would
+//! hold a connection attempt until its timeout, with nothing said. [`Guarded`] counts the
+//! messages that arrive before the first answer and closes the connection once there are more
+//! than [`MAX_BEFORE_ANSWER`], saying why. Over Streamable HTTP the answer comes in the
+//! response stream of the handshake's POST, which rmcp's HTTP worker reads itself (dropping
+//! what comes before the answer): [`GuardedHttp`], the HTTP client under the worker, counts
+//! that stream's events the same way.
+//!
+//! rmcp also drops, with nothing said, a response whose id answers no request in flight (an id
+//! the server made up or mangled, a second answer to one request) and an error response
+//! without an id (a server that could not read a request): the request it was meant for then
+//! waits for its timeout. [`Guarded`] keeps the ids of the client's requests in flight and
+//! says the first few such responses as they arrive (through the connection's warning
+//! channel); they are still dropped.
 
+use crate::sniff::Report;
+use rmcp::model::RequestId;
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
@@ -17,44 +28,84 @@ use std::sync::{Arc, OnceLock};
 /// before it answers; a few thousand messages are no longer that.
 pub(crate) const MAX_BEFORE_ANSWER: u64 = 10_000;
 
+/// Requests in flight whose ids are kept: past this, the oldest one is forgotten (its answer,
+/// should it ever come, is then said to answer nothing).
+const MAX_IN_FLIGHT: usize = 10_000;
+
+/// Responses that answer nothing, said per connection (one more line says that further ones
+/// are not).
+const MAX_REPORTS: u32 = 3;
+
 /// Why a guarded connection was closed, once it was.
 pub(crate) type Tripped = Arc<OnceLock<String>>;
 
-/// A client transport that gives up on a server that does not answer but keeps talking.
+/// A client transport that gives up on a server that does not answer but keeps talking, and
+/// says the responses that answer no request.
 pub(crate) struct Guarded<T> {
     inner: T,
-    /// Messages seen before the first response; `None` once a response came.
+    /// Messages seen before the first answer; `None` once a response answered a request.
     before_answer: Option<u64>,
     tripped: Tripped,
+    in_flight: InFlight,
+    /// Hears what is said about responses that answer nothing.
+    warn: Report,
+    /// Responses that answered nothing, so far.
+    strays: u32,
 }
 
 impl<T> Guarded<T> {
-    pub(crate) fn new(inner: T) -> (Guarded<T>, Tripped) {
-        Guarded::sharing(inner, Tripped::default())
+    pub(crate) fn new(inner: T, warn: Report) -> (Guarded<T>, Tripped) {
+        Guarded::sharing(inner, Tripped::default(), warn)
     }
 
     /// Guarded, telling `tripped` (which a guard below it may tell too).
-    pub(crate) fn sharing(inner: T, tripped: Tripped) -> (Guarded<T>, Tripped) {
+    pub(crate) fn sharing(inner: T, tripped: Tripped, warn: Report) -> (Guarded<T>, Tripped) {
         let guarded = Guarded {
             inner,
             before_answer: Some(0),
             tripped: tripped.clone(),
+            in_flight: InFlight::default(),
+            warn,
+            strays: 0,
         };
         (guarded, tripped)
     }
 
     /// Counts `message`; false once the server has said too much without answering.
     fn admit(&mut self, message: &RxJsonRpcMessage<RoleClient>) -> bool {
+        let answered = match message {
+            RxJsonRpcMessage::<RoleClient>::Response(r) => Some(Some(&r.id)),
+            RxJsonRpcMessage::<RoleClient>::Error(e) => Some(e.id.as_ref()),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            match id {
+                Some(id) if self.in_flight.answer(id) => {
+                    self.before_answer = None;
+                    return true;
+                }
+                Some(id) => self.stray(format!(
+                    "the server sent a response to request {}, which is not in flight \
+                     (never sent, or answered already); dropped",
+                    serde_json::to_string(id).unwrap_or_default()
+                )),
+                None => {
+                    let error = match message {
+                        RxJsonRpcMessage::<RoleClient>::Error(e) => {
+                            format!("{} {}", e.error.code.0, e.error.message)
+                        }
+                        _ => String::new(),
+                    };
+                    self.stray(format!(
+                        "the server sent an error without a request id (it could not tell \
+                         which request it answers): {error}; dropped"
+                    ));
+                }
+            }
+        }
         let Some(seen) = &mut self.before_answer else {
             return true;
         };
-        if matches!(
-            message,
-            RxJsonRpcMessage::<RoleClient>::Response(_) | RxJsonRpcMessage::<RoleClient>::Error(_)
-        ) {
-            self.before_answer = None;
-            return true;
-        }
         *seen += 1;
         if *seen <= MAX_BEFORE_ANSWER {
             return true;
@@ -65,6 +116,63 @@ impl<T> Guarded<T> {
             .and_then(|m| m.get("method")?.as_str().map(str::to_owned));
         trip(&self.tripped, what.as_deref());
         false
+    }
+
+    /// Says a response that answers nothing, while there are few.
+    fn stray(&mut self, text: String) {
+        self.strays = self.strays.saturating_add(1);
+        if self.strays <= MAX_REPORTS {
+            (self.warn)(text);
+        } else if self.strays == MAX_REPORTS + 1 {
+            (self.warn)(
+                "the server keeps sending responses that answer no request in flight \
+                 (no longer reported)"
+                    .to_owned(),
+            );
+        }
+    }
+}
+
+/// The ids of the client's requests in flight, oldest first; at most [`MAX_IN_FLIGHT`].
+#[derive(Default)]
+struct InFlight {
+    ids: HashSet<RequestId>,
+    /// Sending order; holds ids already answered too, until they reach the front or are
+    /// swept out.
+    order: VecDeque<RequestId>,
+}
+
+impl InFlight {
+    fn sent(&mut self, id: RequestId) {
+        if self.ids.insert(id.clone()) {
+            self.order.push_back(id);
+        }
+        while self.ids.len() > MAX_IN_FLIGHT {
+            match self.order.pop_front() {
+                Some(oldest) => {
+                    self.ids.remove(&oldest);
+                }
+                None => break,
+            }
+        }
+        if self.order.len() > 2 * self.ids.len() + 64 {
+            let ids = &self.ids;
+            self.order.retain(|id| ids.contains(id));
+        }
+    }
+
+    /// Whether `id` answers a request in flight (no longer in flight then). As rmcp matches
+    /// them, a string of digits answers the request of that number.
+    fn answer(&mut self, id: &RequestId) -> bool {
+        if self.ids.remove(id) {
+            return true;
+        }
+        match id {
+            RequestId::String(s) => s
+                .parse::<i64>()
+                .is_ok_and(|n| self.ids.remove(&RequestId::Number(n))),
+            RequestId::Number(_) => false,
+        }
     }
 }
 
@@ -86,6 +194,9 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Guarded<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let TxJsonRpcMessage::<RoleClient>::Request(r) = &item {
+            self.in_flight.sent(r.id.clone());
+        }
         let sending = self.inner.send(item);
         async move { sending.await.map_err(std::io::Error::other) }
     }
@@ -97,6 +208,42 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Guarded<T> {
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.inner.close().await.map_err(std::io::Error::other)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_takes_its_request_out_of_flight_once() {
+        let mut f = InFlight::default();
+        f.sent(RequestId::Number(0));
+        f.sent(RequestId::String("s".into()));
+        f.sent(RequestId::Number(7));
+        assert!(f.answer(&RequestId::Number(0)));
+        assert!(!f.answer(&RequestId::Number(0)), "a second answer");
+        assert!(!f.answer(&RequestId::Number(1)), "never sent");
+        // As rmcp matches them: "7" answers request 7, but 7 does not answer "s".
+        assert!(f.answer(&RequestId::String("7".into())));
+        assert!(!f.answer(&RequestId::Number(7)));
+        assert!(f.answer(&RequestId::String("s".into())));
+    }
+
+    #[test]
+    fn the_oldest_request_is_forgotten_past_the_bound() {
+        let mut f = InFlight::default();
+        for i in 0..(MAX_IN_FLIGHT as i64 + 60) {
+            f.sent(RequestId::Number(i));
+            if i % 2 == 1 && i < 100 {
+                // Answered ones leave the sending order too, in time.
+                assert!(f.answer(&RequestId::Number(i)));
+            }
+        }
+        assert_eq!(f.ids.len(), MAX_IN_FLIGHT);
+        assert!(f.order.len() <= 2 * MAX_IN_FLIGHT + 64);
+        assert!(!f.answer(&RequestId::Number(0)), "forgotten");
+        assert!(f.answer(&RequestId::Number(MAX_IN_FLIGHT as i64 + 59)));
     }
 }
 
