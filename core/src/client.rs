@@ -369,6 +369,13 @@ enum Phase {
 pub enum ClientInput {
     /// Connect (or reconnect): handshake, then list.
     Start,
+    /// The lists the server offers, as the capabilities of its handshake declare them (`tools`,
+    /// `prompts`, `resources`, the last with resource templates): a driver that learns them
+    /// before [`ClientInput::Start`] tells them here; until told, every list is offered. The
+    /// client lists, listens for and re-lists on its own only the configured kinds the server
+    /// offers (asking a server for a list it does not offer fails, and retrying it fails
+    /// again); an application's [`ClientInput::Refresh`] is sent whatever the server offers.
+    Offers(KindSet),
     /// A message from the server.
     Receive(ServerMsg),
     /// The connection is gone; outstanding requests are lost.
@@ -489,6 +496,8 @@ pub struct CatalogClient {
     pending: BTreeMap<ReqId, Pending>,
     sub: Option<SubId>,
     honoured: KindSet,
+    /// The lists the server offers ([`ClientInput::Offers`]).
+    offered: KindSet,
     contents: BTreeMap<Name, Arc<str>>,
     /// (`two-registries` only) the call router's own copy of the tool list: the first one
     /// published, never updated.
@@ -522,6 +531,7 @@ impl std::hash::Hash for CatalogClient {
             pending,
             sub,
             honoured,
+            offered,
             contents,
             router,
             approved,
@@ -538,6 +548,7 @@ impl std::hash::Hash for CatalogClient {
         pending.hash(h);
         sub.hash(h);
         honoured.hash(h);
+        offered.hash(h);
         contents.hash(h);
         router.hash(h);
         approved.hash(h);
@@ -562,6 +573,7 @@ impl CatalogClient {
             pending: BTreeMap::new(),
             sub: None,
             honoured: KindSet::EMPTY,
+            offered: Kind::ALL.into_iter().collect(),
             contents: BTreeMap::new(),
             router: None,
             approved: BTreeSet::new(),
@@ -766,6 +778,7 @@ impl CatalogClient {
     fn step_input(&mut self, input: ClientInput, out: &mut Vec<ClientOutput>) {
         match input {
             ClientInput::Start => self.start(out),
+            ClientInput::Offers(kinds) => self.offered = kinds,
             ClientInput::Receive(msg) => self.receive(msg, out),
             ClientInput::Disconnected => self.disconnected(out),
             ClientInput::StreamLost => {
@@ -788,7 +801,7 @@ impl CatalogClient {
             ClientInput::RetryDue(kind, auth) => self.retry_due(kind, auth, out),
             ClientInput::WalkDue(kind, auth) => self.walk_due(kind, auth, out),
             ClientInput::TtlExpired(kind) => {
-                if self.phase == Phase::Ready && self.cfg.kinds.contains(kind) {
+                if self.phase == Phase::Ready && self.tracked().contains(kind) {
                     self.wake(KindSet::only(kind), Cause::TtlExpired, out);
                 }
             }
@@ -801,7 +814,7 @@ impl CatalogClient {
                 if auth != self.auth {
                     self.auth = auth;
                     if self.phase == Phase::Ready {
-                        let kinds = self.cfg.kinds;
+                        let kinds = self.tracked();
                         self.wake(kinds, Cause::AuthChanged, out);
                     }
                 }
@@ -929,6 +942,15 @@ impl CatalogClient {
             .is_some_and(|l| l.flight.is_running() || l.held.is_some() || l.armed)
     }
 
+    /// The configured kinds the server offers: the lists this client keeps on its own.
+    fn tracked(&self) -> KindSet {
+        self.cfg
+            .kinds
+            .iter()
+            .filter(|k| self.offered.contains(*k))
+            .collect()
+    }
+
     fn start(&mut self, out: &mut Vec<ClientOutput>) {
         if self.phase != Phase::Offline {
             return;
@@ -944,7 +966,7 @@ impl CatalogClient {
                 self.phase = Phase::Listening;
                 if self.cfg.strategy == ClientStrategy::ListenWithoutRelist {
                     // The bug: list first and rely on the stream afterwards.
-                    let kinds = self.cfg.kinds;
+                    let kinds = self.tracked();
                     self.wake(kinds, Cause::Startup, out);
                 }
                 self.open_listen(out);
@@ -953,7 +975,7 @@ impl CatalogClient {
     }
 
     fn open_listen(&mut self, out: &mut Vec<ClientOutput>) {
-        let kinds = self.cfg.kinds.iter().map(crate::server::group_of).collect();
+        let kinds = self.tracked().iter().map(crate::server::group_of).collect();
         let uris = self.cfg.watch.clone();
         let auth = self.auth;
         self.send(Request::Listen { kinds, uris }, auth, Pending::Listen, out);
@@ -1041,7 +1063,7 @@ impl CatalogClient {
                 let id = self.id;
                 self.event(out, Event::ListenAcked { client: id, kinds });
                 if self.cfg.strategy != ClientStrategy::ListenWithoutRelist {
-                    let tracked = self.cfg.kinds;
+                    let tracked = self.tracked();
                     self.wake(tracked, Cause::ListenAck, out);
                 }
             }
@@ -1053,7 +1075,7 @@ impl CatalogClient {
                     .notification_group()
                     .iter()
                     .copied()
-                    .filter(|k| self.cfg.kinds.contains(*k))
+                    .filter(|k| self.tracked().contains(*k))
                     .collect();
                 if !kinds.is_empty() {
                     self.wake(kinds, Cause::ListChanged, out);
@@ -1084,7 +1106,7 @@ impl CatalogClient {
                 for uri in self.cfg.watch.clone() {
                     self.send(Request::Subscribe { uri }, auth, Pending::Subscribe, out);
                 }
-                let kinds = self.cfg.kinds;
+                let kinds = self.tracked();
                 self.wake(kinds, Cause::Startup, out);
             }
             (Pending::Initialize, _) => {
@@ -1100,7 +1122,7 @@ impl CatalogClient {
                 self.honoured = KindSet::EMPTY;
                 self.phase = Phase::Ready;
                 out.push(ClientOutput::ListenRefused { error: e });
-                let kinds = self.cfg.kinds;
+                let kinds = self.tracked();
                 self.wake(kinds, Cause::Startup, out);
             }
             (Pending::Listen, Response::Error(_)) => {
@@ -1183,7 +1205,7 @@ impl CatalogClient {
             Err(_) => false,
         };
         out.push(ClientOutput::CallDone { name, auth, result });
-        if relist && self.phase == Phase::Ready && self.cfg.kinds.contains(Kind::Tools) {
+        if relist && self.phase == Phase::Ready && self.tracked().contains(Kind::Tools) {
             self.wake(KindSet::only(Kind::Tools), Cause::ItemGone, out);
         }
     }

@@ -1080,3 +1080,76 @@ fn a_storm_back_off_set_to_start_after_zero_walks_is_off() {
     let mut r = paced(pacing);
     assert_eq!(change_at(&mut r, 5), Some(5), "the fixed gap alone");
 }
+
+/// The kinds of the list requests the last step sent.
+fn listed(r: &Rig) -> Vec<Kind> {
+    r.out
+        .iter()
+        .filter_map(|o| match o {
+            ClientOutput::Send(ClientMsg {
+                req: Request::List { kind, .. },
+                ..
+            }) => Some(*kind),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The kinds of the listen request the last step sent.
+fn listened(r: &Rig) -> KindSet {
+    let id = r.request(|q| matches!(q, Request::Listen { .. }));
+    r.out
+        .iter()
+        .find_map(|o| match o {
+            ClientOutput::Send(ClientMsg {
+                id: sent,
+                req: Request::Listen { kinds, .. },
+                ..
+            }) if *sent == id => Some(*kinds),
+            _ => None,
+        })
+        .expect("the listen request")
+}
+
+/// The lists a client keeps on its own are the configured ones the server offers: a client of
+/// every list, told that the server declares tools only, asks for tools only — at start-up,
+/// when the authorization context switches, and (2026-07-28) on its listen stream — so a
+/// server without prompts or resources is not asked for lists it refuses (and retried for
+/// ever); an application's explicit refresh of prompts is still sent. Told nothing, a client
+/// lists everything it is configured for.
+#[test]
+fn only_the_lists_the_server_offers_are_kept() {
+    let every = |era| ClientConfig {
+        kinds: Kind::ALL.into_iter().collect(),
+        ..ClientConfig::tools(ClientStrategy::Reference, era)
+    };
+    let tools = KindSet::only(Kind::Tools);
+
+    let mut r = Rig::of(every(Era::V2025_11_25));
+    r.step(ClientInput::Offers(tools));
+    r.connect();
+    assert_eq!(listed(&r), vec![Kind::Tools], "{:?}", r.out);
+    r.step(ClientInput::SetAuth(AuthCtx(1)));
+    assert!(listed(&r).iter().all(|k| *k == Kind::Tools), "{:?}", r.out);
+    r.step(ClientInput::Refresh(Kind::Prompts));
+    assert_eq!(listed(&r), vec![Kind::Prompts], "{:?}", r.out);
+
+    let mut r = Rig::of(every(Era::V2025_11_25));
+    r.connect();
+    let mut all = listed(&r);
+    all.sort();
+    assert_eq!(all, Kind::ALL.to_vec(), "{:?}", r.out);
+
+    let mut only_tools = Rig::of(ClientConfig::tools(
+        ClientStrategy::Reference,
+        Era::V2026_07_28,
+    ));
+    only_tools.step(ClientInput::Start);
+    let mut r = Rig::of(every(Era::V2026_07_28));
+    r.step(ClientInput::Offers(tools));
+    r.step(ClientInput::Start);
+    assert_eq!(listened(&r), listened(&only_tools));
+    let mut told_nothing = Rig::of(every(Era::V2026_07_28));
+    told_nothing.step(ClientInput::Start);
+    assert_ne!(listened(&told_nothing), listened(&only_tools));
+}

@@ -206,6 +206,26 @@ fn caps_of(info: Option<&ServerPeerInfo>) -> Caps {
     }
 }
 
+/// The lists a server offers: those whose capability its handshake declares (`resources`
+/// offers resource templates too); every list if rmcp kept no handshake.
+fn offered_of(info: Option<&ServerPeerInfo>) -> KindSet {
+    let Some(info) = info else {
+        return Kind::ALL.into_iter().collect();
+    };
+    let c = &info.capabilities;
+    let mut kinds = KindSet::EMPTY;
+    if c.tools.is_some() {
+        kinds = kinds.with(Kind::Tools);
+    }
+    if c.prompts.is_some() {
+        kinds = kinds.with(Kind::Prompts);
+    }
+    if c.resources.is_some() {
+        kinds = kinds.with(Kind::Resources).with(Kind::ResourceTemplates);
+    }
+    kinds
+}
+
 fn filter_of(kinds: KindSet, uris: &[String]) -> SubscriptionFilter {
     let mut f = SubscriptionFilter::new();
     let on = |k| kinds.contains(k).then_some(true);
@@ -557,7 +577,9 @@ impl Actor {
                     protocol_version: version,
                     server,
                 });
+                let offered = offered_of(live.info.as_deref());
                 self.live = Some(live);
+                self.step(ClientInput::Offers(offered));
                 self.step(ClientInput::Start);
             }
             Input::Connected { live, .. } => live.kill.cancel(),
