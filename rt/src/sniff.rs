@@ -172,12 +172,13 @@ impl LineCheck {
     fn end_line(&mut self) {
         // A long line was told when it outgrew the check, if it was bad.
         let text = self.line.trim_ascii();
-        let json = || serde_json::from_slice::<serde::de::IgnoredAny>(text).is_ok();
-        match (self.long || text.is_empty(), json()) {
-            (true, _) => {}
-            (false, false) => self.tell_not_json(None),
-            (false, true) if !(self.source.readable)(text) => self.tell(self.source.misshapen),
-            (false, true) => {}
+        // One parse for a message rmcp reads; a second only for a line it does not.
+        if !(self.long || text.is_empty() || (self.source.readable)(text)) {
+            if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err() {
+                self.tell_not_json(None);
+            } else {
+                self.tell(self.source.misshapen);
+            }
         }
         self.line.clear();
         self.length = 0;

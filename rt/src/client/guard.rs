@@ -73,35 +73,32 @@ impl<T> Guarded<T> {
 
     /// Counts `message`; false once the server has said too much without answering.
     fn admit(&mut self, message: &RxJsonRpcMessage<RoleClient>) -> bool {
-        let answered = match message {
-            RxJsonRpcMessage::<RoleClient>::Response(r) => Some(Some(&r.id)),
-            RxJsonRpcMessage::<RoleClient>::Error(e) => Some(e.id.as_ref()),
+        // (the id it answers, the error it carries) of a response.
+        let answer = match message {
+            RxJsonRpcMessage::<RoleClient>::Response(r) => Some((Some(&r.id), None)),
+            RxJsonRpcMessage::<RoleClient>::Error(e) => Some((e.id.as_ref(), Some(&e.error))),
             _ => None,
         };
-        if let Some(id) = answered {
-            match id {
-                Some(id) if self.in_flight.answer(id) => {
-                    self.before_answer = None;
-                    return true;
-                }
-                Some(id) => self.stray(format!(
-                    "the server sent a response to request {}, which is not in flight \
-                     (never sent, or answered already); dropped",
-                    serde_json::to_string(id).unwrap_or_default()
-                )),
-                None => {
-                    let error = match message {
-                        RxJsonRpcMessage::<RoleClient>::Error(e) => {
-                            format!("{} {}", e.error.code.0, e.error.message)
-                        }
-                        _ => String::new(),
-                    };
-                    self.stray(format!(
-                        "the server sent an error without a request id (it could not tell \
-                         which request it answers): {error}; dropped"
-                    ));
-                }
+        match answer {
+            Some((Some(id), _)) if self.in_flight.answer(id) => {
+                self.before_answer = None;
+                return true;
             }
+            Some((Some(id), _)) => self.stray(format!(
+                "the server sent a response to request {}, which is not in flight \
+                 (never sent, or answered already); dropped",
+                serde_json::to_string(id).unwrap_or_default()
+            )),
+            Some((None, error)) => {
+                let error = error
+                    .map(|e| format!("{} {}", e.code.0, e.message))
+                    .unwrap_or_default();
+                self.stray(format!(
+                    "the server sent an error without a request id (it could not tell \
+                     which request it answers): {error}; dropped"
+                ));
+            }
+            None => {}
         }
         let Some(seen) = &mut self.before_answer else {
             return true;
