@@ -186,6 +186,17 @@ impl Notices {
                 delay,
             } => format!("{kind}: retry {attempt} of {of} in {}", ms(*delay)),
             ClientNotice::Warning(w) => format!("warning: {w}"),
+            ClientNotice::NotOffered { kinds, offered } if offered.is_empty() => {
+                return (
+                    None,
+                    Some(format!(
+                        "giving up: the server offers none of the lists watched ({kinds}): its handshake declares no capability for them"
+                    )),
+                );
+            }
+            ClientNotice::NotOffered { kinds, .. } => format!(
+                "{kinds}: not offered by the server (its handshake declares no capability for them); not watched"
+            ),
             ClientNotice::NotificationsDropped { count } => {
                 format!("{count} notifications dropped (too many distinct ones pending)")
             }

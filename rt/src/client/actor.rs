@@ -510,6 +510,37 @@ impl Actor {
         }
     }
 
+    /// The connection's server offers `offered`: the kept lists it does not offer are said
+    /// to be so (they are not listed on this connection), those it offers wait for their list.
+    fn not_offered(&mut self, offered: KindSet) {
+        let kept = self.settings.client.kinds;
+        let missing: KindSet = kept.iter().filter(|k| !offered.contains(*k)).collect();
+        for (kind, ls) in &mut self.now.lists {
+            if missing.contains(*kind) {
+                let capability = match kind {
+                    Kind::Tools => "tools",
+                    Kind::Prompts => "prompts",
+                    Kind::Resources | Kind::ResourceTemplates => "resources",
+                };
+                *ls = ListStatus {
+                    health: ListHealth::NotOffered,
+                    reason: Some(format!(
+                        "the server does not offer it (its handshake declares no `{capability}` capability)"
+                    )),
+                    ..ListStatus::default()
+                };
+            } else if ls.health == ListHealth::NotOffered {
+                *ls = not_listed_yet();
+            }
+        }
+        if !missing.is_empty() {
+            self.notice(ClientNotice::NotOffered {
+                kinds: missing,
+                offered: kept.iter().filter(|k| offered.contains(*k)).collect(),
+            });
+        }
+    }
+
     /// Drops the current connection now (its `Lost` will be ignored) and tells the machine.
     fn drop_connection(&mut self) {
         if let Some(live) = self.live.take() {
@@ -578,6 +609,7 @@ impl Actor {
                     server,
                 });
                 let offered = offered_of(live.info.as_deref());
+                self.not_offered(offered);
                 self.live = Some(live);
                 self.step(ClientInput::Offers(offered));
                 self.step(ClientInput::Start);

@@ -158,6 +158,9 @@ pub enum ListHealth {
     /// The last attempt to list it (or to connect) failed; `next_retry` says when the next one
     /// is due, None if the client gave up until the next change notification.
     Failing,
+    /// The server does not offer this list: its handshake declares no capability for it, so
+    /// the client does not list it on this connection.
+    NotOffered,
 }
 
 /// How current one list is, why, and when the next attempt is due.
@@ -217,6 +220,14 @@ pub enum ClientNotice {
         of: u8,
         /// After this delay (jitter included).
         delay: Duration,
+    },
+    /// A connection opened whose server does not offer every list the client keeps (its
+    /// handshake declares no capability for them): those are not listed on this connection.
+    NotOffered {
+        /// The kept lists the server does not offer.
+        kinds: KindSet,
+        /// The kept lists it offers (empty: the client lists nothing on this connection).
+        offered: KindSet,
     },
     /// A connection attempt failed.
     ConnectFailed {

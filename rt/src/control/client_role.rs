@@ -72,6 +72,9 @@ pub fn forward_notices(mut rx: mpsc::UnboundedReceiver<ClientNotice>, out: Outbo
                     out.log(format!("reconnect {attempt} in {} ms", delay.as_millis()))
                 }
                 ClientNotice::Warning(m) => out.log(m),
+                ClientNotice::NotOffered { kinds, .. } => {
+                    out.log(format!("not offered by the server: {kinds}"))
+                }
                 ClientNotice::CallDone { tool, result } => {
                     let is_error = match &result {
                         Ok(r) => r.is_error,
