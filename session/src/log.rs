@@ -1,6 +1,7 @@
 //! The session log format (docs/session-log.md): JSON Lines, a [`Header`] first, then one
 //! [`Entry`] per connection event or message. These types are the one schema: [`Writer`] writes
-//! them, [`read`] reads them back, bounded ([`MAX_LINE_BYTES`], [`MAX_ENTRIES`]) and refusing
+//! them, [`read`] reads them back, bounded ([`MAX_LINE_BYTES`], [`MAX_ENTRIES`],
+//! [`MAX_LOG_BYTES`]: the memory a log costs is bounded by the last, whatever its lines) and refusing
 //! anything else with the number of the offending line.
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +19,10 @@ pub const VERSION: u32 = 1;
 pub const MAX_LINE_BYTES: usize = listsync_harness::jsonrpc::MAX_LINE_BYTES;
 /// Most entries the reader accepts from one log.
 pub const MAX_ENTRIES: usize = 200_000;
+/// Most bytes of entries the reader accepts from one log (as much as the harness keeps of one
+/// run's payloads): without it, [`MAX_ENTRIES`] lines of [`MAX_LINE_BYTES`] each would be
+/// 1.6 TB.
+pub const MAX_LOG_BYTES: usize = 256 << 20;
 /// Longest preview of a line that is not JSON kept in the log.
 pub const MAX_PREVIEW: usize = 1024;
 
@@ -195,13 +200,27 @@ pub fn read(path: &Path) -> Result<SessionLog, ReadError> {
     read_from(&name, &mut std::io::BufReader::new(file))
 }
 
-/// What a line over [`MAX_LINE_BYTES`] is told.
-fn too_long() -> String {
-    format!("line longer than {MAX_LINE_BYTES} bytes (the limit)")
+/// The reader's bounds: [`MAX_LINE_BYTES`], [`MAX_ENTRIES`], [`MAX_LOG_BYTES`].
+#[derive(Clone, Copy)]
+struct Limits {
+    line_bytes: usize,
+    entries: usize,
+    log_bytes: usize,
 }
+
+const LIMITS: Limits = Limits {
+    line_bytes: MAX_LINE_BYTES,
+    entries: MAX_ENTRIES,
+    log_bytes: MAX_LOG_BYTES,
+};
 
 /// Reads a log from `r` (`name` for messages).
 pub fn read_from(name: &str, r: &mut impl BufRead) -> Result<SessionLog, ReadError> {
+    read_limited(name, r, LIMITS)
+}
+
+fn read_limited(name: &str, r: &mut impl BufRead, limits: Limits) -> Result<SessionLog, ReadError> {
+    let too_long = || format!("line longer than {} bytes (the limit)", limits.line_bytes);
     let bad = |line: u64, what: String| ReadError::Line {
         path: name.to_owned(),
         line,
@@ -212,7 +231,7 @@ pub fn read_from(name: &str, r: &mut impl BufRead) -> Result<SessionLog, ReadErr
         err,
     };
     let mut buf = Vec::new();
-    let header: Header = match bounded_line(r, &mut buf, MAX_LINE_BYTES).map_err(io)? {
+    let header: Header = match bounded_line(r, &mut buf, limits.line_bytes).map_err(io)? {
         Line::End => return Err(bad(1, "empty file: no session log header".into())),
         Line::TooLong => return Err(bad(1, too_long())),
         Line::Read => serde_json::from_slice(&buf).map_err(|e| {
@@ -239,17 +258,28 @@ pub fn read_from(name: &str, r: &mut impl BufRead) -> Result<SessionLog, ReadErr
     }
     let mut entries: Vec<Entry> = Vec::new();
     let mut line = 1u64;
+    let mut bytes = 0usize;
     loop {
         line += 1;
-        match bounded_line(r, &mut buf, MAX_LINE_BYTES).map_err(io)? {
+        match bounded_line(r, &mut buf, limits.line_bytes).map_err(io)? {
             Line::End => break,
             Line::TooLong => return Err(bad(line, too_long())),
             Line::Read => {}
         }
-        if entries.len() >= MAX_ENTRIES {
+        if entries.len() >= limits.entries {
             return Err(bad(
                 line,
-                format!("more than {MAX_ENTRIES} entries, the audit's limit"),
+                format!("more than {} entries, the audit's limit", limits.entries),
+            ));
+        }
+        bytes += buf.len() + 1;
+        if bytes > limits.log_bytes {
+            return Err(bad(
+                line,
+                format!(
+                    "entries larger than {} bytes in all, the audit's limit",
+                    limits.log_bytes
+                ),
             ));
         }
         let e: Entry = serde_json::from_slice(&buf).map_err(|e| {
@@ -515,6 +545,41 @@ pub(crate) mod tests {
         bytes.push(b'\n');
         let e = parse(&bytes).unwrap_err().to_string();
         assert!(e.starts_with("log:2: malformed entry"), "{e}");
+    }
+
+    /// Entries are counted and their bytes summed as they are read: a log over either bound is
+    /// refused at the line that passes it (the bounds scaled down here; the real ones are
+    /// [`MAX_ENTRIES`] and [`MAX_LOG_BYTES`]).
+    #[test]
+    fn a_log_over_its_entries_or_bytes_is_refused_at_that_line() {
+        let bytes = written(|w| {
+            for _ in 0..10 {
+                w.line(0, Dir::ClientToServer, b"{}", 2);
+            }
+        });
+        let limited = |entries, log_bytes| {
+            let limits = Limits {
+                line_bytes: MAX_LINE_BYTES,
+                entries,
+                log_bytes,
+            };
+            read_limited("log", &mut std::io::Cursor::new(&bytes), limits)
+        };
+        assert_eq!(limited(10, 1 << 20).unwrap().entries.len(), 10);
+        let e = limited(4, 1 << 20).unwrap_err().to_string();
+        assert_eq!(e, "log:6: more than 4 entries, the audit's limit");
+        // The entry lines' lengths, newline included (the header is not counted).
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let lens: Vec<usize> = text.lines().skip(1).map(|l| l.len() + 1).collect();
+        let all: usize = lens.iter().sum();
+        assert_eq!(limited(10, all).unwrap().entries.len(), 10);
+        // Room for three entries and a byte: the fourth (line 5) passes it.
+        let three = lens[..3].iter().sum::<usize>() + 1;
+        let e = limited(10, three).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("log:5: entries larger than {three} bytes in all, the audit's limit")
+        );
     }
 
     /// A line is given up as soon as it passes the limit: of a 64 MiB line with a limit of
