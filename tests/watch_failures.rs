@@ -205,21 +205,26 @@ async fn a_server_child_talking_without_answering_is_given_up_on_at_once() {
     }
 }
 
-/// Over Streamable HTTP the flood comes in the event stream that answers the handshake's POST
-/// (rmcp's HTTP worker reads that stream itself).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_http_server_talking_without_answering_is_given_up_on_at_once() {
+/// A Streamable HTTP server on loopback whose every response is an endless event stream:
+/// `first` (if any), then the flood. Returns its URL and its task.
+async fn flooding_http_server(first: Option<&str>) -> (String, tokio::task::JoinHandle<()>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let event = format!("data: {FLOOD_LINE}\n\n").repeat(100);
+    let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+    let first = first
+        .map(|m| {
+            let e = format!("data: {m}\n\n");
+            format!("{:x}\r\n{e}\r\n", e.len())
+        })
+        .unwrap_or_default();
     let server = tokio::spawn(async move {
-        let event = format!("data: {FLOOD_LINE}\n\n").repeat(100);
-        let chunk = format!("{:x}\r\n{event}\r\n", event.len());
         loop {
             let Ok((mut conn, _)) = listener.accept().await else {
                 return;
             };
-            let chunk = chunk.clone();
+            let (first, chunk) = (first.clone(), chunk.clone());
             tokio::spawn(async move {
                 // Any request gets the flood (the head is read, the body is not needed).
                 let mut head = Vec::new();
@@ -230,8 +235,10 @@ async fn an_http_server_talking_without_answering_is_given_up_on_at_once() {
                         Ok(n) => head.extend_from_slice(&buf[..n]),
                     }
                 }
-                let start = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
-                             Transfer-Encoding: chunked\r\n\r\n";
+                let start = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                     Transfer-Encoding: chunked\r\n\r\n{first}"
+                );
                 if conn.write_all(start.as_bytes()).await.is_err() {
                     return;
                 }
@@ -239,6 +246,14 @@ async fn an_http_server_talking_without_answering_is_given_up_on_at_once() {
             });
         }
     });
+    (url, server)
+}
+
+/// Over Streamable HTTP the flood comes in the event stream that answers the handshake's POST
+/// (rmcp's HTTP worker reads that stream itself).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_talking_without_answering_is_given_up_on_at_once() {
+    let (url, server) = flooding_http_server(None).await;
     for era in ["2025-11-25", "2026-07-28"] {
         a_flood_before_the_handshake_is_given_up_on_at_once(
             &format!("an HTTP server's flood, {era}"),
@@ -246,6 +261,26 @@ async fn an_http_server_talking_without_answering_is_given_up_on_at_once() {
         )
         .await;
     }
+    server.abort();
+}
+
+/// A response to another request (a made-up id) first in the handshake's event stream, then
+/// the flood: rmcp's HTTP worker takes the first response as the handshake's answer and refuses
+/// it for its id, so the attempt fails at once, saying the id — the flood after it is never
+/// read (and the guard, which counts until the first response, has no flood to count).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_handshake_answered_with_another_id_is_given_up_on_at_once() {
+    let stray = r#"{"jsonrpc":"2.0","id":999,"result":{}}"#;
+    let (url, server) = flooding_http_server(Some(stray)).await;
+    let (code, lines) = watch_lines(&["--retry", "1", "--url", &url]).await;
+    assert_loud_then_gives_up("stray response, then flood", code, &lines);
+    assert!(
+        lines
+            .iter()
+            .any(|(_, l)| l.contains("cannot connect") && l.contains("999")),
+        "{}",
+        show(&lines)
+    );
     server.abort();
 }
 
