@@ -120,6 +120,8 @@ struct Seen {
     conn: u32,
     /// Whether explanations name their connection (an HTTP log, or several connections).
     name_conns: bool,
+    /// Whether some connection ended with every request answered (quiescence).
+    quiescent: bool,
 }
 
 impl Seen {
@@ -226,7 +228,7 @@ fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
             "no subscriptions/listen (2025-11-25 or a client that does not listen)".into(),
         ),
         _ if seen.observed.contains(&p) => (Status::HoldsAsObserved, observed_text(p).into()),
-        _ => (Status::NotObserved, unobserved_text(p).into()),
+        _ => (Status::NotObserved, unobserved_text(p, seen).into()),
     };
     Verdict {
         property: p,
@@ -254,9 +256,21 @@ fn observed_text(p: Property) -> &'static str {
     }
 }
 
-fn unobserved_text(p: Property) -> &'static str {
+/// Why `p` was not observed: for the properties judged at a quiescent end, what the
+/// connections that ended so lacked, if any did.
+fn unobserved_text(p: Property, seen: &Seen) -> &'static str {
+    let quiescent = seen.quiescent;
     match p {
         Property::NoTornSnapshot => "no walk ended",
+        Property::Converges if quiescent => {
+            "no list was walked on a connection that ended with every request answered"
+        }
+        Property::NoLostWakeup if quiescent => {
+            "no list_changed reached the client on a connection that ended with every request answered"
+        }
+        Property::ListenThenList if quiescent => {
+            "no connection that listened ended with every request answered"
+        }
         Property::Converges | Property::NoLostWakeup | Property::ListenThenList => {
             "no connection ended with every request answered (quiescence)"
         }
@@ -642,6 +656,7 @@ fn judge_connection(wire: &Wire, conn: u32, seen: &mut Seen) {
     let unanswered = wire.unanswered.get(&conn).copied().unwrap_or(0);
     match wire.closed.get(&conn) {
         Some(&at) if !open && unanswered == 0 => {
+            seen.quiescent = true;
             out.push((
                 at,
                 5,

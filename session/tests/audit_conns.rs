@@ -1,6 +1,8 @@
 //! The audit of a log with several connections (an HTTP recording's MCP sessions): each is judged
 //! on its own — the same request ids and cursors on two sessions are not mixed — and a violation
-//! names every connection it was found on, with evidence from those connections only.
+//! names every connection it was found on, with evidence from those connections only. A
+//! property judged at a connection's quiescent end that was not observed says what the
+//! connections that ended so lacked.
 
 use listsync_core::property::Property;
 use listsync_session::audit::{Status, audit};
@@ -169,4 +171,39 @@ fn one_connection_on_stdio_is_not_named() {
     assert_eq!(torn.status, Status::Violated);
     assert!(torn.detail.starts_with("the tools walk"), "{}", torn.detail);
     assert_eq!(torn.conns, [0]);
+}
+
+#[test]
+fn a_quiescent_end_without_list_changed_says_that_none_came() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("quiet.jsonl");
+    let w = Writer::create(&path, Transport::Stdio, vec!["srv".into()]).unwrap();
+    w.append(
+        0,
+        What::Open {
+            detail: String::new(),
+        },
+    );
+    for (dir, json) in [
+        (Dir::ClientToServer, list(1, None)),
+        (Dir::ServerToClient, page(1, &["a"], None)),
+    ] {
+        w.append(0, What::Msg { dir, json });
+    }
+    w.append(
+        0,
+        What::Close {
+            detail: String::new(),
+        },
+    );
+    drop(w);
+    let a = audit(&read(&path).unwrap());
+    let verdict = |p| a.verdicts.iter().find(|v| v.property == p).unwrap();
+    assert_eq!(verdict(Property::Converges).status, Status::HoldsAsObserved);
+    let wakeup = verdict(Property::NoLostWakeup);
+    assert_eq!(wakeup.status, Status::NotObserved);
+    assert_eq!(
+        wakeup.detail,
+        "no list_changed reached the client on a connection that ended with every request answered"
+    );
 }
