@@ -173,6 +173,40 @@ async fn a_server_printing_without_newlines_is_reported_at_once() {
     .await;
 }
 
+/// A server child that never answers the handshake, and prints nothing, is said to be slow
+/// within a second of each attempt, not first at the handshake's timeout; then the attempt
+/// times out, is retried once and given up on, loudly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_does_not_answer_is_said_to_be_slow_at_once() {
+    let (code, lines) = watch_lines(&["--timeout", "4", "--retry", "1", "--", "sleep", "60"]).await;
+    let waiting = "warning: no answer to the handshake after 1s; still waiting (gives up after 4s)";
+    let (t, first) = &lines[0];
+    assert!(
+        *t < PROMPT && first.ends_with(waiting),
+        "first line after {t:?}\n{}",
+        show(&lines)
+    );
+    assert_eq!(
+        lines.iter().filter(|(_, l)| l.ends_with(waiting)).count(),
+        2,
+        "once per attempt\n{}",
+        show(&lines)
+    );
+    // Then each attempt times out (at 4 s, so not promptly: the lines are checked here rather
+    // than by assert_loud_then_gives_up).
+    assert_eq!(code, Some(1), "{}", show(&lines));
+    let timed_out = lines
+        .iter()
+        .filter(|(_, l)| l.contains("cannot connect: connecting timed out after 4s"))
+        .count();
+    assert_eq!(timed_out, 2, "{}", show(&lines));
+    assert!(
+        lines.last().unwrap().1.contains("giving up"),
+        "{}",
+        show(&lines)
+    );
+}
+
 const FLOOD_LINE: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
 
 /// `listsync watch ARGS` of a server that floods notifications instead of answering the

@@ -295,6 +295,10 @@ fn from_stream(
     Some((ServerMsg::Notification(note), method, uri))
 }
 
+/// How long a connection attempt waits for the handshake's answer before saying that it is
+/// still waiting (it gives up at the connect timeout).
+const STILL_WAITING: Duration = Duration::from_secs(1);
+
 /// A list nothing was fetched for yet.
 fn not_listed_yet() -> ListStatus {
     ListStatus {
@@ -426,7 +430,21 @@ impl Actor {
                 timeout,
                 connect::open(&endpoint, handler, era, auth, bearer.as_deref(), warn),
             );
-            let running = match opened.await {
+            tokio::pin!(opened);
+            // A server that is slow to answer (or never will) is said to be so within a second,
+            // not only at the timeout.
+            let opened = tokio::select! {
+                r = &mut opened => r,
+                () = tokio::time::sleep(STILL_WAITING), if timeout > STILL_WAITING => {
+                    let text = format!(
+                        "no answer to the handshake after {STILL_WAITING:?}; still waiting \
+                         (gives up after {timeout:?})"
+                    );
+                    let _ = tx.send(Input::Warning { epoch, text });
+                    opened.await
+                }
+            };
+            let running = match opened {
                 Ok(Ok(r)) => r,
                 Ok(Err(why)) => {
                     let _ = tx.send(Input::ConnectFailed { epoch, why });
