@@ -130,39 +130,32 @@ fn each_connection_is_judged_on_its_own_and_violations_name_theirs() {
     assert_eq!(converges.conns, [0, 2]);
 }
 
-#[test]
-fn one_connection_on_stdio_is_not_named() {
+/// Audits a stdio log of one connection that opens, carries `msgs` and closes.
+fn audit_one_connection(msgs: Vec<(Dir, Value)>) -> listsync_session::audit::Audit {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("one.jsonl");
     let w = Writer::create(&path, Transport::Stdio, vec!["srv".into()]).unwrap();
+    let detail = String::new();
     w.append(
         0,
         What::Open {
-            detail: String::new(),
+            detail: detail.clone(),
         },
     );
-    w.append(
-        0,
-        What::Msg {
-            dir: Dir::ClientToServer,
-            json: list(1, None),
-        },
-    );
-    w.append(
-        0,
-        What::Msg {
-            dir: Dir::ServerToClient,
-            json: page(1, &["a"], Some("c1")),
-        },
-    );
-    w.append(
-        0,
-        What::Close {
-            detail: String::new(),
-        },
-    );
+    for (dir, json) in msgs {
+        w.append(0, What::Msg { dir, json });
+    }
+    w.append(0, What::Close { detail });
     drop(w);
-    let a = audit(&read(&path).unwrap());
+    audit(&read(&path).unwrap())
+}
+
+#[test]
+fn one_connection_on_stdio_is_not_named() {
+    let a = audit_one_connection(vec![
+        (Dir::ClientToServer, list(1, None)),
+        (Dir::ServerToClient, page(1, &["a"], Some("c1"))),
+    ]);
     let torn = a
         .verdicts
         .iter()
@@ -175,29 +168,10 @@ fn one_connection_on_stdio_is_not_named() {
 
 #[test]
 fn a_quiescent_end_without_list_changed_says_that_none_came() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("quiet.jsonl");
-    let w = Writer::create(&path, Transport::Stdio, vec!["srv".into()]).unwrap();
-    w.append(
-        0,
-        What::Open {
-            detail: String::new(),
-        },
-    );
-    for (dir, json) in [
+    let a = audit_one_connection(vec![
         (Dir::ClientToServer, list(1, None)),
         (Dir::ServerToClient, page(1, &["a"], None)),
-    ] {
-        w.append(0, What::Msg { dir, json });
-    }
-    w.append(
-        0,
-        What::Close {
-            detail: String::new(),
-        },
-    );
-    drop(w);
-    let a = audit(&read(&path).unwrap());
+    ]);
     let verdict = |p| a.verdicts.iter().find(|v| v.property == p).unwrap();
     assert_eq!(verdict(Property::Converges).status, Status::HoldsAsObserved);
     let wakeup = verdict(Property::NoLostWakeup);
