@@ -259,8 +259,9 @@ pub fn import(
 
 /// The `previous` report with the `new` run's mutants in place of the ones it judged again: every
 /// mutant of the files the new run mutated is replaced (for a shard, only the mutants it
-/// judged), every other mutant keeps its run. Runs left with no mutant are dropped; the
-/// survivors' explanations are attached again from `why`.
+/// judged; for any run, every mutant of an older source of a file it mutated, whose names no
+/// longer say where the code is), every other mutant keeps its run. Runs left with no mutant
+/// are dropped; the survivors' explanations are attached again from `why`.
 pub fn merge(
     previous: MutantsReport,
     new: MutantsReport,
@@ -271,8 +272,17 @@ pub fn merge(
     };
     let names: std::collections::BTreeSet<&str> =
         new.mutants.iter().map(|m| m.name.as_str()).collect();
+    // A mutant made from another source of a file the new run mutated.
+    let other_source = |m: &Mutant| {
+        let then = previous
+            .runs
+            .get(m.run)
+            .and_then(|r| r.sources.get(&m.file));
+        matches!((run.sources.get(&m.file), then), (Some(now), Some(then)) if now != then)
+    };
     let replaced = |m: &Mutant| {
         names.contains(m.name.as_str())
+            || other_source(m)
             || (run.shard.is_none() && !run.partial && run.scope.contains(&m.file))
     };
     let kept: Vec<Mutant> = previous
@@ -894,9 +904,21 @@ mod tests {
             &why,
         )
         .unwrap();
-        let page = render(&merge(joined, moved, &why));
+        // A run of another source of server.rs, even a partial one, replaces every mutant of
+        // the older source (their names' lines no longer say where the code is), so no file's
+        // mutants are counted from two sources at once.
+        assert_eq!(joined.counts.total, 3);
+        let joined = merge(joined, moved, &why);
+        let server: Vec<&Mutant> = joined
+            .mutants
+            .iter()
+            .filter(|m| m.file == "core/src/server.rs")
+            .collect();
+        assert_eq!(server.len(), 1, "{server:?}");
+        assert_eq!(joined.counts.total, 2);
+        let page = render(&joined);
         assert!(
-            page.contains("`core/src/server.rs`: **2 different sources** (blobs `b1`, `b2`)"),
+            page.contains("`core/src/server.rs`: one source (blob `b2`)"),
             "{page}"
         );
     }
