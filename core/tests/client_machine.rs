@@ -940,6 +940,33 @@ fn a_call_held_for_a_change_fails_as_out_of_date_when_the_walk_after_it_fails_fo
 }
 
 #[test]
+fn a_call_held_for_a_change_waits_for_the_walk_after_a_later_change_when_its_own_walk_fails() {
+    let pacing = Pacing {
+        coalesce: Coalesce::Gap(100),
+        ..Pacing::OFF
+    };
+    let mut r = approving_paced(0, pacing);
+    // A change after the gap: its walk is due at once, and the call waits for it.
+    r.at(200);
+    r.notify();
+    assert_eq!(r.walk_delay(), Some(0));
+    r.step(ClientInput::WalkDue(Kind::Tools, A));
+    let id = r.first_page();
+    r.step(ClientInput::CallTool("t".into()));
+    assert_eq!(r.c.paused_calls(), 1);
+    // A further change while it runs, then the walk fails for good: the walk after the later
+    // change is coming (held by the gap), and the call waits for that one.
+    r.at(210);
+    r.notify();
+    r.answer(id, internal_error());
+    assert_eq!(r.walk_delay(), Some(90), "{:?}", r.out);
+    assert_eq!(call_result(&r), None, "held, not refused: {:?}", r.out);
+    assert_eq!(r.c.paused_calls(), 1);
+    walk_at(&mut r, 300, &["t=t1"], 2);
+    r.request(|q| matches!(q, Request::CallTool { .. }));
+}
+
+#[test]
 fn a_call_held_for_a_change_goes_out_after_a_retried_walk_shows_the_approved_definition() {
     let mut r = approving(1);
     r.notify();
