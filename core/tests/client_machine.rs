@@ -967,6 +967,36 @@ fn a_call_held_for_a_change_waits_for_the_walk_after_a_later_change_when_its_own
 }
 
 #[test]
+fn a_call_held_for_a_change_fails_when_the_walk_after_it_fails_though_an_asked_walk_is_held() {
+    let pacing = Pacing {
+        coalesce: Coalesce::Gap(100),
+        ..Pacing::OFF
+    };
+    let mut r = approving_paced(0, pacing);
+    r.at(200);
+    r.notify();
+    r.step(ClientInput::WalkDue(Kind::Tools, A));
+    let id = r.first_page();
+    r.step(ClientInput::CallTool("t".into()));
+    assert_eq!(r.c.paused_calls(), 1);
+    // The application asks for the list while the walk runs (no change is told), then the
+    // walk after the change fails for good: the asked walk is coming (held by the gap), but
+    // what the call waited for, the list after the change, failed, so the call fails now.
+    r.at(210);
+    r.step(ClientInput::Refresh(Kind::Tools));
+    assert!(!r.sent_anything(), "{:?}", r.out);
+    r.answer(id, internal_error());
+    assert_eq!(r.walk_delay(), Some(90), "{:?}", r.out);
+    assert_eq!(
+        call_result(&r),
+        Some(Err(CallError::ListOutOfDate)),
+        "{:?}",
+        r.out
+    );
+    assert_eq!(r.c.paused_calls(), 0);
+}
+
+#[test]
 fn a_call_held_for_a_change_goes_out_after_a_retried_walk_shows_the_approved_definition() {
     let mut r = approving(1);
     r.notify();
