@@ -939,14 +939,14 @@ fn a_call_held_for_a_change_fails_as_out_of_date_when_the_walk_after_it_fails_fo
     assert_eq!(r.c.paused_calls(), 0);
 }
 
-#[test]
-fn a_call_held_for_a_change_waits_for_the_walk_after_a_later_change_when_its_own_walk_fails() {
+/// [`approving`] with a 100 ms gap between walks: at 200 ms a change, whose walk is due at once
+/// and runs (the id of its page request is returned), and a call held for it.
+fn a_call_held_for_the_walk_after_a_change() -> (Rig, ReqId) {
     let pacing = Pacing {
         coalesce: Coalesce::Gap(100),
         ..Pacing::OFF
     };
     let mut r = approving_paced(0, pacing);
-    // A change after the gap: its walk is due at once, and the call waits for it.
     r.at(200);
     r.notify();
     assert_eq!(r.walk_delay(), Some(0));
@@ -954,6 +954,12 @@ fn a_call_held_for_a_change_waits_for_the_walk_after_a_later_change_when_its_own
     let id = r.first_page();
     r.step(ClientInput::CallTool("t".into()));
     assert_eq!(r.c.paused_calls(), 1);
+    (r, id)
+}
+
+#[test]
+fn a_call_held_for_a_change_waits_for_the_walk_after_a_later_change_when_its_own_walk_fails() {
+    let (mut r, id) = a_call_held_for_the_walk_after_a_change();
     // A further change while it runs, then the walk fails for good: the walk after the later
     // change is coming (held by the gap), and the call waits for that one.
     r.at(210);
@@ -968,17 +974,7 @@ fn a_call_held_for_a_change_waits_for_the_walk_after_a_later_change_when_its_own
 
 #[test]
 fn a_call_held_for_a_change_fails_when_the_walk_after_it_fails_though_an_asked_walk_is_held() {
-    let pacing = Pacing {
-        coalesce: Coalesce::Gap(100),
-        ..Pacing::OFF
-    };
-    let mut r = approving_paced(0, pacing);
-    r.at(200);
-    r.notify();
-    r.step(ClientInput::WalkDue(Kind::Tools, A));
-    let id = r.first_page();
-    r.step(ClientInput::CallTool("t".into()));
-    assert_eq!(r.c.paused_calls(), 1);
+    let (mut r, id) = a_call_held_for_the_walk_after_a_change();
     // The application asks for the list while the walk runs (no change is told), then the
     // walk after the change fails for good: the asked walk is coming (held by the gap), but
     // what the call waited for, the list after the change, failed, so the call fails now.
