@@ -877,6 +877,12 @@ fn a_lost_stream_is_reopened_and_its_new_acknowledgement_relists_without_losing_
 
 // --- Approvals -------------------------------------------------------------------------------
 
+/// A fixed gap of 100 ms between walk starts.
+const GAP_100: Pacing = Pacing {
+    coalesce: Coalesce::Gap(100),
+    ..Pacing::OFF
+};
+
 /// A reference client that asks approval, holding tool `t` (with side effects) at definition
 /// `t1`, approved, with `max_retries` retries of a failed refresh.
 fn approving(max_retries: u8) -> Rig {
@@ -910,6 +916,16 @@ fn call_result(r: &Rig) -> Option<Result<String, CallError>> {
     })
 }
 
+/// The last step refused the held or new call: the tool list is known to be out of date.
+fn refused_as_out_of_date(r: &Rig) {
+    assert_eq!(
+        call_result(r),
+        Some(Err(CallError::ListOutOfDate)),
+        "{:?}",
+        r.out
+    );
+}
+
 #[test]
 fn a_call_held_for_a_change_fails_as_out_of_date_when_the_walk_after_it_fails_for_good() {
     let mut r = approving(0);
@@ -918,35 +934,30 @@ fn a_call_held_for_a_change_fails_as_out_of_date_when_the_walk_after_it_fails_fo
     r.step(ClientInput::CallTool("t".into()));
     assert_eq!(r.c.paused_calls(), 1, "held while the list is unsettled");
     r.answer(id, internal_error());
-    assert_eq!(
-        call_result(&r),
-        Some(Err(CallError::ListOutOfDate)),
-        "{:?}",
-        r.out
-    );
+    refused_as_out_of_date(&r);
     // Told of a further change with no walk able to follow (the list keeps failing): a new
     // call is refused at once rather than held for ever.
     r.notify();
     let id = r.first_page();
     r.answer(id, internal_error());
     r.step(ClientInput::CallTool("t".into()));
-    assert_eq!(
-        call_result(&r),
-        Some(Err(CallError::ListOutOfDate)),
-        "{:?}",
-        r.out
-    );
+    refused_as_out_of_date(&r);
     assert_eq!(r.c.paused_calls(), 0);
+}
+
+/// The call the last step held is neither refused nor sent; the walk held by pacing runs at
+/// `ms` and shows the approved definition, and the call goes out.
+fn goes_out_after_the_held_walk(r: &mut Rig, ms: u64) {
+    assert_eq!(call_result(r), None, "held, not refused: {:?}", r.out);
+    assert_eq!(r.c.paused_calls(), 1);
+    walk_at(r, ms, &["t=t1"], 2);
+    r.request(|q| matches!(q, Request::CallTool { .. }));
 }
 
 /// [`approving`] with a 100 ms gap between walks: at 200 ms a change, whose walk is due at once
 /// and runs (the id of its page request is returned), and a call held for it.
 fn a_call_held_for_the_walk_after_a_change() -> (Rig, ReqId) {
-    let pacing = Pacing {
-        coalesce: Coalesce::Gap(100),
-        ..Pacing::OFF
-    };
-    let mut r = approving_paced(0, pacing);
+    let mut r = approving_paced(0, GAP_100);
     r.at(200);
     r.notify();
     assert_eq!(r.walk_delay(), Some(0));
@@ -966,10 +977,7 @@ fn a_call_held_for_a_change_waits_for_the_walk_after_a_later_change_when_its_own
     r.notify();
     r.answer(id, internal_error());
     assert_eq!(r.walk_delay(), Some(90), "{:?}", r.out);
-    assert_eq!(call_result(&r), None, "held, not refused: {:?}", r.out);
-    assert_eq!(r.c.paused_calls(), 1);
-    walk_at(&mut r, 300, &["t=t1"], 2);
-    r.request(|q| matches!(q, Request::CallTool { .. }));
+    goes_out_after_the_held_walk(&mut r, 300);
 }
 
 #[test]
@@ -983,12 +991,7 @@ fn a_call_held_for_a_change_fails_when_the_walk_after_it_fails_though_an_asked_w
     assert!(!r.sent_anything(), "{:?}", r.out);
     r.answer(id, internal_error());
     assert_eq!(r.walk_delay(), Some(90), "{:?}", r.out);
-    assert_eq!(
-        call_result(&r),
-        Some(Err(CallError::ListOutOfDate)),
-        "{:?}",
-        r.out
-    );
+    refused_as_out_of_date(&r);
     assert_eq!(r.c.paused_calls(), 0);
 }
 
@@ -1009,20 +1012,13 @@ fn a_call_held_for_a_change_goes_out_after_a_retried_walk_shows_the_approved_def
 
 #[test]
 fn a_call_told_of_a_change_whose_walk_is_held_by_pacing_waits_for_it() {
-    let pacing = Pacing {
-        coalesce: Coalesce::Gap(100),
-        ..Pacing::OFF
-    };
-    let mut r = approving_paced(0, pacing);
+    let mut r = approving_paced(0, GAP_100);
     // The walk after the change is held back by the gap: none runs, but one is coming.
     r.at(10);
     r.notify();
     assert_eq!(r.walk_delay(), Some(90));
     r.step(ClientInput::CallTool("t".into()));
-    assert_eq!(call_result(&r), None, "held, not refused: {:?}", r.out);
-    assert_eq!(r.c.paused_calls(), 1);
-    walk_at(&mut r, 100, &["t=t1"], 2);
-    r.request(|q| matches!(q, Request::CallTool { .. }));
+    goes_out_after_the_held_walk(&mut r, 100);
 }
 
 #[test]
