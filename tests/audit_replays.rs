@@ -41,6 +41,48 @@ async fn run(t: &Trace, name: &str, against: &Subject, paths: &Paths) -> Option<
     (r.status != RunStatus::Unsupported).then_some(r)
 }
 
+/// Every corpus trace but the clustered ones (several server nodes: one wire per node, out of
+/// the harness's reach) replayed against our runtime with the trace's own strategy, our
+/// reference, rmcp, and the TypeScript v1 client or Python server adapter where the trace's role
+/// allows: (trace, subject, the run unless unsupported), in that order. The replays run as many
+/// at a time as the matrix does by default (the cores, at least two): they mostly wait on the
+/// processes they drive and on their windows.
+async fn replays(paths: &Paths) -> Vec<(String, &'static str, Option<RunReport>)> {
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(jobs));
+    let mut set = tokio::task::JoinSet::new();
+    let mut n = 0;
+    for (name, t) in corpus() {
+        if t.scenario.cluster.is_some() {
+            continue;
+        }
+        let mut subjects = vec!["reference@trace", "reference", "rmcp"];
+        match trace_role(&t.scenario) {
+            Some(Role::Client) => subjects.push("ts-v1:client"),
+            Some(Role::Server) => subjects.push("python:server"),
+            None => {}
+        }
+        for s in subjects {
+            let against: Subject = s.parse().unwrap();
+            let (t, name, paths, slots) = (t.clone(), name.clone(), paths.clone(), slots.clone());
+            set.spawn(async move {
+                let _slot = slots.acquire_owned().await.expect("semaphore open");
+                let r = run(&t, &name, &against, &paths).await;
+                (n, name, s, r)
+            });
+            n += 1;
+        }
+    }
+    let mut done = Vec::new();
+    while let Some(j) = set.join_next().await {
+        done.push(j.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())));
+    }
+    done.sort_by_key(|(i, ..)| *i);
+    done.into_iter()
+        .map(|(_, name, s, r)| (name, s, r))
+        .collect()
+}
+
 fn violated_in_audit(a: &Audit) -> Vec<Property> {
     a.verdicts
         .iter()
@@ -134,45 +176,31 @@ async fn the_audit_of_a_replayed_session_agrees_with_the_replay() {
     let mut failures = Vec::new();
     let mut caught = Vec::new();
     let mut runs = 0;
-    for (name, t) in corpus() {
-        if t.scenario.cluster.is_some() {
-            continue; // several server nodes: one wire per node, out of the harness's reach
-        }
-        let mut subjects = vec!["reference@trace", "reference", "rmcp"];
-        match trace_role(&t.scenario) {
-            Some(Role::Client) => subjects.push("ts-v1:client"),
-            Some(Role::Server) => subjects.push("python:server"),
-            None => {}
-        }
-        for s in subjects {
-            let against: Subject = s.parse().unwrap();
-            let Some(r) = run(&t, &name, &against, &paths).await else {
-                continue;
-            };
-            runs += 1;
-            let a = audit(&session_log(&r));
-            let accused = violated_in_audit(&a);
-            for p in &accused {
-                if r.judged.get(p) != Some(&Verdict::Violated) {
-                    failures.push(format!(
-                        "{name} against {s}: the audit finds {p} violated ({}), the replay judged {:?}",
-                        a.verdicts
-                            .iter()
-                            .find(|v| v.property == *p)
-                            .map_or("", |v| v.detail.as_str()),
-                        r.judged.get(p)
-                    ));
-                }
-            }
-            if s == "reference" && !accused.is_empty() {
+    for (name, s, r) in replays(&paths).await {
+        let Some(r) = r else { continue };
+        runs += 1;
+        let a = audit(&session_log(&r));
+        let accused = violated_in_audit(&a);
+        for p in &accused {
+            if r.judged.get(p) != Some(&Verdict::Violated) {
                 failures.push(format!(
-                    "{name}: the reference's session is accused of {accused:?}"
+                    "{name} against {s}: the audit finds {p} violated ({}), the replay judged {:?}",
+                    a.verdicts
+                        .iter()
+                        .find(|v| v.property == *p)
+                        .map_or("", |v| v.detail.as_str()),
+                    r.judged.get(p)
                 ));
             }
-            if s == "reference@trace" {
-                let stem = name.trim_end_matches(".json");
-                caught.push((stem.to_owned(), accused));
-            }
+        }
+        if s == "reference" && !accused.is_empty() {
+            failures.push(format!(
+                "{name}: the reference's session is accused of {accused:?}"
+            ));
+        }
+        if s == "reference@trace" {
+            let stem = name.trim_end_matches(".json");
+            caught.push((stem.to_owned(), accused));
         }
     }
     for (stem, accused) in &caught {
