@@ -18,7 +18,7 @@ mod harness_support;
 use harness_support::{REPLAY_LIMIT, paths};
 use listsync_core::property::{Property, Verdict};
 use listsync_core::trace::Trace;
-use listsync_harness::adapters::{Paths, Role, Subject};
+use listsync_harness::adapters::{Paths, Role, Subject, provision};
 use listsync_harness::outcome::{RunReport, RunStatus};
 use listsync_harness::replay::{plan, replay, trace_role};
 use listsync_harness::run::Bounds;
@@ -50,8 +50,7 @@ async fn run(t: &Trace, name: &str, against: &Subject, paths: &Paths) -> Option<
 async fn replays(paths: &Paths) -> Vec<(String, &'static str, Option<RunReport>)> {
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(jobs));
-    let mut set = tokio::task::JoinSet::new();
-    let mut n = 0;
+    let mut todo: Vec<(String, Trace, &'static str, Subject)> = Vec::new();
     for (name, t) in corpus() {
         if t.scenario.cluster.is_some() {
             continue;
@@ -63,15 +62,25 @@ async fn replays(paths: &Paths) -> Vec<(String, &'static str, Option<RunReport>)
             None => {}
         }
         for s in subjects {
-            let against: Subject = s.parse().unwrap();
-            let (t, name, paths, slots) = (t.clone(), name.clone(), paths.clone(), slots.clone());
-            set.spawn(async move {
-                let _slot = slots.acquire_owned().await.expect("semaphore open");
-                let r = run(&t, &name, &against, &paths).await;
-                (n, name, s, r)
-            });
-            n += 1;
+            todo.push((name.clone(), t.clone(), s, s.parse().unwrap()));
         }
+    }
+    // Install the adapters first, one by one, as the matrix does: an install blocks its
+    // thread, and no replay should wait on one mid-run.
+    let mut installed = std::collections::BTreeSet::new();
+    for (.., against) in &todo {
+        if installed.insert(against.name().to_owned()) {
+            provision(paths, &against.adapter).expect("provision the adapter");
+        }
+    }
+    let mut set = tokio::task::JoinSet::new();
+    for (n, (name, t, s, against)) in todo.into_iter().enumerate() {
+        let (paths, slots) = (paths.clone(), slots.clone());
+        set.spawn(async move {
+            let _slot = slots.acquire_owned().await.expect("semaphore open");
+            let r = run(&t, &name, &against, &paths).await;
+            (n, name, s, r)
+        });
     }
     let mut done = Vec::new();
     while let Some(j) = set.join_next().await {
