@@ -282,7 +282,9 @@ fn bench(c: &mut Criterion) {
              `reference-gap-5ms` and `reference-gap-50ms` are the same client with the \
              coalescing gap off or fixed; `naive` is rt's client running core's `naive` \
              machine; `debounce-Dms` is a trailing debounce of D ms in front of the naive \
-             client (like the TypeScript SDK's `listChanged` debounce)."
+             client (like the TypeScript SDK's `listChanged` debounce), run where an SDK runs \
+             it: after each notification is parsed (as rmcp's client parses it) and handed to \
+             a handler task of its own (as rmcp runs one per notification)."
                 .into(),
         ],
         rows,

@@ -15,9 +15,15 @@
 //! * `naive`: rt's client with core's `naive` strategy (one walk per notification, concurrent,
 //!   last response wins);
 //! * `debounce-<D>ms`: a trailing debounce like the TypeScript SDK's `listChanged` option in
-//!   front of rt's `naive` client: the tap holds each notification and restarts a D ms timer;
-//!   when the timer fires it lets the last one through, and the client walks once. With D = 0
-//!   the timer fires as soon as no further line is already waiting (notifications that arrived
+//!   front of rt's `naive` client. An SDK's debounce runs in the client, on notifications the
+//!   client has read and parsed, so it sits at the client's end of the wire, behind the tap
+//!   like every client: a *debounce stage* between the tap's pipe and the client reads every
+//!   line, parses each notification as rmcp's client does (`ServerJsonRpcMessage`) and runs
+//!   its handler in a task of its own (rmcp runs one per notification); the handler holds the
+//!   notification and restarts a D ms timer. When the timer fires the stage lets the last one
+//!   through, and the client walks once. Every other line it passes on (one pipe more than
+//!   the other strategies' answers take). With D = 0 the timer fires as soon as no further
+//!   line is already waiting and no handler is still to run (notifications that arrived
 //!   together coalesce, as with `setTimeout(.., 0)`);
 //! * `mutex-single-flight`: every notification spawns a task that takes one
 //!   `tokio::sync::Mutex`, asks rt's `naive` client for a refresh (`ClientHandle::refresh`, which
@@ -233,6 +239,10 @@ struct Tap {
     seen: AtomicU64,
     /// Notifications let through to the client.
     forwarded: AtomicU64,
+    /// Debounce: notifications the tap passed to the debounce stage.
+    staged: AtomicU64,
+    /// Debounce: notifications whose handler has run in the stage.
+    handled: AtomicU64,
     /// A debounce timer is running.
     pending: AtomicBool,
     /// Woken whenever `seen` grows, so that a wait on the burst wakes as the tap reads it.
@@ -304,13 +314,55 @@ async fn pump_down(
     counters: Arc<Counters>,
 ) {
     let mut lines = BufReader::new(from).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if !is_list_changed(&line) {
+            if write_line(&mut to, &line).await.is_err() {
+                break;
+            }
+            continue;
+        }
+        match &relay {
+            Relay::Forward => {
+                if write_line(&mut to, &line).await.is_err() {
+                    break;
+                }
+                tap.forwarded.fetch_add(1, Ordering::SeqCst);
+            }
+            Relay::Debounce(_) => {
+                tap.staged.fetch_add(1, Ordering::SeqCst);
+                if write_line(&mut to, &line).await.is_err() {
+                    break;
+                }
+            }
+            Relay::Divert(f) => f(),
+        }
+        tap.seen.fetch_add(1, Ordering::SeqCst);
+        tap.progress.notify_waiters();
+        counters.notifications.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The debounce stage at the client's end of the wire (`debounce-<D>ms`): what an SDK's
+/// trailing debounce does with the lines the client reads.
+async fn debounce_stage(
+    from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    delay: Duration,
+    tap: Arc<Tap>,
+) {
+    let mut lines = BufReader::new(from).lines();
     let mut held: Option<String> = None;
     let mut deadline: Option<tokio::time::Instant> = None;
+    // Handler tasks started and not yet heard back from, and what they hand back (the
+    // notification, to hold).
+    let mut handling = 0usize;
+    let (handled_tx, mut handled_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     loop {
+        // The timer runs once every handler started so far has run.
         let timer = async {
             match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
+                Some(d) if handling == 0 => tokio::time::sleep_until(d).await,
+                _ => std::future::pending().await,
             }
         };
         tokio::select! {
@@ -323,23 +375,22 @@ async fn pump_down(
                     }
                     continue;
                 }
-                match &relay {
-                    Relay::Forward => {
-                        if write_line(&mut to, &line).await.is_err() {
-                            break;
-                        }
-                        tap.forwarded.fetch_add(1, Ordering::SeqCst);
-                    }
-                    Relay::Debounce(d) => {
-                        tap.pending.store(true, Ordering::SeqCst);
-                        held = Some(line);
-                        deadline = Some(tokio::time::Instant::now() + *d);
-                    }
-                    Relay::Divert(f) => f(),
-                }
-                tap.seen.fetch_add(1, Ordering::SeqCst);
-                tap.progress.notify_waiters();
-                counters.notifications.fetch_add(1, Ordering::SeqCst);
+                let parsed = serde_json::from_str::<rmcp::model::ServerJsonRpcMessage>(&line);
+                handling += 1;
+                let handled = handled_tx.clone();
+                tokio::spawn(async move {
+                    drop(std::hint::black_box(parsed));
+                    let _ = handled.send(line);
+                });
+            }
+            Some(line) = handled_rx.recv() => {
+                handling -= 1;
+                held = Some(line);
+                deadline = Some(tokio::time::Instant::now() + delay);
+                // Pending before handled, so that `settled` (which reads them the other way
+                // round) never sees this notification handled and no timer running.
+                tap.pending.store(true, Ordering::SeqCst);
+                tap.handled.fetch_add(1, Ordering::SeqCst);
             }
             () = timer => {
                 deadline = None;
@@ -377,7 +428,15 @@ fn tapped(rig: &Rig, relay: Relay, tap: Arc<Tap>) -> Endpoint {
             let (cr, cw) = tokio::io::split(tap_client);
             let (sr, sw) = tokio::io::split(tap_server);
             tokio::spawn(pump_up(cr, sw, counters.clone(), hold));
-            tokio::spawn(pump_down(sr, cw, relay, tap, counters));
+            if let Relay::Debounce(delay) = relay {
+                let (stage_end, tap_end) = tokio::io::duplex(1 << 16);
+                let (stage_r, _) = tokio::io::split(stage_end);
+                let (_, tap_w) = tokio::io::split(tap_end);
+                tokio::spawn(pump_down(sr, tap_w, relay, tap.clone(), counters));
+                tokio::spawn(debounce_stage(stage_r, cw, delay, tap));
+            } else {
+                tokio::spawn(pump_down(sr, cw, relay, tap, counters));
+            }
             let (r, w) = tokio::io::split(client_end);
             Ok((Box::new(r) as BoxRead, Box::new(w) as BoxWrite))
         }
@@ -543,6 +602,7 @@ impl Subject {
         let st = self.catalog.status().borrow().clone();
         st.ready
             && st.idle
+            && self.tap.handled.load(Ordering::SeqCst) == self.tap.staged.load(Ordering::SeqCst)
             && !self.tap.pending.load(Ordering::SeqCst)
             && self.workers.load(Ordering::SeqCst) == 0
             && st.notifications >= self.tap.forwarded.load(Ordering::SeqCst)

@@ -317,8 +317,8 @@ pub fn section(s: &mut String, b: &BenchFile) {
          a refresh in flight (parked, served); the spaced cells show what the coalescing gap \
          trades instead. At P = 1 the request in flight is the whole walk: for every strategy \
          that waits for it, the final list is its answer, so the times differ only by how fast \
-         the burst is taken in (the reference's client parses every notification queued ahead \
-         of the answer; a debounce in the tap drops them before the client sees them), by \
+         the burst is taken in (every client parses each notification queued ahead of the \
+         answer, the debounces' too, as an SDK's debounce runs on parsed notifications), by \
          hundredths of a millisecond. In the served P = 1 cells a debounce-0ms client that \
          walks while the burst goes on can hold the final list from a walk served after the \
          last commit, before the parked request returns, at several times the round trips: no \
