@@ -110,10 +110,21 @@ fn bench(c: &mut Criterion) {
                  rmcp 3.11.0, 2025-11-25), newline-delimited JSON-RPC over in-process duplex \
                  pipes, tokio with 2 workers"
             .into(),
-        notes: vec![format!(
-            "The list is one page ({PAGE_SIZE} tools); each mutation updates one tool. The \
-             clients stay connected across iterations."
-        )],
+        notes: vec![
+            format!(
+                "The list is one page ({PAGE_SIZE} tools); each mutation updates one tool. The \
+                 clients stay connected across iterations."
+            ),
+            "The mutations come back to back: the next one as soon as every client has the \
+             last. To each client that is a stream of changes as far apart as one fan-out \
+             takes. The reference's default coalescing gap (adaptive) reads changes closer \
+             together than its ceiling as a burst and spaces its walks by four smoothed \
+             intervals; here the interval it measures is lengthened by its own gap (the next \
+             change waits for its walk), so its walks can wait up to the ceiling. \
+             `reference-gap-off` is the same client without the gap: what one mutation costs \
+             the shipped machine when nothing is coalesced."
+                .into(),
+        ],
         rows,
     });
     support::write_figures("fanout", &file);

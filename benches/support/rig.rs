@@ -73,8 +73,9 @@ const DEFAULT_COALESCE: Coalesce = Pacing::default_coalesce();
 
 impl Strategy {
     /// The strategies of the fan-out bench, in report order.
-    pub const ALL: [Strategy; 5] = [
+    pub const ALL: [Strategy; 6] = [
         REFERENCE,
+        Strategy::Reference(Coalesce::Off),
         Strategy::Naive,
         Strategy::Debounce(300),
         Strategy::Debounce(0),
