@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// Flags of `listsync matrix`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Runs at once (default: the number of CPUs, at least 2).
+    /// Runs at once (default: twice the number of CPUs, at least 2 and at most 16).
     #[arg(long)]
     jobs: Option<usize>,
     /// Only these implementations (comma-separated names: reference, rmcp, ts-v1, ts-v2, python,
@@ -46,11 +46,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Adapters start from a pinned copy, so a concurrent rebuild cannot swap builds mid-run.
     let pinned = listsync_harness::pin::PinnedExe::new(&exe).map_err(anyhow::Error::msg)?;
     paths.listsync = pinned.path().to_path_buf();
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .max(2)
-    });
+    let jobs = args
+        .jobs
+        .unwrap_or_else(listsync_harness::matrix::default_jobs);
     let opts = Options {
         jobs,
         traces: args.traces,

@@ -45,10 +45,10 @@ async fn run(t: &Trace, name: &str, against: &Subject, paths: &Paths) -> Option<
 /// the harness's reach) replayed against our runtime with the trace's own strategy, our
 /// reference, rmcp, and the TypeScript v1 client or Python server adapter where the trace's role
 /// allows: (trace, subject, the run unless unsupported), in that order. The replays run as many
-/// at a time as the matrix does by default (the cores, at least two): they mostly wait on the
-/// processes they drive and on their windows.
+/// at a time as the matrix does by default (`default_jobs`): they mostly wait on the processes
+/// they drive and on their windows.
 async fn replays(paths: &Paths) -> Vec<(String, &'static str, Option<RunReport>)> {
-    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    let jobs = listsync_harness::matrix::default_jobs();
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(jobs));
     let mut todo: Vec<(String, Trace, &'static str, Subject)> = Vec::new();
     for (name, t) in corpus() {
