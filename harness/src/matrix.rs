@@ -192,7 +192,6 @@ pub struct Matrix {
     pub seconds: f64,
 }
 
-/// Options.
 /// How many runs go at once by default: twice the cores, at least 2 and at most 16. A run mostly
 /// waits (on the processes it drives and on its windows), not computes: on 2 cores the whole
 /// matrix at 4 runs at once took 250 s against 562 s at 2, each run as long as at 2 (943 s of runs
@@ -205,6 +204,7 @@ pub fn default_jobs() -> usize {
         .clamp(2, 16)
 }
 
+/// Options.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Concurrent runs ([`default_jobs`] unless told).
