@@ -18,7 +18,7 @@ use std::sync::Arc;
 pub struct Args {
     /// Runs at once (default: twice the number of CPUs, at least 2 and at most 16).
     #[arg(long)]
-    jobs: Option<usize>,
+    jobs: Option<std::num::NonZeroUsize>,
     /// Only these implementations (comma-separated names: reference, rmcp, ts-v1, ts-v2, python,
     /// go-sdk, mcp-go, java, fastmcp, server-everything, or the name in an --adapter manifest).
     #[arg(long, value_delimiter = ',')]
@@ -46,9 +46,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Adapters start from a pinned copy, so a concurrent rebuild cannot swap builds mid-run.
     let pinned = listsync_harness::pin::PinnedExe::new(&exe).map_err(anyhow::Error::msg)?;
     paths.listsync = pinned.path().to_path_buf();
-    let jobs = args
-        .jobs
-        .unwrap_or_else(listsync_harness::matrix::default_jobs);
+    let jobs = args.jobs.map_or_else(
+        listsync_harness::matrix::default_jobs,
+        std::num::NonZeroUsize::get,
+    );
     let opts = Options {
         jobs,
         traces: args.traces,

@@ -71,6 +71,15 @@ fn unknown_configuration_is_an_error() {
     );
 }
 
+/// No runs at once is not a setting: refused (clap's error, exit 2) before anything starts,
+/// not quietly taken as one.
+#[test]
+fn a_matrix_of_no_jobs_is_refused() {
+    let (code, _, err) = listsync(&["matrix", "--jobs", "0", "--out", "/nonexistent"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("invalid value '0' for '--jobs"), "{err}");
+}
+
 /// A 63 MB trace of 3.5 million steps (the size of one seen in the wild): refused at the step
 /// limit while reading, quickly and with bounded memory (the peak resident set of the process,
 /// `VmHWM`, sampled until it exits); a file over the size limit is refused before it is read,
