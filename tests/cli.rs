@@ -71,13 +71,22 @@ fn unknown_configuration_is_an_error() {
     );
 }
 
-/// No runs at once is not a setting: refused (clap's error, exit 2) before anything starts,
-/// not quietly taken as one.
+/// No runs at once is not a setting, and a corpus that is not there is not an empty one: both
+/// refused (exit 2) before anything starts, not quietly taken as one job or no traces.
 #[test]
-fn a_matrix_of_no_jobs_is_refused() {
+fn a_matrix_of_no_jobs_or_no_corpus_is_refused() {
     let (code, _, err) = listsync(&["matrix", "--jobs", "0", "--out", "/nonexistent"]);
     assert_eq!(code, 2);
     assert!(err.contains("invalid value '0' for '--jobs"), "{err}");
+    let (code, _, err) = listsync(&[
+        "matrix",
+        "--traces",
+        "/nonexistent",
+        "--out",
+        "/nonexistent",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no such trace corpus directory"), "{err}");
 }
 
 /// A 63 MB trace of 3.5 million steps (the size of one seen in the wild): refused at the step
