@@ -318,6 +318,94 @@ enum Job {
     Exercise(Exercise, Subject, Era, String),
 }
 
+impl Job {
+    /// The report of this job had it failed before doing anything: what stands in the matrix
+    /// for a run whose task panicked, so that it is counted and shown rather than lost.
+    fn unstarted(&self) -> RunReport {
+        let mut r = match self {
+            Job::Replay(p, _) => RunReport::new(
+                Target::Trace {
+                    name: p.trace_name.clone(),
+                    shows: p.trace.shows,
+                },
+                &p.subject,
+                p.role,
+                p.scenario.era,
+            ),
+            Job::Exercise(s, subject, era, _) => RunReport::new(
+                Target::Exercise {
+                    name: s.name().into(),
+                },
+                subject,
+                s.role(),
+                *era,
+            ),
+        };
+        r.id = match self {
+            Job::Replay(_, id) | Job::Exercise(_, _, _, id) => id.clone(),
+        };
+        r
+    }
+}
+
+/// The matrix's runs in flight. A run whose task panics is not lost: it comes back as its
+/// job's report marked failed, saying what the panic said.
+#[derive(Default)]
+struct Runs {
+    set: tokio::task::JoinSet<RunReport>,
+    /// Each task's place in the job list and row, and its stand-in report (a task's id is all
+    /// its panic leaves behind).
+    of: std::collections::HashMap<tokio::task::Id, (usize, Option<usize>, RunReport)>,
+}
+
+impl Runs {
+    fn spawn(
+        &mut self,
+        i: usize,
+        row: Option<usize>,
+        stand_in: RunReport,
+        run: impl std::future::Future<Output = RunReport> + Send + 'static,
+    ) {
+        let id = self.set.spawn(run).id();
+        self.of.insert(id, (i, row, stand_in));
+    }
+
+    /// The next run to end, with its place; `None` once all have.
+    async fn next(&mut self) -> Option<(usize, Option<usize>, RunReport)> {
+        let (id, outcome) = match self.set.join_next_with_id().await? {
+            Ok((id, r)) => (id, Ok(r)),
+            Err(e) => (e.id(), Err(e)),
+        };
+        // Every task was entered when it was spawned.
+        let (i, row, stand_in) = self.of.remove(&id).expect("a run the matrix spawned");
+        let r = match outcome {
+            Ok(r) => r,
+            Err(e) => {
+                let why = if e.is_panic() {
+                    format!(
+                        "the harness panicked on this run: {}",
+                        panic_text(e.into_panic())
+                    )
+                } else {
+                    "the harness's task for this run was cancelled".to_string()
+                };
+                tracing::error!(run = %stand_in.id, "{why}");
+                stand_in.failed(why, Instant::now())
+            }
+        };
+        Some((i, row, r))
+    }
+}
+
+/// What a panic said, if it said it in text.
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".into())
+}
+
 fn safe(s: &str) -> String {
     s.chars()
         .map(|c| {
@@ -447,12 +535,13 @@ pub async fn run(
     }
     let total = jobs.len();
     let sem = Arc::new(tokio::sync::Semaphore::new(opts.jobs.max(1)));
-    let mut set = tokio::task::JoinSet::new();
+    let mut set = Runs::default();
     for (i, (row, job)) in jobs.into_iter().enumerate() {
         let sem = sem.clone();
         let paths = paths.clone();
         let bounds = opts.bounds;
-        set.spawn(async move {
+        let stand_in = job.unstarted();
+        set.spawn(i, row, stand_in, async move {
             let _permit = sem.acquire_owned().await;
             let mut r = match &job {
                 Job::Replay(p, _) => replay::replay(p, &paths, bounds).await,
@@ -463,12 +552,11 @@ pub async fn run(
             r.id = match job {
                 Job::Replay(_, id) | Job::Exercise(_, _, _, id) => id,
             };
-            (i, row, r)
+            r
         });
     }
     let mut done: Vec<(usize, Option<usize>, RunReport)> = Vec::new();
-    while let Some(res) = set.join_next().await {
-        let Ok((i, row, r)) = res else { continue };
+    while let Some((i, row, r)) = set.next().await {
         let violated: Vec<&str> = r
             .judged
             .iter()
@@ -608,5 +696,57 @@ fn cell(key: &RowKey, p: Property, runs: &[&RunReport]) -> Cell {
     Cell {
         state: CellState::NotApplicable,
         run: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(id: &str) -> RunReport {
+        let subject = Subject::reference(Some(Role::Client), None);
+        let mut r = RunReport::new(
+            Target::Exercise { name: id.into() },
+            &subject,
+            Role::Client,
+            Era::V2025_11_25,
+        );
+        r.id = id.into();
+        r
+    }
+
+    #[tokio::test]
+    async fn a_run_whose_task_panics_comes_back_failed_in_its_place() {
+        let mut runs = Runs::default();
+        runs.spawn(0, Some(3), report("fine"), async {
+            let mut r = report("fine");
+            r.status = RunStatus::Completed;
+            r
+        });
+        runs.spawn(1, None, report("broken"), async {
+            if std::hint::black_box(true) {
+                panic!("index out of bounds in the proxy");
+            }
+            report("never")
+        });
+        let mut ended = Vec::new();
+        while let Some(e) = runs.next().await {
+            ended.push(e);
+        }
+        ended.sort_by_key(|(i, ..)| *i);
+        assert_eq!(ended.len(), 2, "both runs are in the matrix");
+        let (_, row, fine) = &ended[0];
+        assert_eq!(
+            (*row, fine.id.as_str(), fine.status),
+            (Some(3), "fine", RunStatus::Completed)
+        );
+        let (_, row, broken) = &ended[1];
+        assert_eq!((*row, broken.id.as_str()), (None, "broken"));
+        assert_eq!(broken.status, RunStatus::Failed);
+        let detail = broken.detail.as_deref().unwrap_or_default();
+        assert!(
+            detail.contains("panicked") && detail.contains("index out of bounds in the proxy"),
+            "{detail}"
+        );
     }
 }
