@@ -23,7 +23,7 @@ use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion
 use listsync_report::bench::{BenchFile, Dist, Group, RefreshRow};
 use std::sync::Arc;
 use std::time::Duration;
-use support::rig::{Counters, PAGE_SIZE, Rig, Strategy, Subject, spawn_readers};
+use support::rig::{Counters, FinalAnswer, PAGE_SIZE, Rig, Strategy, Subject, spawn_readers};
 
 /// Longest wait for any one phase of an iteration.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -33,6 +33,8 @@ struct Sample {
     walks: f64,
     requests: f64,
     converge: Option<Duration>,
+    /// Which request's answer first carried the final list to the client.
+    final_answer: Option<FinalAnswer>,
     /// Last mutation until the client settled (whatever it then held).
     settled: Duration,
     reads: Vec<f64>,
@@ -113,6 +115,7 @@ async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32, sc: Sce
         walks: Counters::get(&rig.counters.walks) as f64,
         requests: Counters::get(&rig.counters.requests) as f64,
         converge: converged.map(|t| t.saturating_duration_since(last_mutation)),
+        final_answer: rig.counters.final_answer(target),
         settled,
         reads,
     }
@@ -214,6 +217,10 @@ fn run_cells(
             },
             iterations: samples.len() as u64,
             converged: conv.len() as u64,
+            final_from_in_flight: samples
+                .iter()
+                .filter(|s| s.converge.is_some() && s.final_answer == Some(FinalAnswer::InFlight))
+                .count() as u64,
             walks: Dist::of(&mut walks),
             requests: Dist::of(&mut requests),
             converge_ms: Dist::of(&mut conv),

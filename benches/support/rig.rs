@@ -125,6 +125,20 @@ pub struct Counters {
     pub requests: AtomicU64,
     /// `notifications/tools/list_changed` the server sent.
     pub notifications: AtomicU64,
+    /// The JSON-RPC ids of the `tools/list` requests counted in `requests`.
+    sent: Mutex<Vec<serde_json::Value>>,
+    /// Every answer carrying a catalog version the taps passed to a client since the reset, in
+    /// the order they passed it (kept as read; parsed by [`Counters::final_answer`] afterwards).
+    answers: Mutex<Vec<String>>,
+}
+
+/// Which request's answer first carried the final list to a client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinalAnswer {
+    /// The request already in flight when the counters were reset (before the burst).
+    InFlight,
+    /// A request the client sent after the reset (during or after the burst).
+    Sent,
 }
 
 impl Counters {
@@ -133,11 +147,30 @@ impl Counters {
         self.walks.store(0, Ordering::SeqCst);
         self.requests.store(0, Ordering::SeqCst);
         self.notifications.store(0, Ordering::SeqCst);
+        self.sent.lock().expect("sent").clear();
+        self.answers.lock().expect("answers").clear();
     }
 
     /// Reads one counter.
     pub fn get(c: &AtomicU64) -> u64 {
         c.load(Ordering::SeqCst)
+    }
+
+    /// Which request the first answer at catalog `version` since the reset answered (`None`:
+    /// no such answer passed the taps).
+    pub fn final_answer(&self, version: u64) -> Option<FinalAnswer> {
+        let answers = self.answers.lock().expect("answers");
+        let id = answers.iter().find_map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).ok()?;
+            let at = v.get("result")?.get("_meta")?.get(VERSION_META)?.as_u64()?;
+            (at == version).then(|| v.get("id").cloned())?
+        })?;
+        let sent = self.sent.lock().expect("sent").contains(&id);
+        Some(if sent {
+            FinalAnswer::Sent
+        } else {
+            FinalAnswer::InFlight
+        })
     }
 }
 
@@ -262,8 +295,11 @@ fn is_list_changed(line: &str) -> bool {
     line.contains("notifications/tools/list_changed")
 }
 
-/// (is a `tools/list` request, is its first page).
-fn list_request(line: &str) -> Option<bool> {
+/// The `_meta` key of the reference server's answers that carries the catalog version.
+const VERSION_META: &str = "dev.listsync/catalogVersion";
+
+/// For a `tools/list` request: whether it asks for a first page, and its id.
+fn list_request(line: &str) -> Option<(bool, serde_json::Value)> {
     if !line.contains("tools/list") {
         return None;
     }
@@ -275,7 +311,7 @@ fn list_request(line: &str) -> Option<bool> {
         .get("params")
         .and_then(|p| p.get("cursor"))
         .is_some_and(|c| !c.is_null());
-    Some(!cursor)
+    Some((!cursor, v.get("id")?.clone()))
 }
 
 async fn write_line(to: &mut (impl AsyncWrite + Unpin), line: &str) -> std::io::Result<()> {
@@ -293,7 +329,8 @@ async fn pump_up(
 ) {
     let mut lines = BufReader::new(from).lines();
     while let Ok(Some(line)) = lines.next_line().await {
-        if let Some(first) = list_request(&line) {
+        if let Some((first, id)) = list_request(&line) {
+            counters.sent.lock().expect("sent").push(id);
             counters.requests.fetch_add(1, Ordering::SeqCst);
             if first {
                 counters.walks.fetch_add(1, Ordering::SeqCst);
@@ -317,6 +354,9 @@ async fn pump_down(
     let mut lines = BufReader::new(from).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if !is_list_changed(&line) {
+            if line.contains(VERSION_META) {
+                counters.answers.lock().expect("answers").push(line.clone());
+            }
             if write_line(&mut to, &line).await.is_err() {
                 break;
             }

@@ -182,6 +182,10 @@ pub struct RefreshRow {
     pub iterations: u64,
     /// Iterations whose client converged to the final list before the deadline.
     pub converged: u64,
+    /// Converged iterations in which the first answer carrying the final list was the answer to
+    /// the request in flight when the burst began (not to a request sent during the burst).
+    #[serde(default)]
+    pub final_from_in_flight: u64,
     /// List walks (first-page `list` requests) the server received per burst, from the
     /// burst's first mutation until the client was idle again.
     pub walks: Dist,

@@ -315,16 +315,12 @@ pub fn section(s: &mut String, b: &BenchFile) {
         "Each debounce point: whether the reference dominates it (yes), ties with it (tie) or \
          neither (**no**), then its round trips and median ms. The claim is about a burst onto \
          a refresh in flight (parked, served); the spaced cells show what the coalescing gap \
-         trades instead. At P = 1 the request in flight is the whole walk: for every strategy \
-         that waits for it, the final list is its answer, so the times differ only by how fast \
-         the burst is taken in (every client parses each notification queued ahead of the \
-         answer, the debounces' too, as an SDK's debounce runs on parsed notifications), by \
-         hundredths of a millisecond. In the served P = 1 cells a debounce-0ms client that \
-         walks while the burst goes on can hold the final list from a walk served after the \
-         last commit, before the parked request returns, at several times the round trips: no \
-         client that keeps one request in flight can be earlier there, and a point with one \
-         round trip (to dominate debounce-50ms and debounce-300ms, which wait for the answer \
-         too) cannot also be earlier than that walk.\n"
+         trades instead. At P = 1 the request in flight is the whole walk, and its answer (served \
+         once the burst is in) carries the final list: the tables below say, per strategy, in \
+         how many iterations the first answer with the final list was that one rather than the \
+         answer to a request sent during the burst. Where every strategy takes the final list \
+         from the same answer, the times differ by how soon each client turns that answer into \
+         the list its readers see, not by how it coalesced.\n"
     );
     let debounces: Vec<String> = {
         let mut v: Vec<String> = Vec::new();
@@ -398,11 +394,22 @@ pub fn section(s: &mut String, b: &BenchFile) {
                 _ => "Spaced: commits 1 ms apart onto an idle client",
             }
         );
+        // With no refresh in flight (spaced), no answer can come from one.
+        let in_flight = scenario != "spaced";
         let _ = writeln!(
             s,
-            "| strategy | P | K | iterations | round trips (mean / max) | walks (mean / max) | pages per walk | ms to final list (p50 / p99) | converged |"
+            "| strategy | P | K | iterations | round trips (mean / max) | walks (mean / max) | pages per walk | ms to final list (p50 / p99) | converged |{}",
+            if in_flight {
+                " final list from the request in flight |"
+            } else {
+                ""
+            }
         );
-        let _ = writeln!(s, "|---|---:|---:|---:|---|---|---:|---|---|");
+        let _ = writeln!(
+            s,
+            "|---|---:|---:|---:|---|---|---:|---|---|{}",
+            if in_flight { "---:|" } else { "" }
+        );
         for c in cells.iter().filter(|c| c.scenario() == scenario) {
             for r in &c.rows {
                 let bold = |t: String| {
@@ -417,9 +424,14 @@ pub fn section(s: &mut String, b: &BenchFile) {
                 } else {
                     "–".into()
                 };
+                let from_in_flight = if in_flight {
+                    format!(" {}/{} |", r.final_from_in_flight, r.converged)
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {}/{} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {}/{} |{}",
                     bold(r.strategy.clone()),
                     r.pages,
                     r.k,
@@ -433,7 +445,8 @@ pub fn section(s: &mut String, b: &BenchFile) {
                     per_walk,
                     ms(&r.converge_ms, r.converged),
                     r.converged,
-                    r.iterations
+                    r.iterations,
+                    from_in_flight
                 );
             }
         }
@@ -459,6 +472,7 @@ mod tests {
             spacing_ms: 0,
             iterations: 5,
             converged: 5,
+            final_from_in_flight: 0,
             walks: d(walks),
             requests: d(rt),
             converge_ms: d(ms),
