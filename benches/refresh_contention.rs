@@ -217,10 +217,14 @@ fn run_cells(
             },
             iterations: samples.len() as u64,
             converged: conv.len() as u64,
-            final_from_in_flight: samples
-                .iter()
-                .filter(|s| s.converge.is_some() && s.final_answer == Some(FinalAnswer::InFlight))
-                .count() as u64,
+            final_from_in_flight: Some(
+                samples
+                    .iter()
+                    .filter(|s| {
+                        s.converge.is_some() && s.final_answer == Some(FinalAnswer::InFlight)
+                    })
+                    .count() as u64,
+            ),
             walks: Dist::of(&mut walks),
             requests: Dist::of(&mut requests),
             converge_ms: Dist::of(&mut conv),

@@ -183,9 +183,10 @@ pub struct RefreshRow {
     /// Iterations whose client converged to the final list before the deadline.
     pub converged: u64,
     /// Converged iterations in which the first answer carrying the final list was the answer to
-    /// the request in flight when the burst began (not to a request sent during the burst).
+    /// the request in flight when the burst began (not to a request sent during the burst);
+    /// absent from figures written before the bench counted it.
     #[serde(default)]
-    pub final_from_in_flight: u64,
+    pub final_from_in_flight: Option<u64>,
     /// List walks (first-page `list` requests) the server received per burst, from the
     /// burst's first mutation until the client was idle again.
     pub walks: Dist,

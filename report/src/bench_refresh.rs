@@ -424,10 +424,10 @@ pub fn section(s: &mut String, b: &BenchFile) {
                 } else {
                     "–".into()
                 };
-                let from_in_flight = if in_flight {
-                    format!(" {}/{} |", r.final_from_in_flight, r.converged)
-                } else {
-                    String::new()
+                let from_in_flight = match (in_flight, r.final_from_in_flight) {
+                    (false, _) => String::new(),
+                    (true, Some(n)) => format!(" {n}/{} |", r.converged),
+                    (true, None) => " – |".into(),
                 };
                 let _ = writeln!(
                     s,
@@ -472,7 +472,7 @@ mod tests {
             spacing_ms: 0,
             iterations: 5,
             converged: 5,
-            final_from_in_flight: 0,
+            final_from_in_flight: None,
             walks: d(walks),
             requests: d(rt),
             converge_ms: d(ms),
@@ -525,6 +525,10 @@ mod tests {
             row("reference", false, 10, 10.0, 1.0, 2.0),
             row("debounce-0ms", false, 10, 10.0, 1.0, 1.5),
         ];
+        let mut rows = rows;
+        // The reference's served row says where its final list came from; the others were
+        // written before the bench counted it.
+        rows[0].final_from_in_flight = Some(3);
         let h = headline(&rows);
         assert!(h[0].contains("**1 of 2** cells"), "{h:?}");
         assert!(
@@ -559,6 +563,14 @@ mod tests {
         assert!(
             page.contains("| parked | 10 | 10 | 10.0, 2.00 | **no** — 10.0, 1.50 ms | – |"),
             "{page}"
+        );
+        assert!(
+            page.contains("| 0.600 / 0.600 | 5/5 | 3/5 |"),
+            "the reference's row says 3 of its 5 converged iterations: {page}"
+        );
+        assert!(
+            page.contains("| 1.60 / 1.60 | 5/5 | – |"),
+            "a row without the count says nothing: {page}"
         );
     }
 }
