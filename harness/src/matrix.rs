@@ -277,18 +277,25 @@ pub fn rows(adapters: &[Arc<Manifest>]) -> Vec<(RowKey, Arc<Manifest>)> {
 }
 
 /// Reads the corpus (sorted by file name); unreadable files and traces whose steps their own
-/// strategies cannot take are reported, not fatal.
+/// strategies cannot take are reported, not fatal, and so is a directory that cannot be read (it
+/// is not an empty corpus).
 pub fn corpus(dir: &Path) -> (Vec<(String, Trace)>, Vec<String>) {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "json"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
     let mut traces = Vec::new();
     let mut errors = Vec::new();
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(d) => d
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect(),
+        Err(e) => {
+            errors.push(format!(
+                "{}: cannot read the corpus directory: {e}",
+                dir.display()
+            ));
+            Vec::new()
+        }
+    };
+    files.sort();
     for f in files {
         let name = f
             .file_name()
@@ -463,6 +470,14 @@ pub async fn run(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Matrix, String> {
     let started = Instant::now();
+    // A corpus that is not there is not an empty one: the generated scenarios would run alone.
+    if !opts.traces.is_dir() {
+        return Err(format!(
+            "{}: no such trace corpus directory (run from the repository root, whose traces/ is \
+             the corpus, or name another)",
+            opts.traces.display()
+        ));
+    }
     let adapters = opts.adapters()?;
     let keyed = rows(&adapters);
     let keys: Vec<RowKey> = keyed.iter().map(|(k, _)| k.clone()).collect();
@@ -713,6 +728,17 @@ mod tests {
         );
         r.id = id.into();
         r
+    }
+
+    #[test]
+    fn a_corpus_directory_that_cannot_be_read_is_reported_not_taken_as_empty() {
+        let (traces, errors) = corpus(Path::new("/nonexistent/traces"));
+        assert!(traces.is_empty());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("/nonexistent/traces: cannot read the corpus directory"),
+            "{errors:?}"
+        );
     }
 
     #[tokio::test]
