@@ -4,7 +4,10 @@
 //! during it (*served*). For each strategy — the reference client at each coalescing setting,
 //! the naive client, and trailing debounces of 0, 50 and 300 ms — in the same run: list round
 //! trips per burst (walks, and page requests) against the time from the burst's last mutation
-//! to the final list being what readers see: the coalescing frontier.
+//! to the final list being what readers see: the coalescing frontier. Each iteration runs
+//! beside a neighbouring session in the same process (`support::rig::Neighbour`), so that every
+//! strategy meets the burst in an equally busy process; the served P = 1 cells run once more
+//! without it (*quiet*), to show what the neighbour takes out.
 //!
 //! The client and server are the shipped runtime (`listsync-rt` over rmcp, in-process pipes);
 //! see `support/rig.rs` for the tap between them and for the two strategies the project does not
@@ -23,7 +26,9 @@ use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion
 use listsync_report::bench::{BenchFile, Dist, Group, RefreshRow};
 use std::sync::Arc;
 use std::time::Duration;
-use support::rig::{Counters, FinalAnswer, PAGE_SIZE, Rig, Strategy, Subject, spawn_readers};
+use support::rig::{
+    Counters, FinalAnswer, Neighbour, PAGE_SIZE, Rig, Strategy, Subject, spawn_readers,
+};
 
 /// Longest wait for any one phase of an iteration.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -63,8 +68,20 @@ impl Scenario {
     }
 }
 
-/// One iteration.
-async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32, sc: Scenario) -> Sample {
+/// One iteration (beside a [`Neighbour`] if `neighbour`).
+async fn one_burst(
+    strategy: Strategy,
+    k: u32,
+    pages: u32,
+    readers: u32,
+    sc: Scenario,
+    neighbour: bool,
+) -> Sample {
+    let neighbour = if neighbour {
+        Some(Neighbour::start(DEADLINE).await)
+    } else {
+        None
+    };
     let rig = Rig::new(pages * u32::from(PAGE_SIZE));
     let client = Arc::new(Subject::connect(&rig, 0, strategy, DEADLINE).await);
     let (stop, _) = tokio::sync::watch::channel(false);
@@ -111,6 +128,7 @@ async fn one_burst(strategy: Strategy, k: u32, pages: u32, readers: u32, sc: Sce
         reads.extend(t.await.unwrap_or_default());
     }
     client.shutdown();
+    drop(neighbour);
     Sample {
         walks: Counters::get(&rig.counters.walks) as f64,
         requests: Counters::get(&rig.counters.requests) as f64,
@@ -133,11 +151,11 @@ fn slice() -> Duration {
     }
 }
 
-/// Every strategy for one (scenario, K, P, M) cell, interleaved: one criterion iteration is
-/// a *round* in which each strategy in turn runs iterations for one slice (at least one), the
-/// round starting one strategy further on each time. Machine drift over the cell (frequency,
-/// page cache, allocator, the other core's load) then falls on every strategy alike, so the
-/// points of one cell compare side by side.
+/// Every strategy for one (scenario, K, P, M, neighbour) cell, interleaved: one criterion
+/// iteration is a *round* in which each strategy in turn runs iterations for one slice (at
+/// least one), the round starting one strategy further on each time. Machine drift over the
+/// cell (frequency, page cache, allocator, the other core's load) then falls on every strategy
+/// alike, so the points of one cell compare side by side.
 #[allow(clippy::too_many_arguments)]
 fn run_cells(
     c: &mut Criterion,
@@ -147,6 +165,7 @@ fn run_cells(
     pages: u32,
     readers: u32,
     sc: Scenario,
+    neighbour: bool,
     rows: &mut Vec<RefreshRow>,
 ) {
     let strategies = Strategy::FRONTIER;
@@ -168,7 +187,8 @@ fn run_cells(
                     let i = (round + turn) % strategies.len();
                     let slice_began = std::time::Instant::now();
                     loop {
-                        let s = rt.block_on(one_burst(strategies[i], k, pages, readers, sc));
+                        let s =
+                            rt.block_on(one_burst(strategies[i], k, pages, readers, sc, neighbour));
                         total += s.converge.unwrap_or(s.settled);
                         // Criterion's warm-up rounds stay out of the figures.
                         if began.elapsed() <= support::runs_warm_up() {
@@ -215,6 +235,7 @@ fn run_cells(
                 Scenario::Spaced(ms) => ms,
                 _ => 0,
             },
+            neighbour,
             iterations: samples.len() as u64,
             converged: conv.len() as u64,
             final_from_in_flight: Some(
@@ -241,20 +262,37 @@ fn bench(c: &mut Criterion) {
         .build()
         .expect("tokio runtime");
     let mut rows = Vec::new();
-    // The frontier: every strategy in every (scenario, P, K) cell.
+    // The frontier: every strategy in every (scenario, P, K) cell, beside a neighbour.
     for sc in [Scenario::Parked, Scenario::Served] {
         for pages in [1u32, 10] {
             let name = format!("refresh_contention/{}/P{pages}", sc.name());
             for k in [10u32, 100, 1000] {
-                run_cells(c, &rt, &name, k, pages, 0, sc, &mut rows);
+                run_cells(c, &rt, &name, k, pages, 0, sc, true, &mut rows);
             }
         }
+    }
+    // The served P = 1 cells again in a quiet process (no neighbour): there every strategy
+    // takes the final list from the one answer in flight, and what differs is how warm the
+    // process is when it comes.
+    for k in [10u32, 100, 1000] {
+        let name = "refresh_contention/served-quiet/P1";
+        run_cells(c, &rt, name, k, 1, 0, Scenario::Served, false, &mut rows);
     }
     // Notifications 1 ms apart reaching an idle client: what the coalescing gap is for.
     for pages in [1u32, 10] {
         let name = format!("refresh_contention/spaced/P{pages}");
         for k in [10u32, 100] {
-            run_cells(c, &rt, &name, k, pages, 0, Scenario::Spaced(1), &mut rows);
+            run_cells(
+                c,
+                &rt,
+                &name,
+                k,
+                pages,
+                0,
+                Scenario::Spaced(1),
+                true,
+                &mut rows,
+            );
         }
     }
     let mut file = BenchFile::new();
@@ -287,6 +325,15 @@ fn bench(c: &mut Criterion) {
              the client's new walks while the burst is still arriving. In the *spaced* cells \
              no refresh is in flight: the K commits come 1 ms apart (a tokio sleep between \
              them, so at least 1 ms) and everything is answered at once."
+                .into(),
+            "Every cell but those marked *quiet* runs beside a neighbour: another reference \
+             client in the same process, walking another server's one-page list and pausing \
+             1 ms, over and over, for the whole iteration (its requests are not counted). An \
+             MCP host with more than one session is seldom quiet; without the neighbour a \
+             strategy that walks on every notification (debounce-0ms) meets the last answer in \
+             a process its own walks keep warm, and one that waits for that answer in a cold \
+             one, so the time would say how busy each strategy keeps the process, not how it \
+             coalesces. The *quiet* cells (served, P = 1, no neighbour) show that difference."
                 .into(),
             "Strategies: `reference` is the shipped client (core's reference machine in rt, \
              default pacing: adaptive coalescing gap of at most 100 ms); `reference-gap-off`, \

@@ -743,6 +743,48 @@ impl Subject {
     }
 }
 
+/// A neighbouring session in the same process: another reference client walking another
+/// server's one-page list, then pausing 1 ms, over and over, until dropped. It keeps the
+/// process (its tokio workers, its CPUs) as busy as an MCP host with more than one session
+/// is, whatever the measured client does: a client that is itself busy during a burst (one
+/// that walks on every notification) otherwise meets the burst's last answer in a warm
+/// process, and one that waits quietly for it in a cold one.
+pub struct Neighbour {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Neighbour {
+    /// Starts the neighbour once its client has its first list (call inside a tokio runtime).
+    pub async fn start(limit: Duration) -> Neighbour {
+        let rig = Rig::new(u32::from(PAGE_SIZE));
+        let subject = Subject::connect(&rig, 0, REFERENCE, limit).await;
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            loop {
+                let walk = async {
+                    let _ = subject.catalog.refresh(Kind::Tools).await;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                };
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    () = walk => {}
+                }
+            }
+            subject.shutdown();
+            drop(rig);
+        });
+        Neighbour { stop: Some(stop) }
+    }
+}
+
+impl Drop for Neighbour {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
 /// Runs `m` reader tasks reading `subject` until `stop` turns true; returns every read's
 /// latency in ns.
 pub fn spawn_readers(

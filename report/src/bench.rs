@@ -178,6 +178,11 @@ pub struct RefreshRow {
     /// back to back, a refresh in flight).
     #[serde(default)]
     pub spacing_ms: u32,
+    /// Whether each iteration ran beside a neighbour (another client walking another server's
+    /// one-page list every millisecond in the same process); false in figures written before
+    /// the bench had one.
+    #[serde(default)]
+    pub neighbour: bool,
     /// Iterations measured.
     pub iterations: u64,
     /// Iterations whose client converged to the final list before the deadline.

@@ -21,6 +21,9 @@ pub struct Cell<'a> {
     pub pages: u32,
     /// Notifications in the burst.
     pub k: u32,
+    /// Whether the cell ran without the neighbour the run's other cells had (see
+    /// [`RefreshRow::neighbour`]): a quiet process. False when no cell of the run had one.
+    pub quiet: bool,
     /// Every strategy's row, in the order the bench ran them.
     pub rows: Vec<&'a RefreshRow>,
 }
@@ -34,10 +37,15 @@ impl Cell<'_> {
         }
     }
 
-    /// A burst onto a refresh in flight (parked or served), the cells the frontier's claim is
-    /// about.
+    /// A burst onto a refresh in flight (parked or served).
     pub fn on_a_walk(&self) -> bool {
         self.spacing_ms == 0
+    }
+
+    /// The cells the frontier's claim is about: a burst onto a refresh in flight, in a process
+    /// as busy as the run made it.
+    pub fn claimed(&self) -> bool {
+        self.on_a_walk() && !self.quiet
     }
 
     fn get(&self, strategy: &str) -> Option<&RefreshRow> {
@@ -71,7 +79,13 @@ impl Cell<'_> {
     }
 
     fn label(&self) -> String {
-        format!("{}, P = {}, K = {}", self.scenario(), self.pages, self.k)
+        format!(
+            "{}{}, P = {}, K = {}",
+            self.scenario(),
+            if self.quiet { " (quiet)" } else { "" },
+            self.pages,
+            self.k
+        )
     }
 }
 
@@ -112,21 +126,27 @@ pub fn versus(a: &RefreshRow, b: &RefreshRow) -> Versus {
     }
 }
 
-/// The frontier's cells (readers = 0): parked, served, then spaced; by P and K.
+/// The frontier's cells (readers = 0): parked, served, then spaced; each beside a neighbour,
+/// then quiet; by P and K.
 pub fn cells(rows: &[RefreshRow]) -> Vec<Cell<'_>> {
-    let mut keys: Vec<(u32, bool, u32, u32)> = rows
+    let any_neighbour = rows.iter().any(|r| r.neighbour);
+    let mut keys: Vec<(u32, bool, bool, u32, u32)> = rows
         .iter()
         .filter(|r| r.readers == 0 && r.iterations > 0)
-        .map(|r| (r.spacing_ms, r.served_during_burst, r.pages, r.k))
+        .map(|r| {
+            let quiet = any_neighbour && !r.neighbour;
+            (r.spacing_ms, r.served_during_burst, quiet, r.pages, r.k)
+        })
         .collect();
     keys.sort_unstable();
     keys.dedup();
     keys.into_iter()
-        .map(|(spacing_ms, served, pages, k)| Cell {
+        .map(|(spacing_ms, served, quiet, pages, k)| Cell {
             spacing_ms,
             served,
             pages,
             k,
+            quiet,
             rows: rows
                 .iter()
                 .filter(|r| {
@@ -134,6 +154,7 @@ pub fn cells(rows: &[RefreshRow]) -> Vec<Cell<'_>> {
                         && r.iterations > 0
                         && r.spacing_ms == spacing_ms
                         && r.served_during_burst == served
+                        && (any_neighbour && !r.neighbour) == quiet
                         && r.pages == pages
                         && r.k == k
                 })
@@ -142,35 +163,51 @@ pub fn cells(rows: &[RefreshRow]) -> Vec<Cell<'_>> {
         .collect()
 }
 
-/// The headline: how many cells the reference dominates every debounce point in, its pages per
-/// walk, and the K = 1000, P = 10 served cell side by side.
+/// Of judged cells: how many the reference dominates or ties in throughout, the others (with
+/// the points it does not), and those with ties.
+fn tally(judged: &[(&Cell, Vec<String>)]) -> (usize, Vec<String>, Vec<String>) {
+    let won = judged.iter().filter(|(_, u)| u.is_empty()).count();
+    let missed = judged
+        .iter()
+        .filter(|(_, u)| !u.is_empty())
+        .map(|(c, u)| format!("{} ({})", c.label(), u.join(", ")))
+        .collect();
+    let ties = judged
+        .iter()
+        .filter(|(c, _)| !c.tied().is_empty())
+        .map(|(c, _)| format!("{} ({})", c.label(), c.tied().join(", ")))
+        .collect();
+    (won, missed, ties)
+}
+
+/// The headline: how many cells the reference dominates every debounce point in (the claimed
+/// cells, then the quiet ones), its pages per walk, and the K = 1000, P = 10 served cell side
+/// by side.
 pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
     let mut out = Vec::new();
     let cells = cells(rows);
-    let judged: Vec<(&Cell, Vec<String>)> = cells
-        .iter()
-        .filter(|c| c.on_a_walk())
-        .filter_map(|c| c.undominated().map(|u| (c, u)))
-        .collect();
-    if !judged.is_empty() {
-        let won = judged.iter().filter(|(_, u)| u.is_empty()).count();
-        let missed: Vec<String> = judged
+    let judge = |quiet: bool| -> Vec<(&Cell, Vec<String>)> {
+        cells
             .iter()
-            .filter(|(_, u)| !u.is_empty())
-            .map(|(c, u)| format!("{} ({})", c.label(), u.join(", ")))
-            .collect();
-        let ties: Vec<String> = judged
-            .iter()
-            .filter(|(c, _)| !c.tied().is_empty())
-            .map(|(c, _)| format!("{} ({})", c.label(), c.tied().join(", ")))
-            .collect();
+            .filter(|c| c.on_a_walk() && c.quiet == quiet)
+            .filter_map(|c| c.undominated().map(|u| (c, u)))
+            .collect()
+    };
+    let claimed = judge(false);
+    if !claimed.is_empty() {
+        let (won, missed, ties) = tally(&claimed);
         out.push(format!(
-            "Coalescing frontier, a burst onto a refresh in flight (parked and served): the \
+            "Coalescing frontier, a burst onto a refresh in flight (parked and served{}): the \
              reference (adaptive coalescing, the default) dominates every debounce point — no \
              more list round trips per burst at a lower median time to the final list — or \
              ties with it (as many round trips or fewer, medians within each other's 95 % \
              interval) in **{won} of {}** cells{}{}",
-            judged.len(),
+            if cells.iter().any(|c| c.quiet) {
+                ", beside a neighbouring session"
+            } else {
+                ""
+            },
+            claimed.len(),
             if missed.is_empty() {
                 ".".to_owned()
             } else {
@@ -180,6 +217,46 @@ pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
                 String::new()
             } else {
                 format!(" Ties: {}.", ties.join("; "))
+            }
+        ));
+    }
+    let quiet = judge(true);
+    if !quiet.is_empty() {
+        let (won, missed, _) = tally(&quiet);
+        // Where the reference loses in a quiet process: where each point took its final list.
+        let sources: Vec<String> = quiet
+            .iter()
+            .filter(|(_, u)| !u.is_empty())
+            .map(|(c, u)| {
+                let from = |name: &str| {
+                    c.get(name).and_then(|r| {
+                        Some(format!(
+                            "{name} {}/{}",
+                            r.final_from_in_flight?, r.converged
+                        ))
+                    })
+                };
+                let named: Vec<String> = std::iter::once(REFERENCE)
+                    .chain(u.iter().map(String::as_str))
+                    .filter_map(from)
+                    .collect();
+                format!("{}: {}", c.label(), named.join(", "))
+            })
+            .collect();
+        out.push(format!(
+            "The cells also run in a quiet process (no neighbour): the reference dominates or \
+             ties in **{won} of {}**{}",
+            quiet.len(),
+            if missed.is_empty() {
+                ".".to_owned()
+            } else {
+                format!(
+                    "; not in: {}. Final list from the request in flight (iterations): {} — \
+                     the same answer, turned into readers' state sooner by a client whose own \
+                     walks during the burst keep its process warm.",
+                    missed.join("; "),
+                    sources.join("; ")
+                )
             }
         ));
     }
@@ -231,7 +308,7 @@ pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
     };
     if let Some(c) = cells
         .iter()
-        .find(|c| c.on_a_walk() && c.served && c.pages == 10 && c.k == 1000)
+        .find(|c| c.claimed() && c.served && c.pages == 10 && c.k == 1000)
     {
         out.push(format!(
             "K = 1000, P = 10, served during the burst (mean round trips, median time to the \
@@ -241,7 +318,7 @@ pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
     }
     if let Some(c) = cells
         .iter()
-        .filter(|c| !c.on_a_walk() && c.pages == 10)
+        .filter(|c| !c.on_a_walk() && !c.quiet && c.pages == 10)
         .max_by_key(|c| c.k)
     {
         out.push(format!(
@@ -320,7 +397,9 @@ pub fn section(s: &mut String, b: &BenchFile) {
          how many iterations the first answer with the final list was that one rather than the \
          answer to a request sent during the burst. Where every strategy takes the final list \
          from the same answer, the times differ by how soon each client turns that answer into \
-         the list its readers see, not by how it coalesced.\n"
+         the list its readers see, not by how it coalesced; in a quiet process (the cells marked \
+         *quiet*, run without the neighbour) that depends on how warm the strategy's own work \
+         during the burst has kept the process.\n"
     );
     let debounces: Vec<String> = {
         let mut v: Vec<String> = Vec::new();
@@ -367,8 +446,9 @@ pub fn section(s: &mut String, b: &BenchFile) {
             .collect();
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {}, {} | {} |",
+            "| {}{} | {} | {} | {}, {} | {} |",
             c.scenario(),
+            if c.quiet { " (quiet)" } else { "" },
             c.pages,
             c.k,
             num(r.requests.mean),
@@ -381,17 +461,26 @@ pub fn section(s: &mut String, b: &BenchFile) {
         );
     }
     let _ = writeln!(s);
-    for scenario in ["parked", "served", "spaced"] {
-        if !cells.iter().any(|c| c.scenario() == scenario) {
+    let groups = ["parked", "served", "spaced"]
+        .into_iter()
+        .flat_map(|scenario| [(scenario, false), (scenario, true)]);
+    for (scenario, quiet) in groups {
+        let in_group = |c: &&Cell| c.scenario() == scenario && c.quiet == quiet;
+        if !cells.iter().any(|c| in_group(&c)) {
             continue;
         }
         let _ = writeln!(
             s,
-            "### {} (same run)\n",
+            "### {}{} (same run)\n",
             match scenario {
                 "parked" => "Parked: every list request waits until the burst is in",
                 "served" => "Served: the server answers new walks during the burst",
                 _ => "Spaced: commits 1 ms apart onto an idle client",
+            },
+            if quiet {
+                ", in a quiet process (no neighbour)"
+            } else {
+                ""
             }
         );
         // With no refresh in flight (spaced), no answer can come from one.
@@ -410,7 +499,7 @@ pub fn section(s: &mut String, b: &BenchFile) {
             "|---|---:|---:|---:|---|---|---:|---|---|{}",
             if in_flight { "---:|" } else { "" }
         );
-        for c in cells.iter().filter(|c| c.scenario() == scenario) {
+        for c in cells.iter().filter(in_group) {
             for r in &c.rows {
                 let bold = |t: String| {
                     if r.strategy == REFERENCE {
@@ -470,6 +559,7 @@ mod tests {
             readers: 0,
             served_during_burst: served,
             spacing_ms: 0,
+            neighbour: false,
             iterations: 5,
             converged: 5,
             final_from_in_flight: None,
@@ -571,6 +661,60 @@ mod tests {
         assert!(
             page.contains("| 1.60 / 1.60 | 5/5 | – |"),
             "a row without the count says nothing: {page}"
+        );
+    }
+
+    /// Cells run without the neighbour the others had are judged apart from the claim, and
+    /// where the reference loses one the headline says where each point took its final list.
+    #[test]
+    fn quiet_cells_are_judged_apart_and_say_where_the_final_list_came_from() {
+        let beside = |mut r: RefreshRow| {
+            r.neighbour = true;
+            r
+        };
+        let mut rows = vec![
+            beside(row("reference", true, 1000, 10.0, 1.0, 0.6)),
+            beside(row("debounce-0ms", true, 1000, 135.0, 13.5, 1.6)),
+            row("reference", true, 100, 1.0, 1.0, 0.3),
+            row("debounce-0ms", true, 100, 3.0, 3.0, 0.2),
+        ];
+        rows[2].final_from_in_flight = Some(5);
+        rows[3].final_from_in_flight = Some(4);
+        let h = headline(&rows);
+        assert!(h[0].contains("beside a neighbouring session"), "{h:?}");
+        assert!(h[0].contains("**1 of 1** cells."), "{h:?}");
+        assert!(h[1].contains("quiet process"), "{h:?}");
+        assert!(h[1].contains("**0 of 1**"), "{h:?}");
+        assert!(
+            h[1].contains("served (quiet), P = 10, K = 100 (debounce-0ms)"),
+            "{h:?}"
+        );
+        assert!(h[1].contains("reference 5/5, debounce-0ms 4/5"), "{h:?}");
+        let mut page = String::new();
+        let mut b = BenchFile::new();
+        b.refresh = Some(crate::bench::Group {
+            run: RunInfo {
+                started_unix: 1,
+                quick: true,
+                cpus: 2,
+                seconds: 1.0,
+            },
+            driver: "d".into(),
+            notes: vec![],
+            rows,
+        });
+        section(&mut page, &b);
+        assert!(
+            page.contains("| served (quiet) | 10 | 100 | 1.00, 0.300 | **no** — 3.00, 0.200 ms |"),
+            "{page}"
+        );
+        assert!(
+            page.contains("| served | 10 | 1000 | 10.0, 0.600 | yes — 135, 1.60 ms |"),
+            "{page}"
+        );
+        assert!(
+            page.contains("in a quiet process (no neighbour) (same run)"),
+            "{page}"
         );
     }
 }

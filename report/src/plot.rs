@@ -41,9 +41,9 @@ pub fn refresh_frontier(rows: &[RefreshRow]) -> Result<String> {
     let mut ks: Vec<u32> = cells.iter().map(|c| c.k).collect();
     ks.sort_unstable();
     ks.dedup();
-    let mut lines: Vec<(u32, bool, u32)> = cells
+    let mut lines: Vec<(u32, bool, bool, u32)> = cells
         .iter()
-        .map(|c| (c.spacing_ms, c.served, c.pages))
+        .map(|c| (c.spacing_ms, c.served, c.quiet, c.pages))
         .collect();
     lines.sort_unstable();
     lines.dedup();
@@ -63,10 +63,14 @@ pub fn refresh_frontier(rows: &[RefreshRow]) -> Result<String> {
         let (grid, legend) = body.split_vertically(300 * nrows as u32);
         let panels = grid.split_evenly((nrows, cols));
         for (i, panel) in panels.iter().enumerate() {
-            let (spacing, served, pages) = lines[i / cols];
+            let (spacing, served, quiet, pages) = lines[i / cols];
             let k = ks[i % cols];
             let Some(cell) = cells.iter().find(|c| {
-                c.spacing_ms == spacing && c.served == served && c.pages == pages && c.k == k
+                c.spacing_ms == spacing
+                    && c.served == served
+                    && c.quiet == quiet
+                    && c.pages == pages
+                    && c.k == k
             }) else {
                 continue;
             };
@@ -91,12 +95,13 @@ pub fn refresh_frontier(rows: &[RefreshRow]) -> Result<String> {
             let mut chart = ChartBuilder::on(panel)
                 .caption(
                     format!(
-                        "{}, P = {pages}, K = {k}",
+                        "{}{}, P = {pages}, K = {k}",
                         match (spacing, served) {
                             (0, false) => "parked".to_owned(),
                             (0, true) => "served".to_owned(),
                             (ms, _) => format!("spaced {ms} ms"),
-                        }
+                        },
+                        if quiet { " (quiet)" } else { "" }
                     ),
                     ("sans-serif", 14),
                 )
