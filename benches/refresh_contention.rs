@@ -78,7 +78,7 @@ async fn one_burst(
     neighbour: bool,
 ) -> Sample {
     let neighbour = if neighbour {
-        Some(Neighbour::start(DEADLINE).await)
+        Some(Neighbour::start(strategy, DEADLINE).await)
     } else {
         None
     };
@@ -326,9 +326,10 @@ fn bench(c: &mut Criterion) {
              no refresh is in flight: the K commits come 1 ms apart (a tokio sleep between \
              them, so at least 1 ms) and everything is answered at once."
                 .into(),
-            "Every cell but those marked *quiet* runs beside a neighbour: another reference \
-             client in the same process, walking another server's one-page list and pausing \
-             1 ms, over and over, for the whole iteration (its requests are not counted). An \
+            "Every cell but those marked *quiet* runs beside a neighbour: another client of \
+             the same strategy in the same process, walking another server's one-page list \
+             and pausing 1 ms, over and over, for the whole iteration (its requests are not \
+             counted; its server never changes, so it gets no notifications). An \
              MCP host with more than one session is seldom quiet; without the neighbour a \
              strategy that walks on every notification (debounce-0ms) meets the last answer in \
              a process its own walks keep warm, and one that waits for that answer in a cold \

@@ -743,21 +743,24 @@ impl Subject {
     }
 }
 
-/// A neighbouring session in the same process: another reference client walking another
-/// server's one-page list, then pausing 1 ms, over and over, until dropped. It keeps the
-/// process (its tokio workers, its CPUs) as busy as an MCP host with more than one session
-/// is, whatever the measured client does: a client that is itself busy during a burst (one
-/// that walks on every notification) otherwise meets the burst's last answer in a warm
-/// process, and one that waits quietly for it in a cold one.
+/// A neighbouring session in the same process: another client of the measured client's
+/// strategy (the same library, as an MCP host with two sessions runs it) walking another
+/// server's one-page list, then pausing 1 ms, over and over, until dropped. Its server never
+/// changes, so it sends no notifications and every walk is one the application asked for.
+/// It keeps the process (its tokio workers, its CPUs, the caches on the answer path) as busy
+/// as a host with more than one session is, whatever the measured client does: a client that
+/// is itself busy during a burst (one that walks on every notification) otherwise meets the
+/// burst's last answer in a warm process, and one that waits quietly for it in a cold one.
 pub struct Neighbour {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Neighbour {
-    /// Starts the neighbour once its client has its first list (call inside a tokio runtime).
-    pub async fn start(limit: Duration) -> Neighbour {
+    /// Starts a neighbour of `strategy` once its client has its first list (call inside a
+    /// tokio runtime).
+    pub async fn start(strategy: Strategy, limit: Duration) -> Neighbour {
         let rig = Rig::new(u32::from(PAGE_SIZE));
-        let subject = Subject::connect(&rig, 0, REFERENCE, limit).await;
+        let subject = Subject::connect(&rig, 0, strategy, limit).await;
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             loop {

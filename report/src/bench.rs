@@ -178,9 +178,9 @@ pub struct RefreshRow {
     /// back to back, a refresh in flight).
     #[serde(default)]
     pub spacing_ms: u32,
-    /// Whether each iteration ran beside a neighbour (another client walking another server's
-    /// one-page list every millisecond in the same process); false in figures written before
-    /// the bench had one.
+    /// Whether each iteration ran beside a neighbour: another client of the same strategy in
+    /// the same process, walking another (unchanging) server's one-page list every
+    /// millisecond; false in figures written before the bench had one.
     #[serde(default)]
     pub neighbour: bool,
     /// Iterations measured.
