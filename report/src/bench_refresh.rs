@@ -202,7 +202,7 @@ pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
              more list round trips per burst at a lower median time to the final list — or \
              ties with it (as many round trips or fewer, medians within each other's 95 % \
              interval) in **{won} of {}** cells{}{}",
-            if cells.iter().any(|c| c.quiet) {
+            if rows.iter().any(|r| r.neighbour) {
                 ", beside a neighbouring session"
             } else {
                 ""
@@ -223,22 +223,30 @@ pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
     let quiet = judge(true);
     if !quiet.is_empty() {
         let (won, missed, _) = tally(&quiet);
-        // Where the reference loses in a quiet process: where each point took its final list.
+        // Where the reference loses in a quiet process: where each point took its final list,
+        // and whether (in nine iterations of ten or more, for every point named) it was the one
+        // answer in flight.
+        let mut same_answer = true;
         let sources: Vec<String> = quiet
             .iter()
             .filter(|(_, u)| !u.is_empty())
             .map(|(c, u)| {
-                let from = |name: &str| {
-                    c.get(name).and_then(|r| {
-                        Some(format!(
-                            "{name} {}/{}",
-                            r.final_from_in_flight?, r.converged
-                        ))
-                    })
-                };
                 let named: Vec<String> = std::iter::once(REFERENCE)
                     .chain(u.iter().map(String::as_str))
-                    .filter_map(from)
+                    .map(|name| match c.get(name) {
+                        Some(RefreshRow {
+                            final_from_in_flight: Some(n),
+                            converged,
+                            ..
+                        }) => {
+                            same_answer &= *converged > 0 && n * 10 >= converged * 9;
+                            format!("{name} {n}/{converged}")
+                        }
+                        _ => {
+                            same_answer = false;
+                            format!("{name} –")
+                        }
+                    })
                     .collect();
                 format!("{}: {}", c.label(), named.join(", "))
             })
@@ -251,11 +259,15 @@ pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
                 ".".to_owned()
             } else {
                 format!(
-                    "; not in: {}. Final list from the request in flight (iterations): {} — \
-                     the same answer, turned into readers' state sooner by a client whose own \
-                     walks during the burst keep its process warm.",
+                    "; not in: {}. Final list from the request in flight (iterations): {}{}",
                     missed.join("; "),
-                    sources.join("; ")
+                    sources.join("; "),
+                    if same_answer {
+                        " — the same answer, turned into readers' state sooner by a client \
+                         whose own walks during the burst keep its process warm."
+                    } else {
+                        "."
+                    }
                 )
             }
         ));
@@ -689,7 +701,17 @@ mod tests {
             h[1].contains("served (quiet), P = 10, K = 100 (debounce-0ms)"),
             "{h:?}"
         );
-        assert!(h[1].contains("reference 5/5, debounce-0ms 4/5"), "{h:?}");
+        assert!(
+            h[1].contains("reference 5/5, debounce-0ms 4/5."),
+            "four of five is not nine of ten: no claim that it was the same answer: {h:?}"
+        );
+        let mut same = rows.clone();
+        same[3].final_from_in_flight = Some(5);
+        let h = headline(&same);
+        assert!(
+            h[1].contains("reference 5/5, debounce-0ms 5/5 — the same answer"),
+            "{h:?}"
+        );
         let mut page = String::new();
         let mut b = BenchFile::new();
         b.refresh = Some(crate::bench::Group {
