@@ -582,6 +582,25 @@ mod tests {
         }
     }
 
+    /// The section as rendered from these rows.
+    fn page_of(rows: Vec<RefreshRow>) -> String {
+        let mut page = String::new();
+        let mut b = BenchFile::new();
+        b.refresh = Some(crate::bench::Group {
+            run: RunInfo {
+                started_unix: 1,
+                quick: true,
+                cpus: 2,
+                seconds: 1.0,
+            },
+            driver: "d".into(),
+            notes: vec![],
+            rows,
+        });
+        section(&mut page, &b);
+        page
+    }
+
     /// A debounce point a little faster at the median, but within the noise, is a tie; one
     /// measurably faster is not; one with more round trips is dominated if it is slower.
     #[test]
@@ -642,20 +661,7 @@ mod tests {
             h[2].contains("debounce-0ms 135 round trips (13.5 walks) in 1.60 ms"),
             "{h:?}"
         );
-        let mut page = String::new();
-        let mut b = BenchFile::new();
-        b.refresh = Some(crate::bench::Group {
-            run: RunInfo {
-                started_unix: 1,
-                quick: true,
-                cpus: 2,
-                seconds: 1.0,
-            },
-            driver: "d".into(),
-            notes: vec![],
-            rows,
-        });
-        section(&mut page, &b);
+        let page = page_of(rows);
         assert!(
             page.contains(
                 "| served | 10 | 1000 | 10.0, 0.600 | yes — 135, 1.60 ms | yes — 10.0, 304 ms |"
@@ -712,20 +718,7 @@ mod tests {
             h[1].contains("reference 5/5, debounce-0ms 5/5 — the same answer"),
             "{h:?}"
         );
-        let mut page = String::new();
-        let mut b = BenchFile::new();
-        b.refresh = Some(crate::bench::Group {
-            run: RunInfo {
-                started_unix: 1,
-                quick: true,
-                cpus: 2,
-                seconds: 1.0,
-            },
-            driver: "d".into(),
-            notes: vec![],
-            rows,
-        });
-        section(&mut page, &b);
+        let page = page_of(rows);
         assert!(
             page.contains("| served (quiet) | 10 | 100 | 1.00, 0.300 | **no** — 3.00, 0.200 ms |"),
             "{page}"
