@@ -25,8 +25,9 @@
 //! `LISTSYNC_HARNESS_SKIP_SDKS=1` skips this test explicitly (and prints that it did).
 
 use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{ChildStderr, Command, Stdio};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -34,6 +35,26 @@ fn repo() -> PathBuf {
 
 fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Reads the matrix's stderr to its end, keeping it all for a failure message, and passes each
+/// line of adapter provisioning (`provision[..]: ..`, `listsync: provisioning ..`) straight to
+/// this process's stderr as it comes. The SDKs the matrix is the first to use (Go, Java) are
+/// installed inside it: without the relay their progress would wait in the captured output
+/// while the modules and artifacts download. (Written to the stderr handle, which the test
+/// harness does not capture, unlike `eprintln!`.)
+fn relay_progress(from: ChildStderr) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut kept = String::new();
+        for line in BufReader::new(from).lines().map_while(Result::ok) {
+            if line.starts_with("provision[") || line.starts_with("listsync: provisioning") {
+                let _ = writeln!(std::io::stderr(), "{line}");
+            }
+            kept.push_str(&line);
+            kept.push('\n');
+        }
+        kept
+    })
 }
 
 #[test]
@@ -44,14 +65,18 @@ fn the_matrix_runs_every_sdk_and_confirms_the_observed_behaviours() {
     }
     let out = std::env::temp_dir().join(format!("listsync-matrix-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let run = Command::new(env!("CARGO_BIN_EXE_listsync"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_listsync"))
         .args(["matrix", "--out"])
         .arg(&out)
         .current_dir(repo())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("run listsync matrix");
+    let relay = relay_progress(child.stderr.take().expect("piped stderr"));
+    let run = child.wait_with_output().expect("run listsync matrix");
     let stdout = String::from_utf8_lossy(&run.stdout);
-    let stderr = String::from_utf8_lossy(&run.stderr);
+    let stderr = relay.join().expect("stderr relay");
     assert!(
         run.status.success(),
         "listsync matrix failed ({:?}):\n{stdout}\n{}",
