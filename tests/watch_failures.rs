@@ -563,3 +563,150 @@ async fn a_cursor_cycle_is_reported_retried_and_given_up_on() {
     );
     assert!(lists <= 2 * 6, "bounded work: {lists} lists");
 }
+
+/// A stdio server (python3, stdlib only) that serves a two-page tools list, announces a change
+/// after its first walk, and exits while answering page 2 of the walk after the change. Each
+/// start is counted in the file it is given: the first start lists `a, b`, the second
+/// `a, b, c`, every later one exits with status 3 before the handshake.
+const DIES_MID_WALK: &str = r#"
+import json, os, sys
+state = sys.argv[1]
+n = int(open(state).read()) if os.path.exists(state) else 0
+open(state, "w").write(str(n + 1))
+if n >= 2:
+    sys.stderr.write("not today\n")
+    sys.exit(3)
+names = [["a", "b"], ["a", "b", "c"]][n]
+walks = 0
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+def tool(name):
+    return {"name": name, "inputSchema": {"type": "object"}}
+for line in sys.stdin:
+    m = json.loads(line)
+    method, rid = m.get("method"), m.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "protocolVersion": m["params"]["protocolVersion"],
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "dies-mid-walk", "version": "1"}}})
+    elif method == "tools/list":
+        if (m.get("params") or {}).get("cursor") is None:
+            walks += 1
+            send({"jsonrpc": "2.0", "id": rid,
+                  "result": {"tools": [tool(names[0])], "nextCursor": "2"}})
+        elif walks >= 2:
+            sys.exit(0)
+        else:
+            send({"jsonrpc": "2.0", "id": rid,
+                  "result": {"tools": [tool(x) for x in names[1:]]}})
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    elif rid is not None:
+        send({"jsonrpc": "2.0", "id": rid, "result": {}})
+"#;
+
+/// A server child that exits mid-walk is restarted: the snapshot is said to be stale (with
+/// the exit status), the child is started again after a back-off, the list it serves is
+/// printed, and after `--retry 2` failed reconnects in a row (the child now exits at once) the
+/// run gives up naming 2 and the last error. Every count said matches the starts the server
+/// counted itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_exits_mid_walk_is_restarted_then_given_up_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("dies_mid_walk.py");
+    std::fs::write(&script, DIES_MID_WALK).unwrap();
+    let starts = dir.path().join("starts");
+    let mut child = Command::new(EXE)
+        .args(["watch", "--kinds", "tools", "--retry", "2", "--", "python3"])
+        .arg(&script)
+        .arg(&starts)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn listsync watch");
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut shown, mut said) = (Vec::new(), Vec::new());
+    let read = async {
+        let (mut out_open, mut err_open) = (true, true);
+        while out_open || err_open {
+            tokio::select! {
+                l = out.next_line(), if out_open => match l {
+                    Ok(Some(l)) => shown.push(l),
+                    _ => out_open = false,
+                },
+                l = err.next_line(), if err_open => match l {
+                    Ok(Some(l)) => said.push(l),
+                    _ => err_open = false,
+                },
+            }
+        }
+    };
+    if tokio::time::timeout(GIVE_UP, read).await.is_err() {
+        let _ = child.kill().await;
+        panic!("watch did not end within {GIVE_UP:?}:\n{shown:#?}\n{said:#?}");
+    }
+    let code = tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .expect("exits")
+        .expect("status")
+        .code();
+    let both = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        shown.join("\n"),
+        said.join("\n")
+    );
+    eprintln!("{both}");
+    assert_eq!(code, Some(1), "{both}");
+
+    // stdout: the first list, the same list stale, the restarted server's list, stale again.
+    let at = |want: &dyn Fn(&str) -> bool| shown.iter().position(|l| want(l));
+    let first = at(&|l| l.ends_with("(2 items): a, b")).expect(&both);
+    let stale = at(&|l| l.ends_with("(2 items) stale: a, b")).expect(&both);
+    let next = at(&|l| l.ends_with("(3 items): a, b, c")).expect(&both);
+    assert!(first < stale && stale < next, "{both}");
+    assert!(
+        shown[next..].iter().any(|l| l.contains(" stale: a, b, c")),
+        "{both}"
+    );
+
+    // stderr: each loss says the child's exit status and that the lists are stale.
+    let lost: Vec<_> = said.iter().filter(|l| l.contains("disconnected")).collect();
+    assert_eq!(lost.len(), 2, "{both}");
+    assert!(
+        lost.iter()
+            .all(|l| l.contains("exit status: 0") && l.contains("stale")),
+        "{both}"
+    );
+    // One reconnect after the first loss (it served a list: the count starts again), two
+    // after the second, each failing with the child's status.
+    let reconnects: Vec<_> = said
+        .iter()
+        .filter(|l| l.contains("reconnecting in"))
+        .collect();
+    assert_eq!(reconnects.len(), 3, "{both}");
+    assert!(reconnects[0].ends_with("(attempt 1 of 2)"), "{both}");
+    assert!(reconnects[1].ends_with("(attempt 1 of 2)"), "{both}");
+    assert!(reconnects[2].ends_with("(attempt 2 of 2)"), "{both}");
+    let failed: Vec<_> = said
+        .iter()
+        .filter(|l| l.contains("cannot connect"))
+        .collect();
+    assert_eq!(failed.len(), 2, "{both}");
+    assert!(
+        failed.iter().all(|l| l.contains("exit status: 3")),
+        "{both}"
+    );
+    let last = said.last().expect(&both);
+    assert!(
+        last.contains("giving up after 2 failed reconnects in a row; last error: ")
+            && last.contains("exit status: 3"),
+        "{both}"
+    );
+    assert!(!said.iter().any(|l| l.contains(" 0 failed")), "{both}");
+    // The server counted its own starts: the first, its restart, and the two failed attempts.
+    assert_eq!(std::fs::read_to_string(&starts).unwrap(), "4", "{both}");
+}

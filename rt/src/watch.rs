@@ -163,18 +163,53 @@ fn ms(d: Duration) -> String {
 struct Notices {
     retry: Retry,
     failures: BTreeMap<Kind, u32>,
+    /// The connection is lost (until the next one opens): the refreshes that end meanwhile
+    /// ended with it, and reconnecting (not listing) decides whether to give up.
+    lost: bool,
 }
 
 impl Notices {
+    fn new(retry: Retry) -> Notices {
+        Notices {
+            retry,
+            failures: BTreeMap::new(),
+            lost: false,
+        }
+    }
+
     /// The diagnostic of a notice, if it has one, and the reason to give up, if it is one.
     fn word(&mut self, n: &ClientNotice) -> (Option<String>, Option<String>) {
         let said = match n {
-            ClientNotice::ConnectFailed { why } => format!("cannot connect: {why}"),
+            ClientNotice::ConnectFailed { why } => {
+                self.lost = true;
+                format!("cannot connect: {why}")
+            }
+            ClientNotice::Negotiated { .. } => {
+                self.lost = false;
+                return (None, None);
+            }
+            ClientNotice::GaveUp { retries: 0, why } => {
+                return (
+                    None,
+                    Some(format!("giving up (no reconnect allowed): {why}")),
+                );
+            }
+            ClientNotice::GaveUp { retries, why } => {
+                return (
+                    None,
+                    Some(format!(
+                        "giving up after {retries} failed reconnects in a row; last error: {why}"
+                    )),
+                );
+            }
             ClientNotice::ReconnectScheduled { attempt, of, delay } => match of {
                 Some(of) => format!("reconnecting in {} (attempt {attempt} of {of})", ms(*delay)),
                 None => format!("reconnecting in {} (attempt {attempt})", ms(*delay)),
             },
-            ClientNotice::Disconnected { why } => format!("disconnected: {why}"),
+            ClientNotice::Disconnected { why } => {
+                self.lost = true;
+                format!("disconnected: {why}; the lists shown are stale until it is back")
+            }
             ClientNotice::RefreshFailed { kind, error } => {
                 *self.failures.entry(*kind).or_default() += 1;
                 format!("{kind}: listing failed: {error}")
@@ -206,6 +241,11 @@ impl Notices {
                     return (None, None);
                 }
                 let n = self.failures.get(kind).copied().unwrap_or(0);
+                if self.lost || n == 0 {
+                    // It ended with the connection (or failed no listing of its own): the
+                    // reconnect lists it again, and gives up by its own count.
+                    return (None, None);
+                }
                 if self.retry != Retry::Forever {
                     return (
                         None,
@@ -311,10 +351,7 @@ async fn watch_one(
 
     let mut last: BTreeMap<Kind, String> = BTreeMap::new();
     let mut shown = Shown::default();
-    let mut notices = Notices {
-        retry,
-        failures: BTreeMap::new(),
-    };
+    let mut notices = Notices::new(retry);
     let mut changes = catalog.changes();
     // A snapshot published before this subscription is not a change to it: say the lists as
     // they are now once, then every change.
@@ -360,12 +397,19 @@ async fn watch_one(
             }
             r = status.wait_for(|s| s.ended) => {
                 // Notices the client sent as it ended are said before the last line.
+                let mut gave_up = false;
                 while let Ok(n) = nrx.try_recv() {
-                    if let (Some(line), _) = notices.word(&n) {
+                    let (said, give_up) = notices.word(&n);
+                    if let Some(line) = said {
                         say(Said::Diagnostic(line));
                     }
+                    if let Some(why) = give_up {
+                        say(Said::Diagnostic(why));
+                        ended = Ended::GaveUp;
+                        gave_up = true;
+                    }
                 }
-                if let Ok(s) = r && let Some(e) = &s.last_error {
+                if !gave_up && let Ok(s) = r && let Some(e) = &s.last_error {
                     if stdio {
                         say(Said::Diagnostic(format!("stopped: {e}")));
                     } else {
@@ -518,13 +562,7 @@ async fn watch_many(
     }
     drop(tx);
     let keys: Vec<String> = servers.handles().map(|(k, _)| k.to_owned()).collect();
-    let mut notices: Vec<Notices> = keys
-        .iter()
-        .map(|_| Notices {
-            retry: opts.retry,
-            failures: BTreeMap::new(),
-        })
-        .collect();
+    let mut notices: Vec<Notices> = keys.iter().map(|_| Notices::new(opts.retry)).collect();
     let mut last_tools: Option<String> = None;
     let mut last: BTreeMap<(usize, Kind), String> = BTreeMap::new();
     let mut shown = Shown::default();
@@ -630,10 +668,7 @@ mod tests {
             refresh: 1,
             outcome: RefreshOutcome::Failed,
         });
-        let mut counted = Notices {
-            retry: Retry::Times(1),
-            failures: BTreeMap::new(),
-        };
+        let mut counted = Notices::new(Retry::Times(1));
         assert_eq!(
             counted.word(&failed).0.as_deref(),
             Some("tools: listing failed: list has more than 9 pages")
@@ -646,13 +681,46 @@ mod tests {
                 Some("tools: giving up after 2 failed attempts".into())
             )
         );
-        let mut forever = Notices {
-            retry: Retry::Forever,
-            failures: BTreeMap::new(),
-        };
+        let mut forever = Notices::new(Retry::Forever);
         forever.word(&failed);
         let (said, give_up) = forever.word(&ended);
         assert!(said.unwrap().contains("still failing after 1 attempts"));
         assert_eq!(give_up, None);
+    }
+
+    /// A refresh that ends with its connection is no failed listing: reconnecting decides
+    /// whether to give up, and its count is the reconnects it made.
+    #[test]
+    fn a_refresh_ended_by_a_lost_connection_does_not_give_up() {
+        let ended = ClientNotice::Event(Event::RefreshEnded {
+            client: 0,
+            kind: Kind::Tools,
+            auth: AuthCtx(0),
+            refresh: 1,
+            outcome: RefreshOutcome::Failed,
+        });
+        let mut notices = Notices::new(Retry::Times(2));
+        let (said, _) = notices.word(&ClientNotice::Disconnected {
+            why: "connection ended (Closed)".into(),
+        });
+        assert!(said.unwrap().contains("stale"));
+        assert_eq!(notices.word(&ended), (None, None));
+        // Not even before a connection is lost: no listing of its own failed.
+        assert_eq!(Notices::new(Retry::Times(2)).word(&ended), (None, None));
+        let mut gave_up = |retries| {
+            notices
+                .word(&ClientNotice::GaveUp {
+                    retries,
+                    why: "boom".into(),
+                })
+                .1
+                .unwrap()
+        };
+        assert_eq!(
+            gave_up(2),
+            "giving up after 2 failed reconnects in a row; last error: boom"
+        );
+        let none = gave_up(0);
+        assert!(!none.contains('0'), "{none}");
     }
 }

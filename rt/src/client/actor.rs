@@ -298,6 +298,8 @@ fn from_stream(
 /// How long a connection attempt waits for the handshake's answer before saying that it is
 /// still waiting (it gives up at the connect timeout).
 const STILL_WAITING: Duration = Duration::from_secs(1);
+/// How long a lost connection waits for its server child's exit status to say it.
+const CHILD_EXIT: Duration = Duration::from_millis(300);
 
 /// A list nothing was fetched for yet.
 fn not_listed_yet() -> ListStatus {
@@ -444,8 +446,8 @@ impl Actor {
                     opened.await
                 }
             };
-            let running = match opened {
-                Ok(Ok(r)) => r,
+            let (running, child) = match opened {
+                Ok(Ok(connect::Opened { running, child })) => (running, child),
                 Ok(Err(why)) => {
                     let _ = tx.send(Input::ConnectFailed { epoch, why });
                     return;
@@ -482,6 +484,7 @@ impl Actor {
                 Ok(reason) => format!("connection ended ({reason:?})"),
                 Err(e) => format!("connection task failed: {e}"),
             };
+            let why = connect::Opened::ended(child.as_ref(), why, CHILD_EXIT).await;
             killer.abort();
             if let Some(p) = probe {
                 p.abort();
@@ -501,6 +504,12 @@ impl Actor {
             self.now.ended = true;
             self.now.next_reconnect = None;
             self.lists_failing(why, None);
+            if self.endpoint.reconnectable() {
+                self.notice(ClientNotice::GaveUp {
+                    retries: self.reconnects,
+                    why: why.to_owned(),
+                });
+            }
             return;
         }
         self.reconnects += 1;
@@ -574,7 +583,6 @@ impl Actor {
         match input {
             Input::Connected { epoch, live } if epoch == current => {
                 self.connecting = false;
-                self.reconnects = 0;
                 self.now.connect_failures = 0;
                 self.now.next_reconnect = None;
                 for ls in self.now.lists.values_mut() {
@@ -627,6 +635,18 @@ impl Actor {
                     server,
                 });
                 let offered = offered_of(live.info.as_deref());
+                if !self
+                    .settings
+                    .client
+                    .kinds
+                    .iter()
+                    .any(|k| offered.contains(k))
+                {
+                    // Nothing to list: the handshake is the whole of a successful attempt. A
+                    // connection with lists to serve succeeds once it has served one, so a
+                    // server that dies before it does is a failed attempt.
+                    self.reconnects = 0;
+                }
                 self.not_offered(offered);
                 self.live = Some(live);
                 self.step(ClientInput::Offers(offered));
@@ -1101,7 +1121,11 @@ impl Actor {
                         ls.next_retry = None;
                     }
                 }
-                _ => self.list_current(*kind),
+                _ => {
+                    // The connection served a whole list: the reconnects before it succeeded.
+                    self.reconnects = 0;
+                    self.list_current(*kind);
+                }
             },
             _ => {}
         }

@@ -282,14 +282,16 @@ pub(crate) async fn open(
     auth: AuthCtx,
     bearer: Option<&str>,
     warn: sniff::Report,
-) -> Result<RunningService<RoleClient, Notifier>, String> {
+) -> Result<Opened, String> {
     // Only Streamable HTTP presents a token.
     #[cfg(not(feature = "http"))]
     let _ = bearer;
     match endpoint {
         Endpoint::Io(factory) => {
             let io = factory(auth).await.map_err(|e| e.to_string())?;
-            start(handler, guarded(io.0, io.1, warn), era).await
+            start(handler, guarded(io.0, io.1, warn), era)
+                .await
+                .map(Opened::service)
         }
         Endpoint::Command { program, args } => {
             let mut cmd = tokio::process::Command::new(program);
@@ -308,7 +310,10 @@ pub(crate) async fn open(
             let transport = guarded(read, stdin, warn);
             let tripped = transport.1.clone();
             match start(handler, transport, era).await {
-                Ok(running) => Ok(running),
+                Ok(running) => Ok(Opened {
+                    running,
+                    child: Some(child),
+                }),
                 // The guard closed the connection (and so killed the child): no exit to tell.
                 Err(e) if tripped.get().is_some() => Err(e),
                 Err(e) => Err(
@@ -350,7 +355,7 @@ pub(crate) async fn open(
             )
             .await
             {
-                Ok(running) => Ok(running),
+                Ok(running) => Ok(Opened::service(running)),
                 // rmcp's message does not say why the request could not be sent: ask TCP.
                 Err(e) => Err(match unreachable(url).await {
                     Some(why) => format!("{e}: {why}"),
@@ -360,7 +365,39 @@ pub(crate) async fn open(
         }
         Endpoint::Stdio => {
             let (read, write) = rmcp::transport::stdio();
-            start(handler, guarded(read, write, warn), era).await
+            start(handler, guarded(read, write, warn), era)
+                .await
+                .map(Opened::service)
+        }
+    }
+}
+
+/// A connection [`open`] opened: the running service, and the server child it talks to (a
+/// [`Endpoint::Command`]), whose exit status says why the connection ended.
+pub(crate) struct Opened {
+    pub(crate) running: RunningService<RoleClient, Notifier>,
+    pub(crate) child: Option<Arc<std::sync::Mutex<tokio::process::Child>>>,
+}
+
+impl Opened {
+    fn service(running: RunningService<RoleClient, Notifier>) -> Opened {
+        Opened {
+            running,
+            child: None,
+        }
+    }
+
+    /// Why the connection ended, given rmcp's `why`: with the server child's exit status when
+    /// it has exited (or does within `wait`).
+    pub(crate) async fn ended(
+        child: Option<&Arc<std::sync::Mutex<tokio::process::Child>>>,
+        why: String,
+        wait: Duration,
+    ) -> String {
+        let Some(child) = child else { return why };
+        match sniff::exit_status(child, wait).await {
+            Some(status) => format!("{why}; the server exited ({status})"),
+            None => why,
         }
     }
 }

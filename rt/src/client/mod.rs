@@ -67,7 +67,9 @@ pub struct ClientSettings {
     pub reconnect_base: Duration,
     /// Largest reconnect delay.
     pub reconnect_max: Duration,
-    /// Give up after this many reconnects in a row (None: never).
+    /// Give up after this many reconnects in a row (None: never). A reconnect succeeds once its
+    /// connection has served a list (or has none to serve): a server that accepts the handshake
+    /// and dies before it serves one counts as a failed attempt.
     pub max_reconnects: Option<u32>,
     /// How often an HTTP connection is probed with `ping` (rmcp's HTTP client does not notice
     /// a server that went away until a request fails).
@@ -232,6 +234,14 @@ pub enum ClientNotice {
     /// A connection attempt failed.
     ConnectFailed {
         /// Why.
+        why: String,
+    },
+    /// The client gave up connecting: the connection failed or was lost, and `retries`
+    /// reconnects in a row (at most [`ClientSettings::max_reconnects`]) failed after it.
+    GaveUp {
+        /// Reconnects made since the last connection that served a list (0: none allowed).
+        retries: u32,
+        /// The last error.
         why: String,
     },
     /// The connection will be opened again.

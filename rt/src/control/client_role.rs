@@ -86,6 +86,9 @@ pub fn forward_notices(mut rx: mpsc::UnboundedReceiver<ClientNotice>, out: Outbo
                     out.event("content", json!({"uri": uri, "text": text}));
                 }
                 ClientNotice::Disconnected { why } => out.log(format!("disconnected: {why}")),
+                ClientNotice::GaveUp { retries, why } => {
+                    out.log(format!("gave up after {retries} reconnects: {why}"))
+                }
                 ClientNotice::Log(m) => out.log(m),
                 ClientNotice::Event(e) => {
                     match &e {
