@@ -1,13 +1,15 @@
 //! `listsync replay TRACE... (--against IMPL[:ROLE][@VARIANT] | --adapter FILE[:ROLE][@VARIANT])
-//! [--era E]`: replays traces against a real implementation through the harness (a built-in one,
-//! or any adapter described by a manifest file), prints per trace the verdicts judged from what
-//! the implementation did next to the model's, any divergence, and the path of the message log.
+//! [--era E] [--require-race]`: poses each trace's adversary to a real implementation through
+//! the harness (a built-in one, or any adapter described by a manifest file), prints per trace
+//! its outcome (holds with the race posed, violated, race not posed, error), the verdicts judged
+//! from what the implementation did next to the trace's, and the path of the message log.
 
 use anyhow::Context;
 use listsync_core::vocab::Era;
 use listsync_harness::adapters::{Paths, Subject};
+use listsync_harness::outcome::Outcome;
 use listsync_harness::outcome::RunStatus;
-use listsync_harness::replay::{exit_code, plan, replay, summary};
+use listsync_harness::replay::{exit_code, headline, plan, replay, summary};
 use listsync_harness::run::Bounds;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,10 +43,14 @@ pub struct Args {
     /// for `listsync audit` (docs/session-log.md).
     #[arg(long)]
     session_logs: bool,
+    /// Fail (exit 1) when a trace's race was not posed: the implementation's own path never
+    /// gave the adversary the opening the trace needs.
+    #[arg(long)]
+    require_race: bool,
 }
 
-/// Runs the replays; exit 0 when every replay ran in lockstep and agreed with the model, 1 when
-/// one diverged or disagreed, 2 when one could not run.
+/// Runs the replays; exit 1 when one violated a property or erred (or, with `--require-race`,
+/// did not pose its race), else 0 (docs/trace-format.md, "Adaptive replay").
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let subject = match (&args.against, &args.adapter) {
         (_, Some(file)) => Subject::parse(file, true),
@@ -73,21 +79,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("{}", path.display()))?;
         let mut report = rt.block_on(replay(&p, &paths, Bounds::default()));
         println!(
-            "trace {} against {} ({}, server {}, client {}): {}{}",
+            "trace {} against {} ({}, server {}, client {}): {}",
             path.display(),
             p.subject,
             p.scenario.era,
             report.server,
             report.client,
-            report.status.as_str(),
-            report
-                .detail
-                .as_deref()
-                .map(|d| format!(" — {d}"))
-                .unwrap_or_default()
+            headline(&report),
         );
         if report.status != RunStatus::Unsupported {
-            for line in summary(&report) {
+            for line in summary(&report).into_iter().skip(1) {
                 println!("{line}");
             }
             let stem = name.trim_end_matches(".json");
@@ -110,7 +111,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             report.log = Some(log.display().to_string());
         }
-        let code = exit_code(&report);
+        if report.outcome() == Outcome::RaceNotPosed && !args.require_race {
+            eprintln!(
+                "listsync replay: {}: the race was not posed, so this run proves nothing about it (--require-race makes it fail)",
+                path.display()
+            );
+        }
+        let code = exit_code(&report, args.require_race);
         worst = worst.max(code);
         runs.push(report);
     }

@@ -4,7 +4,8 @@
 //!
 //! - in the matrix, its `coalescing` variant holds every property in both eras and its
 //!   `last-response-wins` variant is caught by `no_stale_overwrite`, the property it breaks;
-//! - `listsync replay --adapter FILE:client@VARIANT` replays a corpus trace against it;
+//! - `listsync replay --adapter FILE:client@VARIANT` poses the corpus traces about clients to
+//!   it: the coalescing client holds with each race posed, last-response-wins is violated;
 //! - `adapter check` passes it, and names the docs/harness-protocol.md rule each broken adapter
 //!   breaks (every rule it applies is documented there).
 //!
@@ -107,29 +108,77 @@ async fn the_matrix_passes_the_example_and_catches_its_last_response_wins_varian
     );
 }
 
+/// `listsync replay` poses each replayable corpus trace about clients to the example's two
+/// clients: the coalescing one holds every property with the trace's race posed (exit 0), the
+/// last-response-wins one is caught by `no_stale_overwrite` on the traces of that race (exit 1).
+#[test]
+fn replay_judges_the_example_clients_by_what_they_do() {
+    let out = tempfile::tempdir().unwrap();
+    let replayable = [
+        "clear-then-fetch",
+        "first-page-only",
+        "flag-cleared-after-await",
+        "listen-without-relist",
+        "naive",
+        "request-id-guard",
+    ];
+    let traces: Vec<String> = replayable
+        .iter()
+        .map(|t| format!("traces/{t}.json"))
+        .collect();
+    let replay = |variant: &str| {
+        let adapter = format!("harness/adapters/example/adapter.toml:client@{variant}");
+        let mut args = vec!["replay"];
+        args.extend(traces.iter().map(String::as_str));
+        args.extend(["--adapter", &adapter, "--out", out.path().to_str().unwrap()]);
+        listsync(&args)
+    };
+    let outcomes = |stdout: &str| -> Vec<(String, String)> {
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("trace "))
+            .map(|l| {
+                let name = l.split_whitespace().nth(1).unwrap_or("").to_owned();
+                let outcome = l.rsplit("): ").next().unwrap_or("").to_owned();
+                (name, outcome)
+            })
+            .collect()
+    };
+    let (code, stdout, stderr) = replay("coalescing");
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let got = outcomes(&stdout);
+    assert_eq!(got.len(), replayable.len(), "{stdout}");
+    for (name, outcome) in &got {
+        assert!(
+            outcome.starts_with("holds: "),
+            "{name}: {outcome}\n{stdout}"
+        );
+    }
+    // The traces of a race the wire shows: posed, and named.
+    for t in [
+        "naive",
+        "request-id-guard",
+        "clear-then-fetch",
+        "flag-cleared-after-await",
+    ] {
+        let (_, o) = got.iter().find(|(n, _)| n.contains(t)).unwrap();
+        assert!(o.contains("race posed (notify_during_refresh"), "{t}: {o}");
+    }
+    let (code, stdout, stderr) = replay("last-response-wins");
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let got = outcomes(&stdout);
+    for t in ["naive", "request-id-guard"] {
+        let (_, o) = got.iter().find(|(n, _)| n.contains(t)).unwrap();
+        assert!(
+            o.starts_with("violated: ") && o.contains("no_stale_overwrite"),
+            "{t}: {o}\n{stdout}"
+        );
+    }
+    assert!(!stdout.contains("diverged"), "{stdout}");
+}
+
 #[test]
 fn replay_takes_an_adapter_manifest_with_a_role_and_variant() {
-    let out = tempfile::tempdir().unwrap();
-    let (code, stdout, stderr) = listsync(&[
-        "replay",
-        "traces/naive.json",
-        "--adapter",
-        "harness/adapters/example/adapter.toml:client@last-response-wins",
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
-    // The classic refresh takes the trace's own path and shows its violation, as the model does.
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
-    assert!(stdout.contains("completed"), "{stdout}");
-    let line = stdout
-        .lines()
-        .find(|l| l.trim_start().starts_with("no_stale_overwrite"))
-        .unwrap_or_else(|| panic!("{stdout}"));
-    assert_eq!(
-        line.split_whitespace().collect::<Vec<_>>(),
-        ["no_stale_overwrite", "violated", "violated", "violated"],
-        "{stdout}"
-    );
     let (code, _, stderr) = listsync(&[
         "replay",
         "traces/naive.json",

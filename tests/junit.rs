@@ -144,10 +144,9 @@ fn replay_writes_a_testcase_per_trace_and_a_failure_names_its_message_log() {
     );
 
     // The example adapter's correct (coalescing) client (python3, stdlib only) does not take the
-    // naive trace's path (it never sends the re-list the trace holds a response for), so the
-    // replay diverges: a failure that names the message log written for it. (Its
-    // last-response-wins variant takes the trace's path and agrees with the model: a pass, as
-    // tests/adapter_example.rs shows.)
+    // naive trace's path (it never sends the re-list the trace holds a response for), and holds:
+    // a pass. Its last-response-wins client is caught: a failure that names the violated
+    // property and the message log written for it.
     let (code, _, _) = listsync(&[
         "replay",
         "traces/naive.json",
@@ -158,10 +157,25 @@ fn replay_writes_a_testcase_per_trace_and_a_failure_names_its_message_log() {
         "--junit",
         junit.to_str().unwrap(),
     ]);
+    assert_eq!(code, 0);
+    let cases = testcases(&junit);
+    assert_eq!(cases.len(), 1);
+    assert_eq!(cases[0].2, "passed", "{cases:?}");
+    let (code, _, _) = listsync(&[
+        "replay",
+        "traces/naive.json",
+        "--adapter",
+        "harness/adapters/example/adapter.toml:client@last-response-wins",
+        "--out",
+        logs.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1);
     let cases = testcases(&junit);
     assert_eq!(cases.len(), 1);
     assert_eq!(cases[0].2, "failure", "{cases:?}");
+    assert!(cases[0].3.contains("no_stale_overwrite"), "{cases:?}");
     let log = cases[0]
         .3
         .split("message log: ")

@@ -564,10 +564,11 @@ async fn a_cursor_cycle_is_reported_retried_and_given_up_on() {
     assert!(lists <= 2 * 6, "bounded work: {lists} lists");
 }
 
-/// A stdio server (python3, stdlib only) that serves a two-page tools list, announces a change
-/// after its first walk, and exits while answering page 2 of the walk after the change. Each
-/// start is counted in the file it is given: the first start lists `a, b`, the second
-/// `a, b, c`, every later one exits with status 3 before the handshake.
+/// A stdio server (python3, stdlib only) that serves its tools list in one page, announces a
+/// change after that first walk, and exits while answering page 2 of the walk after the change
+/// (which it serves in pages of one). Each start is counted in the file it is given: the first
+/// start lists `a, b`, the second `a, b, c`, every later one exits with status 3 before the
+/// handshake.
 const DIES_MID_WALK: &str = r#"
 import json, os, sys
 state = sys.argv[1]
@@ -592,16 +593,16 @@ for line in sys.stdin:
             "capabilities": {"tools": {"listChanged": True}},
             "serverInfo": {"name": "dies-mid-walk", "version": "1"}}})
     elif method == "tools/list":
-        if (m.get("params") or {}).get("cursor") is None:
-            walks += 1
-            send({"jsonrpc": "2.0", "id": rid,
-                  "result": {"tools": [tool(names[0])], "nextCursor": "2"}})
-        elif walks >= 2:
+        if (m.get("params") or {}).get("cursor") is not None:
             sys.exit(0)
+        walks += 1
+        if walks == 1:
+            send({"jsonrpc": "2.0", "id": rid,
+                  "result": {"tools": [tool(x) for x in names]}})
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         else:
             send({"jsonrpc": "2.0", "id": rid,
-                  "result": {"tools": [tool(x) for x in names[1:]]}})
-            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                  "result": {"tools": [tool(names[0])], "nextCursor": "2"}})
     elif rid is not None:
         send({"jsonrpc": "2.0", "id": rid, "result": {}})
 "#;

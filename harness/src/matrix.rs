@@ -6,8 +6,8 @@
 //! too, to show the harness catches every bug it knows is there.
 //!
 //! Cell rules: **violated** if any run violated the property (the cell links that run's trace
-//! or scenario and its message log); else **holds** if a run that ran to its end judged it;
-//! else **diverged** if the only runs left the trace; **n.a.** when it cannot apply to the role
+//! or scenario and its message log); else **holds** if a run that ran to its end judged it
+//! (a corpus trace is posed adaptively: docs/trace-format.md); **n.a.** when it cannot apply to the role
 //! or era (a client cannot violate `notify_after_commit` or `no_call_to_removed`, a server
 //! cannot violate `listen_then_list`; `auth_isolation` needs HTTP authorization contexts, and
 //! the harness runs stdio).

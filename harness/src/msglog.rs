@@ -153,6 +153,9 @@ fn render_raw(report: &RunReport, kinds: KindSet) -> String {
             .map(|d| format!(" — {d}"))
             .unwrap_or_default()
     );
+    if matches!(report.target, crate::outcome::Target::Trace { .. }) {
+        let _ = writeln!(s, "# outcome: {}", crate::replay::headline(report));
+    }
     let _ = writeln!(s, "# columns: record, time since start, what\n");
     for r in &report.records {
         let _ = writeln!(s, "{}", line(r));

@@ -11,6 +11,7 @@ use crate::proxy::listed_kind;
 use crate::timeline::{Action, Body, Dir, Fact, Fate, Record, Side};
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::scenario::Scenario;
+use listsync_core::situation::Situation;
 use listsync_core::vocab::{Era, KindSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -38,6 +39,50 @@ impl RunStatus {
             RunStatus::Diverged => "diverged",
             RunStatus::Unsupported => "unsupported",
             RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Whether an adaptive replay posed its trace's race to the implementation: the situations
+/// of the trace the wire can show, and those the run reached.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Race {
+    /// The race was posed.
+    pub posed: bool,
+    /// The trace's situations that the wire can show.
+    pub wanted: Vec<Situation>,
+    /// Those the run reached.
+    pub reached: Vec<Situation>,
+    /// Why it was not posed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// What one replay comes to, for its user: the verdict `listsync replay` prints and exits by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The race was posed (or the trace has none the wire shows) and every property held.
+    Holds,
+    /// A property was violated.
+    Violated,
+    /// The implementation's path never gave the adversary its opening.
+    RaceNotPosed,
+    /// The harness or an adapter failed, or our runtime left a trace it should follow exactly.
+    Error,
+    /// The implementation cannot run the trace here.
+    NotApplicable,
+}
+
+impl Outcome {
+    /// `holds`, `violated`, `race not posed`, `error`, `not applicable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Holds => "holds",
+            Outcome::Violated => "violated",
+            Outcome::RaceNotPosed => "race not posed",
+            Outcome::Error => "error",
+            Outcome::NotApplicable => "not applicable",
         }
     }
 }
@@ -161,6 +206,9 @@ pub struct RunReport {
     pub model: Option<Verdicts>,
     /// The trace's expected verdicts (replays).
     pub expected: Option<Verdicts>,
+    /// Whether an adaptive replay posed the trace's race (None: not an adaptive replay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub race: Option<Race>,
     /// Violations found.
     pub violations: Vec<Found>,
     /// Caveats.
@@ -196,12 +244,27 @@ impl RunReport {
             judged: Verdicts::new(),
             model: None,
             expected: None,
+            race: None,
             violations: Vec::new(),
             notes: Vec::new(),
             observations: Observations::default(),
             log: None,
             duration_ms: 0,
             records: Vec::new(),
+        }
+    }
+
+    /// The run's outcome for its user: violated as soon as a property is; else an error if it
+    /// did not run to its end; else whether the race was posed.
+    pub fn outcome(&self) -> Outcome {
+        match self.status {
+            RunStatus::Unsupported => Outcome::NotApplicable,
+            _ if self.judged.values().any(|v| *v == Verdict::Violated) => Outcome::Violated,
+            RunStatus::Failed | RunStatus::Diverged => Outcome::Error,
+            RunStatus::Completed if self.race.as_ref().is_some_and(|r| !r.posed) => {
+                Outcome::RaceNotPosed
+            }
+            RunStatus::Completed => Outcome::Holds,
         }
     }
 

@@ -10,7 +10,7 @@ use listsync_core::property::{Property, Verdict};
 use listsync_harness::adapters::Role;
 use listsync_harness::findings::{Finding, Status};
 use listsync_harness::matrix::CellState;
-use listsync_harness::outcome::{RunReport, RunStatus, Target};
+use listsync_harness::outcome::{Outcome, RunReport, RunStatus, Target};
 pub use listsync_harness::report::{Conformance, FORMAT};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -62,11 +62,11 @@ pub fn render(json: Option<&Conformance>, diagram: &dyn Fn(&str) -> Option<Strin
          ({} runs in {seconds:.0} s). Each row is one implementation × exact package version × \
          role × era × variant, run against our reference runtime in the other role over stdio, \
          with the harness proxy holding and releasing JSON-RPC messages. Cells aggregate the \
-         row's runs: the `traces/` corpus replayed in lockstep and the generated scenarios of \
+         row's runs: the `traces/` corpus posed adaptively (the trace's adversary, the \
+         implementation's own choices: docs/trace-format.md) and the generated scenarios of \
          its role. **violated** links the run that shows it — a corpus trace (its sequence \
          diagram, then its JSON) or a scenario — and its message log; **holds**: no run \
-         violated it and a run that ran to its end judged it; **diverged**: only replays that \
-         left their trace judged it; **n/a**: the role cannot violate it, the era has no such \
+         violated it and a run that ran to its end judged it; **n/a**: the role cannot violate it, the era has no such \
          thing, or it needs HTTP authorization contexts (the harness runs stdio). Columns: {}.\n",
         runs.len(),
         props
@@ -78,7 +78,7 @@ pub fn render(json: Option<&Conformance>, diagram: &dyn Fn(&str) -> Option<Strin
     matrix(&mut s, v, props, &runs, diagram);
     validation(&mut s, v, &runs, diagram);
     findings(&mut s, v, &runs);
-    divergences(&mut s, &runs, diagram);
+    races(&mut s, &runs, diagram);
     run_table(&mut s, &runs, props, diagram);
     s
 }
@@ -296,36 +296,33 @@ fn findings(s: &mut String, v: &Conformance, runs: &Runs) {
     }
 }
 
-/// Which corpus replays against the rows left their trace, per trace, with the first reason.
-fn divergences(s: &mut String, runs: &Runs, diagram: &dyn Fn(&str) -> Option<String>) {
+/// What the corpus replays against the rows came to, per trace: in how many rows its race was
+/// posed and every property held, in how many a property was violated, and in which rows the
+/// race was not posed, with the first reason (docs/trace-format.md, "Adaptive replay").
+fn races(s: &mut String, runs: &Runs, diagram: &dyn Fn(&str) -> Option<String>) {
     let replays: Vec<&RunReport> = runs
         .iter()
         .filter(|(id, r)| {
             !id.starts_with("validation.")
                 && matches!(r.target, Target::Trace { .. })
-                && matches!(r.status, RunStatus::Completed | RunStatus::Diverged)
+                && r.status != RunStatus::Unsupported
         })
         .map(|(_, r)| *r)
         .collect();
     let mut by_trace: BTreeMap<&str, Vec<&RunReport>> = BTreeMap::new();
     for r in &replays {
-        if r.status == RunStatus::Diverged {
-            by_trace.entry(r.target.name()).or_default().push(r);
-        }
+        by_trace.entry(r.target.name()).or_default().push(r);
     }
-    let n: usize = by_trace.values().map(Vec::len).sum();
-    let _ = writeln!(s, "\n## Replays that left their trace\n");
+    let _ = writeln!(s, "\n## Corpus replays: was the race posed?\n");
     let _ = writeln!(
         s,
-        "{n} of {} corpus replays against the rows diverged. A trace is a known-bad strategy's \
-         counterexample; an implementation that does not follow that strategy takes another path \
-         at some step (it walks every page where the trace's client stops at the first, it \
-         listens before it lists, it does not notify where the trace's server does), and the \
-         harness reports the first message it sent that the trace did not predict, or the one it \
-         never sent, with everything it was holding at that point. The run then continues with \
-         everything released and is still judged; its violations count in the cells, its holds \
-         do not (a cell is **diverged** only when every run that judged it diverged). Our \
-         reference runtime never diverges (see the validation table and the reference rows).\n",
+        "{} corpus replays ran against the rows. A trace is the adversary's schedule (batches, \
+         deliveries, losses) plus a known-bad strategy's choices; each row's implementation is \
+         posed the adversary and makes its own choices. **posed, holds**: the run reached the \
+         trace's race as the wire shows it and every property held; **violated**: a property \
+         was violated (the cells above link it); **not posed**: the implementation's path never \
+         gave the adversary its opening, so the run proves nothing about that race; \
+         **error**: the harness or the adapter failed.\n",
         replays.len()
     );
     if by_trace.is_empty() {
@@ -333,20 +330,36 @@ fn divergences(s: &mut String, runs: &Runs, diagram: &dyn Fn(&str) -> Option<Str
     }
     let _ = writeln!(
         s,
-        "| trace | rows that diverged | first reason (first row) |"
+        "| trace | posed, holds | violated | not posed | error | first reason not posed (row) |"
     );
-    let _ = writeln!(s, "|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
     for (trace, rs) in by_trace {
-        let rows: Vec<String> = rs
-            .iter()
-            .map(|r| format!("{} {} ({}) {}", r.imp, r.role, r.variant, r.era))
-            .collect();
+        let count = |o: Outcome| rs.iter().filter(|r| r.outcome() == o).count();
+        let not_posed = rs.iter().find(|r| r.outcome() == Outcome::RaceNotPosed);
+        let reason = not_posed
+            .map(|r| {
+                format!(
+                    "{} ({} {} {} {})",
+                    r.race
+                        .as_ref()
+                        .and_then(|x| x.why.clone())
+                        .unwrap_or_default(),
+                    r.imp,
+                    r.role,
+                    r.variant,
+                    r.era
+                )
+            })
+            .unwrap_or_default();
         let _ = writeln!(
             s,
-            "| {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             trace_links(trace, diagram),
-            cell_escape(&rows.join("<br>")),
-            cell_escape(rs[0].detail.as_deref().unwrap_or(""))
+            count(Outcome::Holds),
+            count(Outcome::Violated),
+            count(Outcome::RaceNotPosed),
+            count(Outcome::Error),
+            cell_escape(&reason)
         );
     }
 }

@@ -309,17 +309,18 @@ fn list(names: &[String]) -> String {
 }
 
 /// `listsync replay`: a testcase per trace × implementation, failed as `listsync replay`'s exit
-/// status says: when the run diverged from the trace or its verdicts differ from the shadow
-/// world's (the model's strategies for the implementation: the reference algorithm for an SDK);
-/// an error when the harness could not run it; skipped when it does not apply. `logs` is the
+/// status says: when a property was violated (or, following a trace exactly, when our runtime
+/// left it or its verdicts differ from the shadow world's); skipped with the reason when the
+/// race was not posed or the trace does not apply; an error when the harness could not run it.
+/// `logs` is the
 /// directory the runs' message logs (`RunReport::log`) are relative to.
 pub fn from_replays(runs: &[RunReport], logs: &Path) -> Suite {
     from_runs("listsync replay", runs, logs, true)
 }
 
 /// `listsync matrix`: a testcase per run (a corpus trace or a generated scenario against one
-/// row: implementation, role, variant, era), failed when the row violated a property (a run may
-/// leave a trace's lockstep and still be judged, as the report does); a validation run of a
+/// row: implementation, role, variant, era), failed when the row violated a property; a
+/// validation run of a
 /// known-bad strategy fails when its trace did not catch it. Errors and skips as for replays.
 pub fn from_matrix(runs: &[RunReport], logs: &Path) -> Suite {
     from_runs("listsync matrix", runs, logs, false)
@@ -368,7 +369,7 @@ fn from_runs(suite: &str, runs: &[RunReport], logs: &Path, lockstep: bool) -> Su
                     } else {
                         let why = if r.status == RunStatus::Diverged {
                             format!(
-                                "diverged from the trace ({})",
+                                "our runtime left the trace it follows exactly ({})",
                                 r.detail.as_deref().unwrap_or("-")
                             )
                         } else {
@@ -380,10 +381,20 @@ fn from_runs(suite: &str, runs: &[RunReport], logs: &Path, lockstep: bool) -> Su
                         }
                     }
                 }
-                // A generated scenario: judged by the properties alone.
+                // An adaptive replay or a generated scenario: judged by the properties alone;
+                // a replay that did not pose its race proves nothing, and says so.
                 _ if !violated.is_empty() => Outcome::Failed {
                     message: format!("{target}: violated {}{log}", list(&violated)),
                     detail: r.notes.join("\n"),
+                },
+                _ if r.race.as_ref().is_some_and(|x| !x.posed) => Outcome::Skipped {
+                    message: format!(
+                        "race not posed: {}",
+                        r.race
+                            .as_ref()
+                            .and_then(|x| x.why.clone())
+                            .unwrap_or_default()
+                    ),
                 },
                 _ => Outcome::Passed,
             };

@@ -246,6 +246,16 @@ impl Lockstep<'_> {
                 };
                 self.run.proxy.act(seq, action);
             }
+            Step::Mutate { .. } | Step::Commit | Step::Call { .. } => self.act(step).await?,
+            other => return Err(format!("step '{other}' is not supported by the harness")),
+        }
+        Ok(())
+    }
+
+    /// Carries out on the real side a step that moves no message: a batch, the release of a
+    /// parked commit, a tool call.
+    pub(super) async fn act(&mut self, step: &Step) -> Result<(), String> {
+        match step {
             Step::Mutate { batch } => {
                 let ops = self
                     .plan

@@ -39,9 +39,11 @@
 //! each side did (publications, tool calls, client steps); [`lockstep`] carries out one step on
 //! both sides and waits for the real side to catch up; this file drives a whole replay.
 
+pub mod adversary;
 mod lockstep;
 mod matching;
 mod planning;
+mod pose;
 mod progress;
 
 pub use matching::tracked_policy;
@@ -49,7 +51,7 @@ pub use planning::{ReplayPlan, fixed_catalog, plan, trace_role, why_not_replayab
 
 use crate::adapters::{Paths, client_launch, server_launch};
 use crate::jsonrpc;
-use crate::outcome::{RunReport, RunStatus, Target};
+use crate::outcome::{Outcome, RunReport, RunStatus, Target};
 use crate::proxy::Policy;
 use crate::run::{Bounds, Run, RunConfig};
 use crate::timeline::{Body, Dir, Fact};
@@ -84,6 +86,19 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
         report.detail = Some(why.clone());
         return report;
     }
+    let adaptive = if follows_exactly(plan) {
+        None
+    } else {
+        match adversary::schedule(&plan.trace) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                return report.failed(
+                    format!("the trace cannot be posed adaptively: {e}"),
+                    started,
+                );
+            }
+        }
+    };
     let launches = server_launch(paths, &plan.server)
         .and_then(|s| Ok((s, client_launch(paths, &plan.client)?)));
     let (server, client) = match launches {
@@ -115,7 +130,7 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
         step: "start".into(),
         model: log.lines.clone(),
     });
-    let mut ls = Lockstep {
+    let ls = Lockstep {
         plan,
         run,
         world,
@@ -126,6 +141,98 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
         exact: plan.client.adapter.runs_core && plan.server.adapter.runs_core,
         notifications_delivered: 0,
     };
+    match adaptive {
+        Some(schedule) => adapt(ls, &schedule, report, started).await,
+        None => lockstep(ls, report, started).await,
+    }
+}
+
+/// Whether a replay follows the trace's own steps exactly (our runtime running the trace's own
+/// strategies: `reference@trace`, the matrix's validation runs) rather than posing the trace's
+/// adversary to an implementation that makes its own choices.
+pub fn follows_exactly(plan: &ReplayPlan) -> bool {
+    plan.subject.adapter.runs_core && plan.subject.variant.as_deref() == Some("trace")
+}
+
+/// An adaptive replay: the trace's adversary posed to the implementation ([`adversary`]).
+async fn adapt(
+    mut ls: Lockstep<'_>,
+    schedule: &adversary::Schedule,
+    mut report: RunReport,
+    started: std::time::Instant,
+) -> RunReport {
+    let bounds = ls.run.bounds;
+    let kinds = ls.kinds;
+    // Start-up: the client process gets the start-up bound to show life.
+    let alive = ls
+        .run
+        .hub
+        .wait_until(bounds.startup, |st| {
+            st.records
+                .iter()
+                .any(|r| matches!(r.body, Body::Msg { dir: Dir::Up, .. }))
+                .then_some(())
+        })
+        .await
+        .is_some();
+    let posed = if alive {
+        ls.pose(schedule).await
+    } else {
+        Err(format!(
+            "the client sent nothing within {:?}",
+            bounds.startup
+        ))
+    };
+    // Then everything still held goes, oldest first, and the run settles.
+    if posed.is_ok() {
+        ls.drain().await;
+    }
+    ls.run.proxy.set_policy(Policy::pass_all());
+    ls.run.proxy.release_all();
+    if let Some((gate, _)) = ls.commit_gate.take() {
+        let _ = ls
+            .run
+            .server
+            .cmd("release", json!({ "gate": gate }), bounds.command)
+            .await;
+    }
+    let settled = ls.run.settle().await;
+    if settled {
+        ls.run.fact(Fact::Quiescent {
+            kinds: kinds.iter().collect(),
+        });
+    } else {
+        ls.run
+            .note("the run did not fall quiet within the settle bound");
+    }
+    match posed {
+        Ok(p) => {
+            report.status = RunStatus::Completed;
+            report.notes.extend(p.skipped);
+            report.race = Some(p.race);
+        }
+        Err(e) => {
+            report.status = RunStatus::Failed;
+            report.detail = Some(e);
+        }
+    }
+    let Lockstep { run, plan, .. } = ls;
+    let records = run.finish().await;
+    report.attach(records, kinds);
+    report.mask(&plan.scenario);
+    report.duration_ms = started.elapsed().as_millis() as u64;
+    report
+}
+
+/// A lockstep replay: our runtime follows the trace's own steps; leaving them is an error.
+async fn lockstep(
+    mut ls: Lockstep<'_>,
+    mut report: RunReport,
+    started: std::time::Instant,
+) -> RunReport {
+    let plan = ls.plan;
+    let bounds = ls.run.bounds;
+    let kinds = ls.kinds;
     let mut diverged: Option<(Option<usize>, String)> = None;
     // Start-up: the client process gets the start-up bound to show life (its first message);
     // from then on a predicted message gets the usual step bound, so a client that takes
@@ -258,22 +365,23 @@ pub fn agrees(judged: &Verdicts, model: &Verdicts) -> bool {
     Property::ALL.iter().all(|p| judged.get(p) == model.get(p))
 }
 
-/// The verdict table and findings `listsync replay` prints for one run that ran: per property
-/// the judged verdict, the model's and the trace's, then each violation and note.
+/// What `listsync replay` prints for one run that ran: the outcome (with the situations that
+/// posed the race, the violated properties, or why the race was not posed), per property the
+/// judged verdict beside the trace's, then each violation and note.
 pub fn summary(report: &RunReport) -> Vec<String> {
     let cell = |v: Option<&listsync_core::property::Verdict>| {
         v.map(ToString::to_string).unwrap_or_else(|| "-".into())
     };
-    let mut out = vec![format!(
-        "  {:<22} {:<9} {:<9} {:<9}",
-        "property", "judged", "model", "trace"
-    )];
+    let mut out = vec![format!("  {}", headline(report))];
+    out.push(format!(
+        "  {:<22} {:<9} {:<9}",
+        "property", "judged", "trace"
+    ));
     for prop in Property::ALL {
         out.push(format!(
-            "  {:<22} {:<9} {:<9} {:<9}",
+            "  {:<22} {:<9} {:<9}",
             prop.as_str(),
             cell(report.judged.get(&prop)),
-            cell(report.model.as_ref().and_then(|m| m.get(&prop))),
             cell(report.expected.as_ref().and_then(|m| m.get(&prop))),
         ));
     }
@@ -287,20 +395,60 @@ pub fn summary(report: &RunReport) -> Vec<String> {
     out
 }
 
-/// The exit status of one replay: 0 when it ran in lockstep and agreed with the model (or the
-/// implementation cannot run the trace), 1 when it diverged or disagreed, 2 when it could not run.
-pub fn exit_code(report: &RunReport) -> u8 {
-    match report.status {
-        RunStatus::Completed
-            if report
-                .model
-                .as_ref()
-                .is_some_and(|m| agrees(&report.judged, m)) =>
-        {
-            0
+/// One line: the outcome and what it rests on.
+pub fn headline(report: &RunReport) -> String {
+    let names = |s: &[listsync_core::situation::Situation]| {
+        s.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(", ")
+    };
+    let outcome = report.outcome();
+    match outcome {
+        Outcome::Violated => {
+            let props: Vec<&str> = report
+                .judged
+                .iter()
+                .filter(|(_, v)| **v == listsync_core::property::Verdict::Violated)
+                .map(|(p, _)| p.as_str())
+                .collect();
+            format!("violated: {}", props.join(", "))
         }
-        RunStatus::Completed | RunStatus::Diverged => 1,
-        RunStatus::Unsupported => 0,
-        RunStatus::Failed => 2,
+        Outcome::Holds => match &report.race {
+            Some(r) if !r.reached.is_empty() => {
+                format!(
+                    "holds: race posed ({}), every property held",
+                    names(&r.reached)
+                )
+            }
+            Some(_) => "holds: every adversary move carried out, every property held".into(),
+            None => "holds: the trace followed exactly, every property held".into(),
+        },
+        Outcome::RaceNotPosed => format!(
+            "race not posed: {}",
+            report
+                .race
+                .as_ref()
+                .and_then(|r| r.why.clone())
+                .unwrap_or_default()
+        ),
+        Outcome::Error => format!(
+            "error: {}",
+            report
+                .detail
+                .clone()
+                .unwrap_or_else(|| "the run failed".into())
+        ),
+        Outcome::NotApplicable => format!(
+            "not applicable: {}",
+            report.detail.clone().unwrap_or_default()
+        ),
+    }
+}
+
+/// The exit status of one replay: 1 when it violated a property or erred, 0 when it held or
+/// cannot apply here; a race not posed is 0 (and said), or 1 with `require_race`.
+pub fn exit_code(report: &RunReport, require_race: bool) -> u8 {
+    match report.outcome() {
+        Outcome::Holds | Outcome::NotApplicable => 0,
+        Outcome::RaceNotPosed => u8::from(require_race),
+        Outcome::Violated | Outcome::Error => 1,
     }
 }

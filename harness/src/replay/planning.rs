@@ -123,6 +123,18 @@ pub fn plan(
     if !subject.adapter.plays(role) {
         unsupported.get_or_insert(format!("{name} does not play the {role} role"));
     }
+    if let Some(about) = trace_role(&trace.scenario)
+        && about != role
+        && !(subject.adapter.runs_core && subject.variant.as_deref() == Some("trace"))
+    {
+        let bad = match about {
+            Role::Server => trace.scenario.server.strategy.as_str().to_owned(),
+            Role::Client => trace.scenario.client_strategy().as_str().to_owned(),
+        };
+        unsupported.get_or_insert(format!(
+            "the trace shows a {about}'s bug ({bad}); it is replayed against {about}s"
+        ));
+    }
     let kinds = subject.adapter.kinds;
     if let Some(k) = scenario
         .clients

@@ -36,6 +36,9 @@ pub(crate) struct Live {
     peer: Peer<RoleClient>,
     kill: CancellationToken,
     info: Option<Arc<ServerPeerInfo>>,
+    /// The server child, for a [`Endpoint::Command`]: its exit status says why a connection
+    /// ended.
+    child: Option<connect::Child>,
 }
 
 /// An application command.
@@ -463,6 +466,7 @@ impl Actor {
                 peer: running.peer().clone(),
                 kill: kill.clone(),
                 info: running.peer().peer_info(),
+                child: child.clone(),
             };
             if tx.send(Input::Connected { epoch, live }).is_err() {
                 return;
@@ -770,6 +774,14 @@ impl Actor {
                     self.after_delay(Duration::from_millis(u64::from(ttl)), input);
                 }
                 self.step(ClientInput::Receive(ServerMsg::Response { id, resp }));
+            }
+            RequestOutcome::Failed { why, .. }
+                if why == super::request::TRANSPORT_CLOSED
+                    && self.live.as_ref().is_some_and(|l| l.child.is_some()) =>
+            {
+                // A server child's output closed: the connection's end follows, and says so
+                // with the child's exit status (Input::Lost). Nothing to decide before it.
+                tracing::debug!("request {id:?} failed: {why}; waiting for the connection's end");
             }
             RequestOutcome::Failed { why, fatal }
                 if fatal

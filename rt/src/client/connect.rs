@@ -376,8 +376,11 @@ pub(crate) async fn open(
 /// [`Endpoint::Command`]), whose exit status says why the connection ended.
 pub(crate) struct Opened {
     pub(crate) running: RunningService<RoleClient, Notifier>,
-    pub(crate) child: Option<Arc<std::sync::Mutex<tokio::process::Child>>>,
+    pub(crate) child: Option<Child>,
 }
+
+/// A server child process, shared with the connection that kills it when dropped.
+pub(crate) type Child = Arc<std::sync::Mutex<tokio::process::Child>>;
 
 impl Opened {
     fn service(running: RunningService<RoleClient, Notifier>) -> Opened {
@@ -389,11 +392,7 @@ impl Opened {
 
     /// Why the connection ended, given rmcp's `why`: with the server child's exit status when
     /// it has exited (or does within `wait`).
-    pub(crate) async fn ended(
-        child: Option<&Arc<std::sync::Mutex<tokio::process::Child>>>,
-        why: String,
-        wait: Duration,
-    ) -> String {
+    pub(crate) async fn ended(child: Option<&Child>, why: String, wait: Duration) -> String {
         let Some(child) = child else { return why };
         match sniff::exit_status(child, wait).await {
             Some(status) => format!("{why}; the server exited ({status})"),

@@ -389,7 +389,14 @@ impl ClientHandle {
     }
 
     /// How current the `kind` list is (under the current authorization context), why not, and
-    /// when the next attempt is due.
+    /// when the next attempt is due. When the connection is lost (a server child that exits,
+    /// mid-walk or not, or an HTTP server that goes away) every list is `Failing` with the
+    /// reason (a child's exit status included) and `next_retry` set to the reconnect's due
+    /// time; the snapshot stays readable, marked stale. The connection is opened again (a
+    /// child started again) after a back-off that doubles per failed attempt; an attempt
+    /// succeeds once its connection has served a list, and after
+    /// [`ClientSettings::max_reconnects`] failed attempts in a row the client gives up:
+    /// `next_retry` is None and [`ClientNotice::GaveUp`] says how many failed and why.
     pub fn list_status(&self, kind: Kind) -> ListStatus {
         self.inner
             .status

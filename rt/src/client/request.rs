@@ -23,6 +23,9 @@ use serde::Serialize;
 use serde_json::Value;
 use std::time::Duration;
 
+/// Why a request failed when the connection's byte stream closed under it.
+pub(crate) const TRANSPORT_CLOSED: &str = "connection closed";
+
 /// How a request ended.
 #[derive(Clone, Debug)]
 pub(crate) enum RequestOutcome {
@@ -265,7 +268,7 @@ pub(crate) fn failure(e: ServiceError, req: &Request) -> RequestOutcome {
             RequestOutcome::Invalid(format!("{}: a result of the wrong shape", req.method()))
         }
         ServiceError::TransportClosed => RequestOutcome::Failed {
-            why: "connection closed".into(),
+            why: TRANSPORT_CLOSED.into(),
             fatal: true,
         },
         ServiceError::TransportSend(e) => RequestOutcome::Failed {
