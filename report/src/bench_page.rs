@@ -3,7 +3,7 @@
 
 use crate::bench::{BenchFile, ChurnRow, Dist, Group, ModelRow, RefreshRow, RunInfo};
 use crate::md::num;
-use crate::{bench_cluster, bench_refresh};
+use crate::{bench_cluster, bench_refresh, bench_sim};
 use std::fmt::Write as _;
 
 /// Plot files the page links to (relative to `reports/`), with what each shows.
@@ -144,7 +144,29 @@ pub fn render(b: &BenchFile) -> String {
 
     replay_section(&mut s, b);
     cluster_section(&mut s, b);
+    sim_section(&mut s, b);
     s
+}
+
+fn sim_section(s: &mut String, b: &BenchFile) {
+    let _ = writeln!(
+        s,
+        "## 7. Simulator throughput
+"
+    );
+    let Some(g) = &b.sim else {
+        let _ = writeln!(
+            s,
+            "_Not measured yet: `cargo bench --bench sim_throughput` (history events and seeds \
+             per second of fixed-seed campaigns at the machine and the stack level) writes \
+             `target/listsync-bench/{}.json`; then run `listsync report`._\n",
+            bench_sim::GROUP
+        );
+        return;
+    };
+    let _ = writeln!(s, "{}\n", run_line(bench_sim::GROUP, &g.run, &g.driver));
+    notes(s, g);
+    bench_sim::section(s, g);
 }
 
 fn churn_section(s: &mut String, b: &BenchFile) {
