@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use listsync_sim::driver::{self, Request};
 use listsync_sim::summary::{Level, Summary};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -124,7 +124,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }) = args.cmd
     {
         let s = listsync_sim::merge::merge_files(&files).map_err(anyhow::Error::msg)?;
-        return emit(&s, "", json, report.as_ref(), junit.as_ref());
+        return emit(&s, "", json, report.as_deref(), junit.as_deref());
     }
     if args.list {
         print!("{}", driver::list());
@@ -163,8 +163,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         &ran.summary,
         &ran.single_text(),
         args.json,
-        args.report.as_ref(),
-        args.junit.as_ref(),
+        args.report.as_deref(),
+        args.junit.as_deref(),
     )
 }
 
@@ -174,8 +174,8 @@ fn emit(
     s: &Summary,
     before: &str,
     json_out: bool,
-    report: Option<&PathBuf>,
-    junit: Option<&PathBuf>,
+    report: Option<&Path>,
+    junit: Option<&Path>,
 ) -> Result<ExitCode> {
     let json = serde_json::to_string_pretty(s)?;
     if let Some(path) = report {

@@ -6,15 +6,9 @@
 use listsync_sim::driver::{self, Request};
 use listsync_sim::merge;
 use listsync_sim::summary::{Level, Summary};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-fn request(
-    level: Level,
-    strategy: &str,
-    seeds: u64,
-    shard: Option<&str>,
-    out: &PathBuf,
-) -> Request {
+fn request(level: Level, strategy: &str, seeds: u64, shard: Option<&str>, out: &Path) -> Request {
     Request {
         level,
         seeds: Some(seeds),
@@ -26,7 +20,7 @@ fn request(
         nodes: None,
         faults: None,
         strategy: strategy.into(),
-        out: out.clone(),
+        out: out.to_path_buf(),
         threads: Some(if shard.is_some() { 1 } else { 2 }),
         no_shrink: level == Level::Machine,
         http: false,
