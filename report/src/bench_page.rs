@@ -499,7 +499,7 @@ mod tests {
         let page = render(&f);
         let head = &page[..page.find("## 1.").unwrap()];
         assert!(head.contains("**36.0 ms** p50 / **61.0 ms** p99"), "{head}");
-        let sec = &page[page.find("## 6. Cluster").unwrap()..];
+        let sec = &page[page.find("## 6. Cluster").unwrap()..page.find("## 7.").unwrap()];
         assert!(sec.contains("- one batch per change"), "{sec}");
         assert!(
             sec.contains("| cluster | 3 | 10 | 40 | 40 | 1.00 / 1.00 | 36.0 / 61.0 / 62.0 | — | 4.00 | 1.00 | evalsha 1.00, get 1.00, mset 1.00, publish 1.00 |"),
@@ -513,5 +513,11 @@ mod tests {
         );
         assert!(!replay.contains("Not measured yet"), "{replay}");
         assert!(!sec.contains("Not measured yet"), "{sec}");
+        // A group the file does not hold says how to measure it.
+        let sim = &page[page.find("## 7. Simulator").unwrap()..];
+        assert!(
+            sim.contains("Not measured yet: `cargo bench --bench sim_throughput`"),
+            "{sim}"
+        );
     }
 }
