@@ -3,14 +3,15 @@
 //! summary table (or the JSON with `--json`), writes the evidence of each violated property
 //! under `--out`, and exits non-zero when the outcome is not the expected one: any violation
 //! for the reference, no violation of the property a known-bad strategy breaks, a scale run
-//! above its walk bound.
+//! above its walk bound. `listsync sim merge` merges the summaries of a campaign's shards
+//! (see [`listsync_sim::merge`]).
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use listsync_sim::driver::{self, Request};
-use listsync_sim::summary::Level;
+use listsync_sim::summary::{Level, Summary};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -25,7 +26,10 @@ pub enum LevelArg {
 
 /// Arguments of `listsync sim`.
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(subcommand)]
+    cmd: Option<SimCmd>,
     /// Simulation level.
     #[arg(long, value_enum, default_value = "machine")]
     level: LevelArg,
@@ -88,8 +92,40 @@ pub struct Args {
     junit: Option<PathBuf>,
 }
 
+/// `listsync sim merge`.
+#[derive(clap::Subcommand)]
+enum SimCmd {
+    /// Merge the JSON summaries of every shard of one campaign (`--shard K/M --report FILE`)
+    /// into the summary one run of all its seeds writes (the same counts and verdict; wall
+    /// time and threads are the shards' added up); exits 1 when it is not as expected.
+    Merge {
+        /// The shards' summaries, one per shard, in any order.
+        #[arg(required = true, value_name = "SUMMARY")]
+        files: Vec<PathBuf>,
+        /// Print one JSON document instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Also write the merged JSON summary to this file.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Also write a JUnit XML report to this file (docs/ci.md).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+    },
+}
+
 /// Runs `listsync sim`.
 pub fn run(args: Args) -> Result<ExitCode> {
+    if let Some(SimCmd::Merge {
+        files,
+        json,
+        report,
+        junit,
+    }) = args.cmd
+    {
+        let s = listsync_sim::merge::merge_files(&files).map_err(anyhow::Error::msg)?;
+        return emit(&s, "", json, report.as_deref(), junit.as_deref());
+    }
     if args.list {
         print!("{}", driver::list());
         return Ok(ExitCode::SUCCESS);
@@ -123,21 +159,38 @@ pub fn run(args: Args) -> Result<ExitCode> {
     )
     .map_err(anyhow::Error::msg)?;
     bar.finish_and_clear();
-    let s = &ran.summary;
+    emit(
+        &ran.summary,
+        &ran.single_text(),
+        args.json,
+        args.report.as_deref(),
+        args.junit.as_deref(),
+    )
+}
+
+/// Writes the summary where asked, prints it (`before` first, with the table), and says by
+/// the exit status whether it came out as expected.
+fn emit(
+    s: &Summary,
+    before: &str,
+    json_out: bool,
+    report: Option<&Path>,
+    junit: Option<&Path>,
+) -> Result<ExitCode> {
     let json = serde_json::to_string_pretty(s)?;
-    if let Some(path) = &args.report {
+    if let Some(path) = report {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         std::fs::write(path, &json).with_context(|| format!("writing {}", path.display()))?;
     }
-    if let Some(f) = &args.junit {
+    if let Some(f) = junit {
         listsync_report::junit::write(f, &[listsync_report::junit::from_sim(s)])?;
     }
-    if args.json {
+    if json_out {
         println!("{json}");
     } else {
-        print!("{}", ran.single_text());
+        print!("{before}");
         print!("{s}");
     }
     Ok(if s.as_expected {

@@ -89,6 +89,47 @@ fn a_matrix_of_no_jobs_or_no_corpus_is_refused() {
     assert!(err.contains("no such trace corpus directory"), "{err}");
 }
 
+/// `sim merge` merges the summaries the shards wrote into the one-run summary (its table, exit
+/// 0 for the reference), and refuses in one line with exit status 2 a set with a shard missing
+/// or a file that is not a summary.
+#[test]
+fn sim_merge_merges_shards_and_refuses_a_missing_one() {
+    let dir = std::env::temp_dir().join(format!("listsync-cli-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shard = |k: u32| {
+        let file = dir.join(format!("shard-{k}.json"));
+        let (code, _, err) = listsync(&[
+            "sim",
+            "--seeds",
+            "30",
+            "--shard",
+            &format!("{k}/2"),
+            "--json",
+            "--report",
+            file.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        file.to_str().unwrap().to_owned()
+    };
+    let (one, two) = (shard(1), shard(2));
+    let (code, out, err) = listsync(&["sim", "merge", &two, &one]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("30 run(s)"), "{out}");
+    assert!(out.contains("as expected"), "{out}");
+    let (code, _, err) = listsync(&["sim", "merge", &one]);
+    assert_eq!(code, 2);
+    assert!(err.contains("shard 2/2 is missing"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let junk = dir.join("junk.json");
+    std::fs::write(&junk, "{}").unwrap();
+    let (code, _, err) = listsync(&["sim", "merge", &one, junk.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not a simulator summary"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A 63 MB trace of 3.5 million steps (the size of one seen in the wild): refused at the step
 /// limit while reading, quickly and with bounded memory (the peak resident set of the process,
 /// `VmHWM`, sampled until it exits); a file over the size limit is refused before it is read,

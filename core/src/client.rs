@@ -651,14 +651,19 @@ impl CatalogClient {
     /// being refreshed: their TTL timer is the only thing left that brings them up to date
     /// (when a notification was lost). A driver fires [`ClientInput::TtlExpired`] for them.
     pub fn ttl_due(&self, server_version: u64) -> Vec<Kind> {
-        if self.phase != Phase::Ready {
-            return Vec::new();
-        }
-        self.cfg
-            .kinds
-            .iter()
-            .filter(|k| {
-                self.lists.get(&(*k, self.auth)).is_some_and(|l| {
+        self.ttl_due_kinds(server_version).collect()
+    }
+
+    /// Whether any list is [`ttl_due`](Self::ttl_due) (without collecting them).
+    pub fn ttl_is_due(&self, server_version: u64) -> bool {
+        self.ttl_due_kinds(server_version).next().is_some()
+    }
+
+    fn ttl_due_kinds(&self, server_version: u64) -> impl Iterator<Item = Kind> + '_ {
+        let ready = self.phase == Phase::Ready;
+        self.cfg.kinds.iter().filter(move |k| {
+            ready
+                && self.lists.get(&(*k, self.auth)).is_some_and(|l| {
                     l.flight == FlightState::Idle
                         && l.walks.is_empty()
                         && !l.armed
@@ -666,16 +671,14 @@ impl CatalogClient {
                             s.ttl_ms.is_some() && s.version.is_some_and(|v| v < server_version)
                         })
                 })
-            })
-            .collect()
+        })
     }
 
     /// The walks in progress: (kind, authorization context, pages in hand) each.
-    pub fn walks_in_progress(&self) -> Vec<(Kind, AuthCtx, u32)> {
+    pub fn walks_in_progress(&self) -> impl Iterator<Item = (Kind, AuthCtx, u32)> + '_ {
         self.lists
             .iter()
             .flat_map(|((k, a), l)| l.walks.iter().map(move |w| (*k, *a, w.pages)))
-            .collect()
     }
 
     /// Whether a walk of (kind, auth) is held back by pacing, waiting for its timer.
@@ -686,20 +689,15 @@ impl CatalogClient {
     }
 
     /// Every (kind, auth) whose walk is held back by pacing, with the clock (µs) it is due at.
-    pub fn held_walks(&self) -> Vec<(Kind, AuthCtx, u64)> {
+    pub fn held_walks(&self) -> impl Iterator<Item = (Kind, AuthCtx, u64)> + '_ {
         self.lists
             .iter()
             .filter_map(|(k, l)| l.held.map(|due| (k.0, k.1, due)))
-            .collect()
     }
 
     /// Every (kind, auth) with an armed retry timer.
-    pub fn armed_retries(&self) -> Vec<(Kind, AuthCtx)> {
-        self.lists
-            .iter()
-            .filter(|(_, l)| l.armed)
-            .map(|(k, _)| *k)
-            .collect()
+    pub fn armed_retries(&self) -> impl Iterator<Item = (Kind, AuthCtx)> + '_ {
+        self.lists.iter().filter(|(_, l)| l.armed).map(|(k, _)| *k)
     }
 
     /// The (kind, auth) snapshots this client is expected to keep current: its tracked kinds
@@ -862,6 +860,9 @@ impl CatalogClient {
     /// (`ask_approval`) Whether the published tool list shows, for some tool the user approved,
     /// a definition other than the approved one: a call of it now needs approving again.
     pub fn approval_outdated(&self) -> bool {
+        if self.approved.is_empty() {
+            return false;
+        }
         let Some(s) = self.snapshot(Kind::Tools) else {
             return false;
         };

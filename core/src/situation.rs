@@ -159,39 +159,36 @@ impl Situation {
     pub fn holds(self, scn: &Scenario, w: &World) -> bool {
         let clients = 0..w.clients.len() as ClientId;
         match self {
-            Situation::NotifyDuringRefresh => clients.into_iter().any(|c| {
-                refreshing(w, c)
-                    .into_iter()
-                    .any(|(k, _)| notifications_to(w, c, k) > 0)
-            }),
+            Situation::NotifyDuringRefresh => clients
+                .into_iter()
+                .any(|c| refreshing(w, c).any(|(k, _)| notifications_to(w, c, k) > 0)),
             Situation::NotifyMidWalk => clients.into_iter().any(|c| {
-                refreshing(w, c)
-                    .into_iter()
-                    .any(|(k, pages)| pages > 0 && notifications_to(w, c, k) > 0)
+                refreshing(w, c).any(|(k, pages)| pages > 0 && notifications_to(w, c, k) > 0)
             }),
-            Situation::BurstDuringRefresh => clients.into_iter().any(|c| {
-                refreshing(w, c)
-                    .into_iter()
-                    .any(|(k, _)| notifications_to(w, c, k) >= 2)
-            }),
-            Situation::ResponseOvertakesResponse => w.links.iter().any(|l| {
-                // Only the HTTP response link is unordered: stdio links are ordered, and the
-                // HTTP stream carries notifications.
+            Situation::BurstDuringRefresh => clients
+                .into_iter()
+                .any(|c| refreshing(w, c).any(|(k, _)| notifications_to(w, c, k) >= 2)),
+            // Only the HTTP response link is unordered: stdio links are ordered, and the HTTP
+            // stream carries notifications.
+            Situation::ResponseOvertakesResponse => {
                 scn.transport == Transport::Http
-                    && l.down
-                        .iter()
-                        .filter(|m| {
-                            matches!(
-                                m,
-                                ServerMsg::Response {
-                                    resp: Response::Page(_),
-                                    ..
-                                }
-                            )
-                        })
-                        .count()
-                        >= 2
-            }),
+                    && w.links.iter().any(|l| {
+                        l.down.len() >= 2
+                            && l.down
+                                .iter()
+                                .filter(|m| {
+                                    matches!(
+                                        m,
+                                        ServerMsg::Response {
+                                            resp: Response::Page(_),
+                                            ..
+                                        }
+                                    )
+                                })
+                                .count()
+                                >= 2
+                    })
+            }
             Situation::CallInFlightDuringRemoval => w.links.iter().any(|l| {
                 l.up.iter().any(|m| match &m.req {
                     Request::CallTool { name, .. } => w.truth.1.get(Kind::Tools, name).is_none(),
@@ -209,11 +206,10 @@ impl Situation {
                     )
                 })
             }),
-            Situation::AuthSwitchDuringRefresh => w.clients.iter().any(|c| {
-                c.walks_in_progress()
-                    .into_iter()
-                    .any(|(_, auth, _)| auth != c.auth())
-            }),
+            Situation::AuthSwitchDuringRefresh => w
+                .clients
+                .iter()
+                .any(|c| c.walks_in_progress().any(|(_, auth, _)| auth != c.auth())),
             Situation::NodeBehindStore => {
                 w.is_cluster()
                     && clients.into_iter().any(|c| {
@@ -236,7 +232,10 @@ impl Situation {
                     _ => false,
                 })
             }),
-            Situation::TtlExpiryRefetch => clients.into_iter().any(|c| !w.ttl_due(c).is_empty()),
+            // Only a server that sets a `ttlMs` gives a list one.
+            Situation::TtlExpiryRefetch => {
+                scn.server.ttl_ms.is_some() && clients.into_iter().any(|c| w.ttl_is_due(c))
+            }
             Situation::ContentUpdateInFlight => w.links.iter().any(|l| {
                 l.down.iter().chain(&l.stream).any(|m| {
                     matches!(
@@ -265,17 +264,19 @@ impl Situation {
                     })
             }
             Situation::CallRefusedAsGone => clients.into_iter().any(|c| {
-                let client = &w.clients[c as usize];
-                client.snapshot(Kind::Tools).is_some_and(|s| {
-                    s.items
-                        .iter()
-                        .any(|i| w.truth.1.get(Kind::Tools, &i.name).is_none())
-                }) && error_to(w, c, |r| *r == ErrorReason::UnknownTool)
+                error_to(w, c, |r| *r == ErrorReason::UnknownTool)
+                    && w.clients[c as usize]
+                        .snapshot(Kind::Tools)
+                        .is_some_and(|s| {
+                            s.items
+                                .iter()
+                                .any(|i| w.truth.1.get(Kind::Tools, &i.name).is_none())
+                        })
             }),
             Situation::CallFailedOtherwise => clients
                 .into_iter()
                 .any(|c| error_to(w, c, |r| matches!(r, ErrorReason::Other(_)))),
-            Situation::RetryArmed => w.clients.iter().any(|c| !c.armed_retries().is_empty()),
+            Situation::RetryArmed => w.clients.iter().any(|c| c.armed_retries().next().is_some()),
             Situation::ApprovedDefinitionChanged => w.clients.iter().any(|c| c.approval_outdated()),
             Situation::CallWaitsForSettle => w.clients.iter().any(|c| c.paused_calls() > 0),
             Situation::CallInFlightDuringSchemaChange => w.links.iter().any(|l| {
@@ -314,13 +315,17 @@ fn error_to(w: &World, c: ClientId, is: impl Fn(&ErrorReason) -> bool) -> bool {
         .any(|m| matches!(m, ServerMsg::Response { resp: Response::Error(e), .. } if is(&e.reason)))
 }
 
-/// The lists client `c` is refreshing: (kind, pages in hand of its walk).
-fn refreshing(w: &World, c: ClientId) -> Vec<(Kind, u32)> {
-    w.clients[c as usize]
-        .walks_in_progress()
+/// The lists client `c` is refreshing while something is on its way to it: (kind, pages in
+/// hand of its walk). Nothing is yielded while its server-to-client links are empty (no
+/// notification can be on its way then, and every caller looks for one).
+fn refreshing(w: &World, c: ClientId) -> impl Iterator<Item = (Kind, u32)> + '_ {
+    let l = &w.links[c as usize];
+    let inbound = !(l.down.is_empty() && l.stream.is_empty());
+    inbound
+        .then(|| w.clients[c as usize].walks_in_progress())
         .into_iter()
+        .flatten()
         .map(|(k, _, pages)| (k, pages))
-        .collect()
 }
 
 /// `list_changed` notifications covering `kind` on their way to client `c`.

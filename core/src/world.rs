@@ -445,6 +445,9 @@ impl World {
 
     fn route_server(&mut self, scn: &Scenario, out: Vec<ServerOutput>, rec: &mut dyn Recorder) {
         let node_of_sender = |w: &World, to: ClientId| usize::from(w.node_of[to as usize]);
+        // What each probe found: no node changes while its outputs are routed, so a commit
+        // announced to many sessions is probed once per (node, kind, context).
+        let mut probes = Probes::new();
         for o in out {
             match o {
                 ServerOutput::Event(e @ Event::Served { client, .. }) => {
@@ -463,7 +466,7 @@ impl World {
                     }
                     if let ServerMsg::Notification(Notification::ListChanged { kind, .. }) = &msg {
                         let node = node_of_sender(self, to);
-                        let e = self.observe_notification(scn, node, to, *kind);
+                        let e = self.observe_notification(scn, node, to, *kind, &mut probes);
                         self.observe(&e, rec);
                     }
                     note(rec, || Note::ServerSends {
@@ -623,15 +626,25 @@ impl World {
         node: usize,
         client: ClientId,
         kind: Kind,
+        probes: &mut Probes,
     ) -> Event {
         // A node of a cluster announces what has reached it; a single server, its own commit.
         let announces = self.reached.get(node).copied().unwrap_or(self.truth.0);
         let mut visible = announces;
         for auth in scn.auth_contexts() {
             for k in kind.notification_group() {
-                let seen = probe(&self.nodes[node], *k, auth)
+                let at = match probes.iter().position(|(key, _)| *key == (node, *k, auth)) {
+                    Some(i) => i,
+                    None => {
+                        probes.push(((node, *k, auth), probe(&self.nodes[node], *k, auth)));
+                        probes.len() - 1
+                    }
+                };
+                let seen = probes[at]
+                    .1
+                    .as_deref()
                     .and_then(|items| {
-                        Shared::make_mut(&mut self.monitor).latest_version_of(*k, auth, &items)
+                        Shared::make_mut(&mut self.monitor).latest_version_of(*k, auth, items)
                     })
                     .unwrap_or(0);
                 visible = visible.min(seen);
@@ -736,6 +749,15 @@ impl World {
         self.clients[c as usize].ttl_due(node.version())
     }
 
+    /// Whether any list of client `c` is [`ttl_due`](Self::ttl_due) (without collecting them).
+    pub fn ttl_is_due(&self, c: ClientId) -> bool {
+        if self.is_cut(c) {
+            return false;
+        }
+        let node = &self.nodes[usize::from(self.node_of[c as usize])];
+        self.clients[c as usize].ttl_is_due(node.version())
+    }
+
     /// Whether nothing is pending: no message in flight, no staged batch, every client connected
     /// and idle (no refresh running, no retry armed).
     pub fn quiescent(&self) -> bool {
@@ -745,7 +767,7 @@ impl World {
             && (!self.is_cluster() || self.nodes.iter().all(|n| n.version() == self.truth.0))
             && self.links.iter().all(|l| l.is_empty())
             && self.clients.iter().all(|c| c.is_idle() && c.is_ready())
-            && (0..self.clients.len()).all(|c| self.ttl_due(c as ClientId).is_empty())
+            && (0..self.clients.len()).all(|c| !self.ttl_is_due(c as ClientId))
     }
 
     /// Every (client, kind, auth) snapshot expected to equal the server's at quiescence.
@@ -1549,6 +1571,10 @@ pub fn probe(node: &Registry, kind: Kind, auth: AuthCtx) -> Option<Vec<Item>> {
     copy.step(ServerInput::Connect(PROBE), &mut out);
     walk(&mut copy, kind, auth)
 }
+
+/// What probes of (node, kind, authorization context) found, within one routing of a node's
+/// outputs.
+type Probes = Vec<((usize, Kind, AuthCtx), Option<Vec<Item>>)>;
 
 /// The session id of a probe (no client's).
 const PROBE: ClientId = ClientId::MAX;

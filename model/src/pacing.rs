@@ -85,8 +85,7 @@ fn time_passes(w: &World, step: &Step) -> bool {
         Step::Retry { .. } | Step::TtlExpire { .. } => true,
         Step::WalkDue { client, kind, auth } => w.clients[*client as usize]
             .held_walks()
-            .iter()
-            .any(|(k, a, due)| k == kind && a == auth && *due > 0),
+            .any(|(k, a, due)| k == *kind && a == *auth && due > 0),
         _ => false,
     }
 }

@@ -53,6 +53,13 @@ pub struct BenchFile {
         skip_serializing_if = "Option::is_none"
     )]
     pub cluster: Option<Group<ClusterRow>>,
+    /// (7) Simulator throughput: events and seeds per second at both levels.
+    #[serde(
+        default,
+        rename = "sim_throughput",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sim: Option<Group<SimRow>>,
 }
 
 /// One group's run.
@@ -320,6 +327,26 @@ pub struct ClusterRow {
     pub redis_commands: BTreeMap<String, f64>,
 }
 
+/// (7) One simulator campaign on fixed seeds: a level and a thread count.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimRow {
+    /// `machine` or `stack`.
+    pub level: String,
+    /// Seeds per campaign (the same ones every iteration: 0, 1, …).
+    pub seeds: u64,
+    /// Worker threads.
+    pub threads: u32,
+    /// History events per campaign (the same every iteration).
+    pub events: u64,
+    /// Seconds per campaign.
+    pub seconds: Dist,
+    /// History events per second (from the median).
+    pub events_per_sec: f64,
+    /// Seeds per second (from the median).
+    pub seeds_per_sec: f64,
+}
+
 impl BenchFile {
     /// An empty file.
     pub fn new() -> BenchFile {
@@ -331,7 +358,7 @@ impl BenchFile {
     }
 
     /// Per group, in the page's order: the measurements it holds, or None when absent.
-    fn groups(&self) -> [Option<usize>; 6] {
+    fn groups(&self) -> [Option<usize>; 7] {
         fn of<R>(g: &Option<Group<R>>) -> Option<usize> {
             g.as_ref().map(|g| g.rows.len())
         }
@@ -342,6 +369,7 @@ impl BenchFile {
             of(&self.model),
             of(&self.replay),
             of(&self.cluster),
+            of(&self.sim),
         ]
     }
 
@@ -392,6 +420,7 @@ impl BenchFile {
         take(&mut self.model, other.model);
         take(&mut self.replay, other.replay);
         take(&mut self.cluster, other.cluster);
+        take(&mut self.sim, other.sim);
     }
 
     /// Whether any group is present.

@@ -3,7 +3,7 @@
 
 use crate::bench::{BenchFile, ChurnRow, Dist, Group, ModelRow, RefreshRow, RunInfo};
 use crate::md::num;
-use crate::{bench_cluster, bench_refresh};
+use crate::{bench_cluster, bench_refresh, bench_sim};
 use std::fmt::Write as _;
 
 /// Plot files the page links to (relative to `reports/`), with what each shows.
@@ -144,7 +144,29 @@ pub fn render(b: &BenchFile) -> String {
 
     replay_section(&mut s, b);
     cluster_section(&mut s, b);
+    sim_section(&mut s, b);
     s
+}
+
+fn sim_section(s: &mut String, b: &BenchFile) {
+    let _ = writeln!(
+        s,
+        "## 7. Simulator throughput
+"
+    );
+    let Some(g) = &b.sim else {
+        let _ = writeln!(
+            s,
+            "_Not measured yet: `cargo bench --bench sim_throughput` (history events and seeds \
+             per second of fixed-seed campaigns at the machine and the stack level) writes \
+             `target/listsync-bench/{}.json`; then run `listsync report`._\n",
+            bench_sim::GROUP
+        );
+        return;
+    };
+    let _ = writeln!(s, "{}\n", run_line(bench_sim::GROUP, &g.run, &g.driver));
+    notes(s, g);
+    bench_sim::section(s, g);
 }
 
 fn churn_section(s: &mut String, b: &BenchFile) {
@@ -477,7 +499,7 @@ mod tests {
         let page = render(&f);
         let head = &page[..page.find("## 1.").unwrap()];
         assert!(head.contains("**36.0 ms** p50 / **61.0 ms** p99"), "{head}");
-        let sec = &page[page.find("## 6. Cluster").unwrap()..];
+        let sec = &page[page.find("## 6. Cluster").unwrap()..page.find("## 7.").unwrap()];
         assert!(sec.contains("- one batch per change"), "{sec}");
         assert!(
             sec.contains("| cluster | 3 | 10 | 40 | 40 | 1.00 / 1.00 | 36.0 / 61.0 / 62.0 | — | 4.00 | 1.00 | evalsha 1.00, get 1.00, mset 1.00, publish 1.00 |"),
@@ -491,5 +513,11 @@ mod tests {
         );
         assert!(!replay.contains("Not measured yet"), "{replay}");
         assert!(!sec.contains("Not measured yet"), "{sec}");
+        // A group the file does not hold says how to measure it.
+        let sim = &page[page.find("## 7. Simulator").unwrap()..];
+        assert!(
+            sim.contains("Not measured yet: `cargo bench --bench sim_throughput`"),
+            "{sim}"
+        );
     }
 }

@@ -7,7 +7,7 @@
 //! * [`pages`]: every page under `reports/`, regenerated from the tools' outputs;
 //! * [`model_check`], [`sim`], [`conformance`], [`bench_page`]: the Markdown pages
 //!   ([`bench_refresh`]: the refresh-contention frontier; [`bench_cluster`]: the cluster
-//!   bench's section of the bench page);
+//!   bench's section of the bench page; [`bench_sim`]: the simulator's);
 //! * [`bench`]: the bench figures file the benches write and the report reads;
 //! * [`plot`]: the bench plots;
 //! * [`mutants`]: the mutation report (a cargo-mutants run, imported);
@@ -18,6 +18,7 @@ pub mod bench;
 pub mod bench_cluster;
 pub mod bench_page;
 pub mod bench_refresh;
+pub mod bench_sim;
 pub mod conformance;
 pub mod conformance_suite;
 pub mod diagram;

@@ -12,7 +12,7 @@ use crate::plan::FaultPlan;
 use crate::shrink::{self, Shrunk};
 use crate::stack::{self, StackReport, StackRun};
 use crate::stats::Stats;
-use crate::summary::{Level, Mode, NetSummary, Summary, TraceSummary};
+use crate::summary::{Level, Mode, NetSummary, Summary, Totals, TraceSummary};
 use listsync_core::property::Property;
 use listsync_core::strategy::ServerStrategy;
 use listsync_core::trace::Trace;
@@ -217,12 +217,15 @@ pub fn run(
         res.wall.as_secs_f64(),
         threads,
         req.first_seed,
-        seeds.len() as u64,
+        range.count,
         format!("{k}/{m}"),
         params.clients,
         params.nodes,
     );
     summary.stack = net.as_ref().map(NetSummary::of);
+    if req.shard.is_some() {
+        summary.totals = Some(Totals::of(&res.stats, &res.failing));
+    }
     if !req.no_shrink {
         for (p, failing) in &res.failing {
             if failing.is_empty() {

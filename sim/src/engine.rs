@@ -343,8 +343,13 @@ pub struct Engine<'a> {
     found: Vec<Found>,
     refused: u32,
     recording: Option<Recording>,
-    situations: Option<BTreeSet<Situation>>,
+    /// The situations reached so far, one bit each (`Situation::index`); `None` when they are
+    /// not watched.
+    situations: Option<u32>,
 }
+
+/// Every situation's bit.
+const ALL_SITUATIONS: u32 = (1 << Situation::ALL.len()) - 1;
 
 impl<'a> Engine<'a> {
     /// A run of `scn` under `plan`, its schedule drawn from `seed`.
@@ -400,7 +405,7 @@ impl<'a> Engine<'a> {
             found: Vec::new(),
             refused: 0,
             recording: opts.record.then(Recording::default),
-            situations: (n <= SITUATION_CLIENTS).then(BTreeSet::new),
+            situations: (n <= SITUATION_CLIENTS).then_some(0),
         };
         for c in 0..n {
             let b = !e.idle(c as ClientId);
@@ -565,11 +570,12 @@ impl<'a> Engine<'a> {
         }
         self.steps += 1;
         if let Some(reached) = self.situations.as_mut()
-            && reached.len() < Situation::ALL.len()
+            && *reached != ALL_SITUATIONS
         {
             for s in Situation::ALL {
-                if !reached.contains(&s) && s.holds(self.scn, &self.world) {
-                    reached.insert(s);
+                let bit = 1 << s.index();
+                if *reached & bit == 0 && s.holds(self.scn, &self.world) {
+                    *reached |= bit;
                 }
             }
         }
@@ -646,7 +652,12 @@ impl<'a> Engine<'a> {
 
     /// Schedules the pacing timers of the walks client `c` holds back.
     fn arm_walks(&mut self, c: ClientId) {
-        for (kind, auth, due) in self.world.clients[c as usize].held_walks() {
+        let client = &self.world.clients[c as usize];
+        if client.held_walks().next().is_none() {
+            return;
+        }
+        let held: Vec<_> = client.held_walks().collect();
+        for (kind, auth, due) in held {
             if self.walk_timers.insert((c, kind, auth)) {
                 let epoch = self.epoch[c as usize];
                 self.push(
@@ -664,10 +675,11 @@ impl<'a> Engine<'a> {
 
     /// Schedules the retry timers client `c` armed.
     fn arm_retries(&mut self, c: ClientId) {
-        let armed = self.world.clients[c as usize].armed_retries();
-        if armed.is_empty() {
+        let client = &self.world.clients[c as usize];
+        if client.armed_retries().next().is_none() {
             return;
         }
+        let armed: Vec<_> = client.armed_retries().collect();
         let limits = self.scn.clients[c as usize].limits;
         for (kind, auth) in armed {
             if !self.retries.insert((c, kind, auth)) {
@@ -1067,7 +1079,12 @@ impl<'a> Engine<'a> {
             aborted,
             refused: self.refused,
             recording: self.recording,
-            situations: self.situations,
+            situations: self.situations.map(|reached| {
+                Situation::ALL
+                    .into_iter()
+                    .filter(|s| reached & (1 << s.index()) != 0)
+                    .collect()
+            }),
         }
     }
 }

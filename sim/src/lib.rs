@@ -14,12 +14,14 @@
 //!   simulated network;
 //! - [`campaign`]: many seeds on many threads, with statistics;
 //! - [`summary`]: the JSON summary of a campaign, seed or scale run, and its expected-outcome rule;
-//! - [`driver`]: what `listsync sim` runs, as one call.
+//! - [`driver`]: what `listsync sim` runs, as one call;
+//! - [`merge`]: the summaries of a campaign's shards merged into one (`listsync sim merge`).
 
 pub mod campaign;
 pub mod case;
 pub mod driver;
 pub mod engine;
+pub mod merge;
 pub mod plan;
 pub mod shrink;
 pub mod stack;

@@ -61,7 +61,7 @@ pub struct PropertySummary {
 }
 
 /// What the simulated network did at the stack level (one run, or a campaign's totals).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetSummary {
     /// Lines delivered.
     pub lines_delivered: u64,
@@ -101,6 +101,20 @@ impl NetSummary {
             connections_opened: n.opened,
             connections_refused: n.refused,
         }
+    }
+
+    /// Adds another's counts (shards of one campaign).
+    pub fn add(&mut self, o: &NetSummary) {
+        self.lines_delivered += o.lines_delivered;
+        self.notifications_duplicated += o.notifications_duplicated;
+        self.notifications_lost += o.notifications_lost;
+        self.streams_broken += o.streams_broken;
+        self.list_requests_failed += o.list_requests_failed;
+        self.list_requests_unanswered += o.list_requests_unanswered;
+        self.tool_calls_failed += o.tool_calls_failed;
+        self.connections_cut += o.connections_cut;
+        self.connections_opened += o.connections_opened;
+        self.connections_refused += o.connections_refused;
     }
 }
 
@@ -217,6 +231,108 @@ pub struct Summary {
     pub expected: String,
     /// Whether it came out that way.
     pub as_expected: bool,
+    /// (shards, `--shard K/M`) What `listsync sim merge` needs besides the fields above to
+    /// merge the shards into the summary one run of every seed would have written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub totals: Option<Totals>,
+}
+
+/// A shard's counts behind the summary's ratios and percentiles, and its smallest failing
+/// seeds: with them, shards merge into exactly the summary of one run (`crate::merge`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Committed changes.
+    pub commits: u64,
+    /// Sum over runs of committed changes × clients.
+    pub client_changes: u64,
+    /// Walks started.
+    pub walks: u64,
+    /// Walks started at or after the first batch.
+    pub walks_after_change: u64,
+    /// Sum over runs of clients (runs with at least one commit).
+    pub clients_changed: u64,
+    /// Simulated time over all runs, µs.
+    pub simulated_us: u64,
+    /// Every client's time to converge (µs) as (value, how many), ascending.
+    pub converge_us: Vec<(u64, u64)>,
+    /// Every run's time to settle (µs) as (value, how many), ascending.
+    pub settle_us: Vec<(u64, u64)>,
+    /// The smallest failing seeds of each violated property (up to 8).
+    pub failing: BTreeMap<Property, Vec<u64>>,
+}
+
+/// Samples as (value, how many), ascending.
+fn histogram(samples: &[u64]) -> Vec<(u64, u64)> {
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for v in sorted {
+        match out.last_mut() {
+            Some((last, n)) if *last == v => *n += 1,
+            _ => out.push((v, 1)),
+        }
+    }
+    out
+}
+
+/// The samples of a histogram, ascending.
+fn samples(h: &[(u64, u64)]) -> Vec<u64> {
+    h.iter()
+        .flat_map(|&(v, n)| std::iter::repeat_n(v, n as usize))
+        .collect()
+}
+
+impl Totals {
+    /// The totals of a shard's statistics and failing seeds.
+    pub fn of(stats: &Stats, failing: &BTreeMap<Property, Vec<u64>>) -> Totals {
+        Totals {
+            commits: stats.commits,
+            client_changes: stats.client_changes,
+            walks: stats.walks,
+            walks_after_change: stats.walks_after_change,
+            clients_changed: stats.clients_changed,
+            simulated_us: stats.sim_us,
+            converge_us: histogram(&stats.converge),
+            settle_us: histogram(&stats.settle),
+            failing: failing.clone(),
+        }
+    }
+
+    /// The statistics a shard's summary and its totals stand for (what its campaign
+    /// accumulated), to merge with other shards'.
+    pub fn stats(&self, s: &Summary) -> Stats {
+        Stats {
+            runs: s.runs,
+            steps: s.steps,
+            events: s.events,
+            commits: self.commits,
+            client_changes: self.client_changes,
+            walks: self.walks,
+            walks_after_change: self.walks_after_change,
+            clients_changed: self.clients_changed,
+            max_client_walks: s.walks_per_client_max,
+            violations: s
+                .violations
+                .iter()
+                .map(|(p, v)| {
+                    (
+                        *p,
+                        crate::stats::PropertyCount {
+                            runs: v.runs,
+                            first_seed: v.first_seed,
+                        },
+                    )
+                })
+                .collect(),
+            anomalies: s.anomalies,
+            anomaly_seeds: s.anomaly_seeds.clone(),
+            sim_us: self.simulated_us,
+            converge: samples(&self.converge_us),
+            settle: samples(&self.settle_us),
+            situation_runs: s.situation_runs,
+            situations: s.situations.clone(),
+        }
+    }
 }
 
 /// Whether a run with these strategies under this plan came out as expected: the reference
@@ -347,6 +463,7 @@ impl Summary {
             stack: None,
             expected: expectation(strategies.client, strategies.server),
             as_expected,
+            totals: None,
         }
     }
 }

@@ -430,7 +430,9 @@ impl Actor {
         let warn: crate::sniff::Report = Arc::new(move |text| {
             let _ = warn_tx.send(Input::Warning { epoch, text });
         });
-        tokio::spawn(async move {
+        // The connection's future holds rmcp's handshake and service futures, several KiB:
+        // boxed, the task moves a pointer instead of copying it at each hand-over.
+        tokio::spawn(Box::pin(async move {
             let opened = tokio::time::timeout(
                 timeout,
                 connect::open(&endpoint, handler, era, auth, bearer.as_deref(), warn),
@@ -494,7 +496,7 @@ impl Actor {
                 p.abort();
             }
             let _ = tx.send(Input::Lost { epoch, why });
-        });
+        }));
     }
 
     fn schedule_reconnect(&mut self, why: &str) {

@@ -311,11 +311,12 @@ fn endpoint(net: &Net, server: &Server, client: ClientId) -> Endpoint {
         let server = server.clone();
         async move {
             let [cr, cw, sr, sw] = net.open(client, auth)?;
-            tokio::spawn(async move {
+            // Boxed: rmcp's service future is several KiB, copied at each hand-over otherwise.
+            tokio::spawn(Box::pin(async move {
                 if let Ok(running) = server.service_as(auth).serve((sr, sw)).await {
                     let _ = running.waiting().await;
                 }
-            });
+            }));
             Ok((Box::new(cr) as BoxRead, Box::new(cw) as BoxWrite))
         }
     })
