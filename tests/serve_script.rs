@@ -549,3 +549,147 @@ async fn malformed_ops_and_scripts_get_one_line_naming_the_position_and_exit_2()
         "{err}"
     );
 }
+
+/// A scripted MCP client on the stdio of `listsync record -- listsync serve --stdio ...`.
+struct Stdio_ {
+    child: Child,
+    stdin: tokio::process::ChildStdin,
+    out: Lines<BufReader<ChildStdout>>,
+    stderr: mpsc::UnboundedReceiver<String>,
+    next: u64,
+    /// Server notifications seen while waiting for responses, in order.
+    notices: Vec<String>,
+}
+
+impl Stdio_ {
+    fn start(log: &Path, serve: &[&str]) -> Stdio_ {
+        let mut child = tokio::process::Command::new(EXE)
+            .args(["record", "--out"])
+            .arg(log)
+            .args(["--", EXE, "serve", "--stdio"])
+            .args(serve)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn record");
+        let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+        let (tx, stderr) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok(Some(l)) = err.next_line().await {
+                eprintln!("{l}");
+                let _ = tx.send(l);
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap()).lines();
+        Stdio_ {
+            child,
+            stdin,
+            out,
+            stderr,
+            next: 0,
+            notices: Vec::new(),
+        }
+    }
+
+    /// Waits for a line of the server's (passed-through) stderr containing `what`.
+    async fn said(&mut self, what: &str) {
+        within(what, async {
+            loop {
+                let l = self.stderr.recv().await.expect("server ended");
+                if l.contains(what) {
+                    return;
+                }
+            }
+        })
+        .await
+    }
+
+    async fn send(&mut self, v: Value) {
+        use tokio::io::AsyncWriteExt;
+        let mut line = v.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    /// A request's response; the notifications before it are kept in `notices`.
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        self.send(serde_json::json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+            .await;
+        within(method, async {
+            loop {
+                let l = self.out.next_line().await.unwrap().expect("server ended");
+                let v: Value = serde_json::from_str(&l).unwrap();
+                if v["id"] == id {
+                    return v;
+                }
+                if let Some(m) = v["method"].as_str() {
+                    self.notices.push(m.to_owned());
+                }
+            }
+        })
+        .await
+    }
+}
+
+/// `call-removal`: the client's call of `echo` is held in the tool while `echo` is removed; the
+/// removal's notification reaches the client before the call's result, a list after it lacks
+/// `echo`, and a later call of it is refused. The audit of that session finds no violation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_removal_preset_removes_the_tool_under_a_running_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("session.jsonl");
+    let mut c = Stdio_::start(&log, &["--script", "call-removal"]);
+    let init = serde_json::json!({"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}});
+    c.request("initialize", init).await;
+    c.send(serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        .await;
+    let tools = c.request("tools/list", serde_json::json!({})).await;
+    assert!(tools.to_string().contains("\"echo\""), "{tools}");
+    c.said("waiting for the next call of echo").await;
+    let call = c
+        .request(
+            "tools/call",
+            serde_json::json!({"name":"echo","arguments":{}}),
+        )
+        .await;
+    // The result of the call that ran while echo existed is a success, and the removal was
+    // announced before it.
+    assert!(call.get("result").is_some(), "{call}");
+    assert_ne!(call["result"]["isError"], true, "{call}");
+    assert_eq!(c.notices, ["notifications/tools/list_changed"]);
+    let tools = c.request("tools/list", serde_json::json!({})).await;
+    assert!(!tools.to_string().contains("\"echo\""), "{tools}");
+    let again = c
+        .request(
+            "tools/call",
+            serde_json::json!({"name":"echo","arguments":{}}),
+        )
+        .await;
+    let refused = again.get("error").is_some() || again["result"]["isError"] == true;
+    assert!(refused, "{again}");
+    drop(c.stdin);
+    within("record exits", c.child.wait()).await.unwrap();
+
+    // On the wire: the list_changed came while the first call was unanswered.
+    let l = listsync_session::log::read(&log).unwrap();
+    let wire = observe(&l.entries);
+    let first = &wire.calls[0];
+    let (answered, ok) = first.answer.expect("answered");
+    assert!(ok);
+    assert!(
+        wire.delivered
+            .iter()
+            .any(|d| d.json["method"] == "notifications/tools/list_changed"
+                && d.seq > first.request
+                && d.seq < answered),
+        "{wire:#?}"
+    );
+    let (code, doc) = audit(&log);
+    assert_ne!(status(&doc, "no_call_to_removed"), "violated", "{doc:#}");
+    assert_eq!(code, 0, "{doc:#}");
+}

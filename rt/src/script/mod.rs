@@ -609,6 +609,7 @@ async fn occur(
         Hold::Request { method, .. } => format!("the next {method}"),
         Hold::Call { tool } => format!("the next call of {tool}"),
     };
+    let _ = report.send(format!("{}: waiting for {what}", step.name));
     if !step.trigger.is_empty() {
         *commits += 1;
         commit(server, step, &step.trigger, *commits, report).await;
@@ -691,7 +692,7 @@ mod tests {
                 "[[step]]\nops = [\"remove:tool:a\"]\nwhen = 1\n",
                 "x.toml:3:1: unknown field `when`",
             ),
-            ("[[step]\n", "x.toml:1:7:"),
+            ("[[step]\n", "x.toml:1:8: unclosed array table"),
             (
                 "start = \"later\"\n[[step]]\nops = [\"remove:tool:a\"]\n",
                 "x.toml:1:9: start 'later'",
@@ -714,6 +715,27 @@ mod tests {
             assert!(e.starts_with(want), "{text:?}\n got: {e}\nwant: {want}");
             assert!(!e.contains('\n'), "{e}");
         }
+    }
+
+    #[test]
+    fn schema_change_gives_echo_an_input_schema() {
+        let s = Script::load("schema-change").unwrap();
+        let demo = crate::fixtures::Fixtures::Demo.catalog();
+        let mut catalog = listsync_core::vocab::Catalog::default();
+        for op in &demo {
+            catalog.apply(&crate::items::normalize(op, &catalog));
+        }
+        let op = crate::items::normalize(&s.steps[0].ops[0].op(1).unwrap(), &catalog);
+        let Op::Update { def, .. } = op else {
+            panic!("{op:?}")
+        };
+        let def: Value = serde_json::from_str(&def).unwrap();
+        assert_eq!(
+            def["inputSchema"]["required"],
+            serde_json::json!(["message"]),
+            "{def}"
+        );
+        assert_eq!(def["description"], "Returns its message", "{def}");
     }
 
     #[test]
