@@ -4,6 +4,7 @@
 
 mod adapter_cmd;
 mod audit_cmd;
+mod change;
 mod check;
 mod explore;
 mod matrix_cmd;
@@ -84,6 +85,9 @@ enum Cmd {
     Serve(serve::Args),
     /// Run the reference MCP client and print each snapshot change with its version.
     Watch(watch::Args),
+    /// Change a running `listsync serve`'s lists: one batch of ops through its admin socket or
+    /// HTTP admin endpoint; prints the new version.
+    Change(change::Args),
     /// Replay traces against a real implementation (ours or an SDK) through the harness.
     Replay(replay_cmd::Args),
     /// Replay the trace corpus and generated scenarios against every implementation; write
@@ -134,6 +138,7 @@ fn main() -> ExitCode {
         Cmd::Sim(args) => sim_cmd::run(args),
         Cmd::Serve(args) => serve::run(args),
         Cmd::Watch(args) => watch::run(args),
+        Cmd::Change(args) => change::run(args),
         Cmd::Replay(args) => replay_cmd::run(args),
         Cmd::Matrix(args) => matrix_cmd::run(args),
         Cmd::Report(args) => report_cmd::run(args),

@@ -6,7 +6,9 @@
 //! catalog and says so. Logs go to stderr; on stdio, stdout is MCP. With `--redis URL --node
 //! NAME` the server is one node of a multi-instance server whose catalog lives in Redis
 //! ([`node`]). The HTTP endpoint's security options (tokens, origins, caps) are documented in the
-//! README's "Security" section.
+//! README's "Security" section. `--script FILE|PRESET` runs a schedule of batches
+//! ([`listsync_rt::script`]); `--admin-socket PATH` and `--admin-token-file FILE` (HTTP) let
+//! `listsync change` send batches by hand (docs/test-your-client.md).
 
 mod node;
 
@@ -90,6 +92,23 @@ pub struct Args {
     /// previous response) before it is closed.
     #[arg(long, value_name = "SECS", default_value_t = HttpOptions::default().header_timeout.as_secs())]
     header_timeout: u64,
+    /// A schedule of batches the server applies to itself: a TOML file, or a preset
+    /// (stale-race, mid-walk, burst, call-removal, schema-change; docs/test-your-client.md).
+    #[arg(long, value_name = "FILE|PRESET")]
+    script: Option<String>,
+    /// Stop the server this many seconds after the script's last step (its clients see it
+    /// end; a recorded session is then whole for `listsync audit`).
+    #[arg(long, value_name = "SECS", requires = "script")]
+    stop_after_script: Option<f64>,
+    /// Listen on a new Unix socket at PATH (mode 0600) for `listsync change PATH OP...` (the
+    /// control protocol's server role).
+    #[arg(long, value_name = "PATH")]
+    admin_socket: Option<PathBuf>,
+    /// HTTP: enable `POST /admin/change` for `listsync change URL --token-file FILE OP...`; the
+    /// file's first line is the one token it accepts (at least 16 characters). Off by default
+    /// (the path answers 404).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    admin_token_file: Option<PathBuf>,
     #[command(flatten)]
     cluster: node::ClusterArgs,
 }
@@ -111,6 +130,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(args: Args) -> anyhow::Result<ExitCode> {
+    let script = match &args.script {
+        Some(s) => Some(std::sync::Arc::new(
+            listsync_rt::script::Script::load(s).map_err(anyhow::Error::msg)?,
+        )),
+        None => None,
+    };
+    if args
+        .stop_after_script
+        .is_some_and(|s| !(0.0..=86_400.0).contains(&s))
+    {
+        bail!("--stop-after-script: 0 to 86400 seconds");
+    }
     let era = match (args.era, env("LISTSYNC_ERA")) {
         (Some(e), _) => e,
         (None, Some(e)) => e.parse().map_err(anyhow::Error::msg)?,
@@ -119,7 +150,7 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
     let page_size = match (args.page_size, env("LISTSYNC_PAGE_SIZE")) {
         (Some(p), _) => p,
         (None, Some(p)) => p.parse().context("LISTSYNC_PAGE_SIZE")?,
-        (None, None) => 0,
+        (None, None) => script.as_ref().and_then(|s| s.page_size).unwrap_or(0),
     };
     let strategy = args.strategy;
     let given = if args.empty {
@@ -175,6 +206,44 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let stop = CancellationToken::new();
+    let admin_socket = match &args.admin_socket {
+        Some(path) => {
+            let socket = listsync_rt::control::admin::listen(server.clone(), path)
+                .await
+                .with_context(|| format!("admin socket {}", path.display()))?;
+            eprintln!(
+                "listsync serve: admin socket {} (listsync change {} OP...)",
+                path.display(),
+                path.display()
+            );
+            Some(socket)
+        }
+        None => None,
+    };
+    if let Some(script) = &script {
+        if !script.description.is_empty() {
+            eprintln!(
+                "listsync serve: script {}: {}",
+                script.origin,
+                one_line(&script.description)
+            );
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let run = listsync_rt::script::run(server.clone(), script.clone(), tx, stop.clone());
+        let (after, end) = (args.stop_after_script, stop.clone());
+        tokio::spawn(async move {
+            run.await;
+            if let Some(secs) = after {
+                tokio::time::sleep(std::time::Duration::from_secs_f64(secs)).await;
+                end.cancel();
+            }
+        });
+        tokio::spawn(async move {
+            while let Some(line) = rx.recv().await {
+                eprintln!("listsync serve: script: {line}");
+            }
+        });
+    }
 
     let mut extra = json!({ "page_size": page_size });
     let transport_done = CancellationToken::new();
@@ -189,6 +258,12 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!(
             "listsync serve: Streamable HTTP {era} at {url} ({strategy}, page size {page_size})"
         );
+        if args.admin_token_file.is_some() {
+            eprintln!(
+                "listsync serve: admin endpoint POST {} (listsync change {url} --token-file FILE OP...)",
+                url.replace("/mcp", "/admin/change")
+            );
+        }
         extra["transport"] = json!("http");
         extra["url"] = json!(url);
         http = Some(endpoint);
@@ -237,6 +312,9 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(endpoint) = http {
         endpoint.shutdown().await;
     }
+    if let Some(socket) = admin_socket {
+        socket.shutdown().await;
+    }
     if let Some(out) = outbox {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(2), out.flush()).await;
     }
@@ -262,7 +340,14 @@ fn http_options(args: &Args) -> anyhow::Result<HttpOptions> {
     if args.max_sessions == 0 || args.max_connections == 0 || args.header_timeout == 0 {
         bail!("--max-sessions, --max-connections and --header-timeout must be at least 1");
     }
+    let admin = match &args.admin_token_file {
+        Some(file) => Some(std::sync::Arc::new(
+            TokenTable::admin(file).map_err(anyhow::Error::msg)?,
+        )),
+        None => None,
+    };
     Ok(HttpOptions {
+        admin,
         auth,
         allowed_origins: args.allow_origin.clone(),
         max_sessions: args.max_sessions,
@@ -270,4 +355,9 @@ fn http_options(args: &Args) -> anyhow::Result<HttpOptions> {
         header_timeout: std::time::Duration::from_secs(args.header_timeout),
         ..HttpOptions::default()
     })
+}
+
+/// A paragraph as one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

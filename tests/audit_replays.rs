@@ -8,7 +8,8 @@
 //!   violated in the replay of that run (the replay knows more: the server's catalog, probes of
 //!   what a list saw when each notification went out; the audit has only the wire).
 //! - **What the wire shows, the audit catches**: the known-bad strategies whose violation is on
-//!   the wire (a walk stopped at its first page; a listen never followed by a list) are caught
+//!   the wire (a walk stopped at its first page; a listen never followed by a list; a list under
+//!   way when a list_changed arrived, kept last or never followed by another) are caught
 //!   by the audit through the same property as the replay. The others are caught by the replay
 //!   only, and the table below says why, so a change in the audit's reach shows up here.
 //! - Each reference run's audit finds nothing.
@@ -114,8 +115,8 @@ const REACH: &[(&str, &[Property], &str)] = &[
     ),
     (
         "naive",
-        &[],
-        "an older list published over a newer one happens inside the client",
+        &[Property::NoStaleOverwrite, Property::Converges],
+        "the older list's walk was under way when the list_changed arrived and completed last: on the wire",
     ),
     (
         "request-id-guard",
@@ -129,8 +130,8 @@ const REACH: &[(&str, &[Property], &str)] = &[
     ),
     (
         "flag-cleared-after-await",
-        &[],
-        "the change is committed with no list_changed the client acts on; only the catalog shows it",
+        &[Property::Converges, Property::NoLostWakeup],
+        "the list_changed arrives while a walk is under way, and no list follows it: on the wire",
     ),
     (
         "notify-before-commit",

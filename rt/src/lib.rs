@@ -10,7 +10,10 @@
 //! * [`watch`]: the reference client watching a server (or several, their tools combined),
 //!   each change and failure said as a line (`listsync watch`);
 //! * [`fixtures`]: the items and trigger tools the official conformance suite expects;
-//! * [`control`]: the harness control protocol (`docs/harness-protocol.md`) for both roles;
+//! * [`control`]: the harness control protocol (`docs/harness-protocol.md`) for both roles, and
+//!   the admin socket and op arguments of `listsync change`;
+//! * [`script`]: timed schedules of batches a server applies to itself (`serve --script`), with
+//!   presets for the known races;
 //! * [`history::SharedHistory`]: a shared recorder of core history events, judged with core's
 //!   property checkers.
 //!
@@ -26,6 +29,7 @@ pub mod history;
 pub mod items;
 pub mod pace;
 mod panic;
+pub mod script;
 pub mod server;
 pub mod sniff;
 pub mod watch;

@@ -7,6 +7,7 @@
 //! cap and discarded up to their newline, so a peer that never sends one costs bounded memory).
 //! Nothing on the channel can crash the adapter or end it but the socket closing or `shutdown`.
 
+pub mod admin;
 mod client_role;
 mod server_role;
 
@@ -123,7 +124,12 @@ pub struct Channel {
 impl Channel {
     /// Connects to the harness's socket at `path`.
     pub async fn connect(path: &Path) -> std::io::Result<Channel> {
-        let stream = UnixStream::connect(path).await?;
+        Ok(Channel::from_stream(UnixStream::connect(path).await?))
+    }
+
+    /// A channel on a connected stream (the harness's socket, or a connection accepted on the
+    /// admin socket, [`admin::listen`]).
+    pub fn from_stream(stream: UnixStream) -> Channel {
         let (reader, mut writer) = stream.into_split();
         let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
         tokio::spawn(async move {
@@ -143,10 +149,10 @@ impl Channel {
                 }
             }
         });
-        Ok(Channel {
+        Channel {
             outbox: Outbox { tx },
             reader,
-        })
+        }
     }
 
     /// The sending side.

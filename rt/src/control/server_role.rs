@@ -115,7 +115,8 @@ fn forward_notices(server: &Server, out: Outbox) {
     });
 }
 
-fn command(server: Server, cmd: String, v: Value) -> Reply {
+/// Runs one server-role command (the harness's channel and the admin socket share it).
+pub(crate) fn command(server: Server, cmd: String, v: Value) -> Reply {
     Box::pin(async move {
         match cmd.as_str() {
             "mutate" => {

@@ -8,10 +8,11 @@
 //!   registry, not in handlers; `subscriptions/listen` is a long POST whose SSE stream carries the
 //!   acknowledgement and the tagged notifications.
 //!
-//! Any path serves MCP (rmcp ignores it); use `http://127.0.0.1:PORT/mcp`. The one exception is
+//! Any path serves MCP (rmcp ignores it); use `http://127.0.0.1:PORT/mcp`. The exceptions are
 //! `GET /health`: the server's [`HealthReport`](super::HealthReport) as JSON — 200 while it is
 //! current, 503 while a node of a multi-instance server is cut off from its shared store (it still
-//! serves its last version; a load balancer may prefer other nodes).
+//! serves its last version; a load balancer may prefer other nodes) — and `/admin/change`, the
+//! token-protected admin endpoint when [`HttpOptions::admin`] enables it ([`super::admin`]).
 //!
 //! The endpoint is closed by default against other local users and web pages ([`HttpOptions`]):
 //! disallowed `Origin`s get 403, bearer tokens (when configured) select the principal and its
@@ -74,6 +75,9 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// How long a 2025-11-25 session may stay without traffic before it is closed.
     pub session_idle: Duration,
+    /// The admin endpoint `POST /admin/change` and the one token it accepts
+    /// ([`TokenTable::admin`]); None (the default): the path answers 404.
+    pub admin: Option<Arc<TokenTable>>,
 }
 
 impl Default for HttpOptions {
@@ -87,6 +91,7 @@ impl Default for HttpOptions {
             body_timeout: Duration::from_secs(10),
             max_body_bytes: 4 << 20,
             session_idle: Duration::from_secs(300),
+            admin: None,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! What every HTTP request passes before rmcp sees it, in this order: `GET /health` is answered
-//! here; a disallowed `Origin` gets 403; authentication selects the principal (401 with
+//! here; a disallowed `Origin` gets 403; `/admin/change` goes to [`super::admin`] (404 unless
+//! enabled); authentication selects the principal (401 with
 //! `WWW-Authenticate` for a missing or unknown token when tokens are configured); a new
 //! 2025-11-25 session beyond the cap gets 503; the body is read within a size and time bound
 //! (413, 408); a POST body that is not JSON gets 400 with a JSON-RPC parse error (-32700), and
@@ -21,7 +22,7 @@ use serde_json::json;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-type Reply = http::Response<BoxBody<Bytes, Infallible>>;
+pub(crate) type Reply = http::Response<BoxBody<Bytes, Infallible>>;
 
 /// The per-request checks of one endpoint, in front of rmcp's service.
 pub(crate) struct Guard {
@@ -60,6 +61,9 @@ impl Guard {
                 http::StatusCode::FORBIDDEN,
                 "Forbidden: origin not allowed\n",
             );
+        }
+        if req.uri().path() == super::admin::PATH {
+            return super::admin::handle(&self.server, &self.options, req).await;
         }
         let principal = match self.authenticate(req.headers()) {
             Ok(p) => p,
@@ -234,7 +238,7 @@ fn origin_matches(origin: &str, allowed: &str) -> bool {
     }
 }
 
-fn plain(status: http::StatusCode, text: &str) -> Reply {
+pub(crate) fn plain(status: http::StatusCode, text: &str) -> Reply {
     let mut r = http::Response::new(Full::new(Bytes::from(text.to_owned())).boxed());
     *r.status_mut() = status;
     r.headers_mut().insert(

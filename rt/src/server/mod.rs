@@ -17,6 +17,8 @@
 //! stream. They live in their own number space, starting at [`FIRST_SESSION`], unrelated to the
 //! ids clients record their own events under.
 
+#[cfg(feature = "http")]
+pub mod admin;
 #[cfg(feature = "cluster")]
 pub mod cluster;
 mod deliver;

@@ -105,27 +105,34 @@ impl TokenTable {
     /// Reads and parses a token file (at most 1 MiB). A file that others may read is accepted,
     /// with a warning once it has been read as a token table (a file refused is only refused).
     pub fn load(path: &Path) -> Result<TokenTable, String> {
-        use std::io::Read;
-        const LIMIT: u64 = 1 << 20;
-        let shown = path.display();
-        let f = std::fs::File::open(path).map_err(|e| format!("{shown}: {e}"))?;
-        let meta = f.metadata().ok();
-        let mut text = String::new();
-        f.take(LIMIT + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("{shown}: {e}"))?;
-        if text.len() as u64 > LIMIT {
-            return Err(format!("{shown}: more than {LIMIT} bytes (the limit)"));
-        }
-        let table = TokenTable::parse(&text).map_err(|e| format!("{shown}: {e}"))?;
-        #[cfg(unix)]
-        if let Some(meta) = meta {
-            use std::os::unix::fs::PermissionsExt;
-            if meta.permissions().mode() & 0o077 != 0 {
-                tracing::warn!("{shown}: the token file is readable by other users (chmod 600)");
+        read_token_file(path, TokenTable::parse)
+    }
+
+    /// The admin endpoint's table (`listsync serve --admin-token-file FILE`): one token, the
+    /// file's first line (the same file `listsync change --token-file` reads), at least
+    /// [`MIN_TOKEN_LEN`] printable ASCII characters, naming the principal `admin`. Presented
+    /// tokens are compared as with [`TokenTable::lookup`], in constant time.
+    pub fn admin(path: &Path) -> Result<TokenTable, String> {
+        read_token_file(path, |text| {
+            let token = text.lines().next().unwrap_or("").trim();
+            if token.len() < MIN_TOKEN_LEN {
+                return Err(format!(
+                    "line 1: the admin token is shorter than {MIN_TOKEN_LEN} characters"
+                ));
             }
-        }
-        Ok(table)
+            if !token.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err("line 1: the admin token is not printable ASCII".into());
+            }
+            Ok(TokenTable {
+                entries: vec![Entry {
+                    token: token.as_bytes().to_vec(),
+                    principal: Principal {
+                        name: "admin".into(),
+                        auth: AuthCtx(0),
+                    },
+                }],
+            })
+        })
     }
 
     /// Number of tokens.
@@ -150,6 +157,35 @@ impl TokenTable {
         }
         bool::from(found).then(|| &self.entries[index as usize].principal)
     }
+}
+
+/// Reads a token file (at most 1 MiB) and parses it with `parse`; warns once it is read if others
+/// may read it.
+fn read_token_file(
+    path: &Path,
+    parse: impl FnOnce(&str) -> Result<TokenTable, String>,
+) -> Result<TokenTable, String> {
+    use std::io::Read;
+    const LIMIT: u64 = 1 << 20;
+    let shown = path.display();
+    let f = std::fs::File::open(path).map_err(|e| format!("{shown}: {e}"))?;
+    let meta = f.metadata().ok();
+    let mut text = String::new();
+    f.take(LIMIT + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{shown}: {e}"))?;
+    if text.len() as u64 > LIMIT {
+        return Err(format!("{shown}: more than {LIMIT} bytes (the limit)"));
+    }
+    let table = parse(&text).map_err(|e| format!("{shown}: {e}"))?;
+    #[cfg(unix)]
+    if let Some(meta) = meta {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o077 != 0 {
+            tracing::warn!("{shown}: the token file is readable by other users (chmod 600)");
+        }
+    }
+    Ok(table)
 }
 
 #[cfg(test)]
