@@ -12,6 +12,8 @@
 //! so no XML library is needed to write it; the tests parse the output with one.
 
 use listsync_core::property::Verdict;
+use listsync_harness::expected::{Expectations, Fixed};
+use listsync_harness::matrix::row_name;
 use listsync_harness::outcome::{RunReport, RunStatus, Target};
 use listsync_harness::replay::agrees;
 use listsync_model::suite::SuiteReport;
@@ -314,18 +316,48 @@ fn list(names: &[String]) -> String {
 /// an error when the harness could not run it; skipped when it does not apply. `logs` is the
 /// directory the runs' message logs (`RunReport::log`) are relative to.
 pub fn from_replays(runs: &[RunReport], logs: &Path) -> Suite {
-    from_runs("listsync replay", runs, logs, true)
+    from_runs(
+        "listsync replay",
+        runs,
+        logs,
+        true,
+        &Expectations::default(),
+    )
 }
 
 /// `listsync matrix`: a testcase per run (a corpus trace or a generated scenario against one
 /// row: implementation, role, variant, era), failed when the row violated a property (a run may
 /// leave a trace's lockstep and still be judged, as the report does); a validation run of a
 /// known-bad strategy fails when its trace did not catch it. Errors and skips as for replays.
-pub fn from_matrix(runs: &[RunReport], logs: &Path) -> Suite {
-    from_runs("listsync matrix", runs, logs, false)
+/// A run whose violations are all expected failures of its row (`expected`) is skipped with
+/// `expected failure: REASON`; each fixed entry (`fixed`: listed, and no longer failing) is a
+/// testcase of its row of its own, failed, saying to remove the entry.
+pub fn from_matrix(
+    runs: &[RunReport],
+    logs: &Path,
+    expected: &Expectations,
+    fixed: &[Fixed],
+) -> Suite {
+    let mut suite = from_runs("listsync matrix", runs, logs, false, expected);
+    suite.cases.extend(fixed.iter().map(|f| Case {
+        class: f.entry.row.clone(),
+        name: format!("expected failure {}", f.entry.property),
+        seconds: 0.0,
+        outcome: Outcome::Failed {
+            message: f.to_string(),
+            detail: format!("listed because: {}", f.entry.why()),
+        },
+    }));
+    suite
 }
 
-fn from_runs(suite: &str, runs: &[RunReport], logs: &Path, lockstep: bool) -> Suite {
+fn from_runs(
+    suite: &str,
+    runs: &[RunReport],
+    logs: &Path,
+    lockstep: bool,
+    expected: &Expectations,
+) -> Suite {
     let cases = runs
         .iter()
         .map(|r| {
@@ -333,7 +365,7 @@ fn from_runs(suite: &str, runs: &[RunReport], logs: &Path, lockstep: bool) -> Su
                 Target::Trace { name, shows } => (name.clone(), *shows),
                 Target::Exercise { name } => (format!("scenario {name}"), None),
             };
-            let class = format!("{}:{}@{}.{}", r.imp, r.role, r.variant, r.era);
+            let class = row_name(&r.imp, r.role, &r.variant, r.era);
             let violated: Vec<String> = r
                 .judged
                 .iter()
@@ -380,11 +412,40 @@ fn from_runs(suite: &str, runs: &[RunReport], logs: &Path, lockstep: bool) -> Su
                         }
                     }
                 }
-                // A generated scenario: judged by the properties alone.
-                _ if !violated.is_empty() => Outcome::Failed {
-                    message: format!("{target}: violated {}{log}", list(&violated)),
-                    detail: r.notes.join("\n"),
-                },
+                // A generated scenario: judged by the properties alone, each violation an
+                // expected failure of its row or not.
+                _ if !violated.is_empty() => {
+                    let (listed, unlisted): (Vec<_>, Vec<_>) = r
+                        .judged
+                        .iter()
+                        .filter(|(_, v)| **v == Verdict::Violated)
+                        .map(|(p, _)| (p, expected.get(&class, *p)))
+                        .partition(|(_, e)| e.is_some());
+                    let reasons: Vec<String> = listed
+                        .iter()
+                        .filter_map(|(p, e)| e.map(|e| format!("{p}: {}", e.why())))
+                        .collect();
+                    if unlisted.is_empty() {
+                        Outcome::Skipped {
+                            message: format!("expected failure: {}", reasons.join("; ")),
+                        }
+                    } else {
+                        let unlisted: Vec<String> =
+                            unlisted.iter().map(|(p, _)| p.to_string()).collect();
+                        let notes = r.notes.join("\n");
+                        Outcome::Failed {
+                            message: format!("{target}: violated {}{log}", list(&unlisted)),
+                            detail: if reasons.is_empty() {
+                                notes
+                            } else {
+                                format!(
+                                    "also violated, as expected: {}\n{notes}",
+                                    reasons.join("; ")
+                                )
+                            },
+                        }
+                    }
+                }
                 _ => Outcome::Passed,
             };
             Case {
