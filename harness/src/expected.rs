@@ -111,6 +111,14 @@ pub struct Expectations {
     by_cell: BTreeMap<(String, Property), Entry>,
 }
 
+/// Every row of `adapters`, by name.
+fn known_rows(adapters: &[Arc<Manifest>]) -> BTreeMap<String, RowKey> {
+    rows(adapters)
+        .into_iter()
+        .map(|(k, _)| (k.to_string(), k))
+        .collect()
+}
+
 /// Line (1-based) of byte offset `at` in `text`.
 fn line_of(text: &str, at: usize) -> usize {
     text.get(..at).map_or(1, |t| t.matches('\n').count() + 1)
@@ -126,10 +134,7 @@ impl Expectations {
         adapters: &[Arc<Manifest>],
         files: &[PathBuf],
     ) -> Result<Expectations, String> {
-        let known: BTreeMap<String, RowKey> = rows(adapters)
-            .into_iter()
-            .map(|(k, _)| (k.to_string(), k))
-            .collect();
+        let known = known_rows(adapters);
         let mut out = Expectations::default();
         for m in adapters {
             if let Origin::BuiltIn(_) = m.origin {
@@ -145,6 +150,18 @@ impl Expectations {
         Ok(out)
     }
 
+    /// The expectations of one file's `text` (`name` is what errors and entries call it), over
+    /// `adapters` as for [`Expectations::load`] without the built-in files.
+    pub fn from_text(
+        name: &Path,
+        text: &str,
+        adapters: &[Arc<Manifest>],
+    ) -> Result<Expectations, String> {
+        let mut out = Expectations::default();
+        out.add_text(name, text, &known_rows(adapters), adapters)?;
+        Ok(out)
+    }
+
     fn add_file(
         &mut self,
         path: &Path,
@@ -153,8 +170,18 @@ impl Expectations {
     ) -> Result<(), String> {
         let text = crate::limited_file::read_text(path, MAX_FILE)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        let doc: FileDoc = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map(|s| line_of(&text, s.start));
+        self.add_text(path, &text, known, adapters)
+    }
+
+    fn add_text(
+        &mut self,
+        path: &Path,
+        text: &str,
+        known: &BTreeMap<String, RowKey>,
+        adapters: &[Arc<Manifest>],
+    ) -> Result<(), String> {
+        let doc: FileDoc = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of(text, s.start));
             let msg = e.message().trim().to_string();
             match line {
                 Some(l) => format!("{}:{l}: {msg}", path.display()),
@@ -162,7 +189,7 @@ impl Expectations {
             }
         })?;
         for e in doc.expected {
-            let at = format!("{}:{}", path.display(), line_of(&text, e.row.span().start));
+            let at = format!("{}:{}", path.display(), line_of(text, e.row.span().start));
             let row = e.row.into_inner();
             let Some(key) = known.get(&row) else {
                 let imp = row.split(':').next().unwrap_or_default();
@@ -185,7 +212,7 @@ impl Expectations {
             let p_at = format!(
                 "{}:{}",
                 path.display(),
-                line_of(&text, e.property.span().start)
+                line_of(text, e.property.span().start)
             );
             let property: Property = e.property.into_inner().parse().map_err(|err| {
                 format!(

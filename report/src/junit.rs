@@ -480,6 +480,91 @@ mod tests {
     }
 
     #[test]
+    fn matrix_runs_whose_violations_are_expected_are_skipped_and_fixed_entries_fail() {
+        use listsync_core::property::Property;
+        use listsync_core::vocab::Era;
+        use listsync_harness::adapters::{Role, Subject};
+        use listsync_harness::manifest;
+        let subject = Subject::parse("python:client@session", false).unwrap();
+        let run = |name: &str, violated: &[Property]| {
+            let mut r = RunReport::new(
+                Target::Exercise { name: name.into() },
+                &subject,
+                Role::Client,
+                Era::V2025_11_25,
+            );
+            r.variant = "session".into();
+            r.status = RunStatus::Completed;
+            for p in violated {
+                r.judged.insert(*p, Verdict::Violated);
+            }
+            r
+        };
+        let row = "python:client@session.2025-11-25";
+        let expected = Expectations::from_text(
+            Path::new("x.toml"),
+            &format!(
+                "[[expected]]\nrow = \"{row}\"\nproperty = \"no_stale_overwrite\"\nreason = \"known\"\nlink = \"L\"\n\
+                 [[expected]]\nrow = \"{row}\"\nproperty = \"bounded_refresh\"\nreason = \"gone\"\n"
+            ),
+            manifest::built_in(),
+        )
+        .unwrap();
+        let runs = [
+            run("stale-race", &[Property::NoStaleOverwrite]),
+            run(
+                "mid-walk",
+                &[Property::NoStaleOverwrite, Property::Converges],
+            ),
+            run("notify", &[]),
+        ];
+        let m = listsync_harness::matrix::Matrix {
+            rows: Vec::new(),
+            validation: Vec::new(),
+            runs: Vec::new(),
+            seconds: 0.0,
+        };
+        assert!(expected.judge(&m).fixed.is_empty());
+        let fixed = [Fixed {
+            entry: expected.get(row, Property::BoundedRefresh).unwrap().clone(),
+            now: "holds",
+        }];
+        let suite = from_matrix(&runs, Path::new("reports"), &expected, &fixed);
+        let outcomes: Vec<(&str, &str, &Outcome)> = suite
+            .cases
+            .iter()
+            .map(|c| (c.class.as_str(), c.name.as_str(), &c.outcome))
+            .collect();
+        assert_eq!(outcomes.len(), 4, "{outcomes:?}");
+        assert_eq!(
+            outcomes[0].2,
+            &Outcome::Skipped {
+                message: "expected failure: no_stale_overwrite: known (L)".into()
+            }
+        );
+        match outcomes[1].2 {
+            Outcome::Failed { message, detail } => {
+                assert_eq!(message, "scenario mid-walk: violated converges");
+                assert!(
+                    detail.starts_with("also violated, as expected: no_stale_overwrite: known")
+                );
+            }
+            o => panic!("{o:?}"),
+        }
+        assert_eq!(outcomes[2].2, &Outcome::Passed);
+        assert_eq!(
+            (outcomes[3].0, outcomes[3].1),
+            (row, "expected failure bounded_refresh")
+        );
+        match outcomes[3].2 {
+            Outcome::Failed { message, .. } => assert!(
+                message.starts_with(&format!("fixed: {row} no longer violates bounded_refresh (now holds); remove its entry at x.toml:"))
+            ),
+            o => panic!("{o:?}"),
+        }
+    }
+
+    #[test]
     fn the_document_parses_and_counts_each_outcome() {
         let s = Suite {
             name: "listsync x".into(),
