@@ -5,7 +5,6 @@
 //! the harness starts it this way, so one build of `listsync` carries every Rust adapter.
 
 use anyhow::Context;
-use listsync_harness::adapters::Paths;
 use listsync_harness::manifest::Manifest;
 use listsync_harness::run::Bounds;
 use std::path::PathBuf;
@@ -35,7 +34,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
         Cmd::Check { file } => {
             let m = Manifest::load(&file).map_err(anyhow::Error::msg)?;
             let exe = std::env::current_exe().context("locating the listsync executable")?;
-            let mut paths = Paths::discover(exe.clone()).map_err(anyhow::Error::msg)?;
+            let mut paths = crate::home::paths(exe.clone())?;
             let pinned = listsync_harness::pin::PinnedExe::new(&exe).map_err(anyhow::Error::msg)?;
             paths.listsync = pinned.path().to_path_buf();
             let rt = tokio::runtime::Builder::new_multi_thread()

@@ -7,6 +7,7 @@ mod audit_cmd;
 mod change;
 mod check;
 mod explore;
+mod home;
 mod matrix_cmd;
 mod record_cmd;
 mod replay_cmd;
@@ -28,9 +29,23 @@ use std::process::ExitCode;
 
 /// Proves and tests that MCP clients keep a server's tools, prompts and resources lists
 /// consistent while the server changes them.
+/// `listsync --version`: the package version and the commit it was built from (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("LISTSYNC_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
-#[command(name = "listsync", version, about)]
+#[command(name = "listsync", version = VERSION, about)]
 struct Cli {
+    /// Where provisioned adapters, the conformance suite's runner and (outside a listsync source
+    /// tree) the unpacked adapters, trace corpus and suite pin go (default: the source tree's
+    /// .cache/, else $XDG_CACHE_HOME/listsync, else ~/.cache/listsync; `LISTSYNC_CACHE` still
+    /// names the adapters' cache).
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
     /// More diagnostics on stderr: -v info (and rmcp's own warnings), -vv debug, -vvv trace
     /// (default: warnings and errors of listsync). `RUST_LOG` (e.g.
     /// `RUST_LOG=listsync_rt=debug`) overrides it.
@@ -132,6 +147,7 @@ enum TraceCmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    home::set_cache_dir(cli.cache_dir);
     let result = match cli.cmd {
         Cmd::Check(args) => check::run(args),
         Cmd::Explore { config, port } => explore::run(&config, port),

@@ -2,11 +2,13 @@
 //! against every implementation (our runtime, rmcp, the TypeScript SDK v1 and v2, the Python, Go,
 //! mcp-go and Java SDKs — installing the third-party adapters on first use — and the rows of any
 //! adapter of the user's own), and writes `reports/conformance.md` and `reports/conformance.json`
-//! with a message log for every run that shows something.
+//! with a message log for every run that shows something. Every row's violations fail the run
+//! but those listed as expected failures (each built-in adapter's own file, and
+//! `--expected-failures FILE`); a listed one that no longer happens fails it too.
 
 use anyhow::Context;
-use listsync_harness::adapters::Paths;
-use listsync_harness::manifest::Manifest;
+use listsync_harness::expected::Expectations;
+use listsync_harness::manifest::{self, Manifest};
 use listsync_harness::matrix::{self, Options};
 use listsync_harness::run::Bounds;
 use std::path::PathBuf;
@@ -27,22 +29,30 @@ pub struct Args {
     /// docs/writing-an-adapter.md).
     #[arg(long = "adapter")]
     adapters: Vec<PathBuf>,
-    /// The trace corpus.
-    #[arg(long, default_value = "traces")]
-    traces: PathBuf,
-    /// Where to write the report.
-    #[arg(long, default_value = "reports")]
-    out: PathBuf,
+    /// Expected failures: a TOML file of `[[expected]]` entries (row, property, reason, optional
+    /// link) whose violations do not fail the run (repeatable; docs/ci.md). The built-in
+    /// adapters' own files (harness/adapters/*/expected-failures.toml) are always read.
+    #[arg(long = "expected-failures", value_name = "FILE")]
+    expected_failures: Vec<PathBuf>,
+    /// The trace corpus (default: the source tree's traces/, or the corpus this binary carries).
+    #[arg(long)]
+    traces: Option<PathBuf>,
+    /// Where to write the report (default: reports/ inside a listsync source tree, else the
+    /// current directory).
+    #[arg(long)]
+    out: Option<PathBuf>,
     /// Also write a JUnit XML report to this file (docs/ci.md).
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
 }
 
-/// Runs the matrix. Exit 1 if our reference runtime violates anything or a known-bad variant
-/// goes uncaught, else 0.
+/// Runs the matrix. Exit 1 if a row violates a property that is not an expected failure, an
+/// expected failure no longer happens, a row errs, or a known-bad variant goes uncaught, else 0;
+/// 2 when an option or an expected-failures file is wrong.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let home = crate::home::home()?;
     let exe = std::env::current_exe().context("locating the listsync executable")?;
-    let mut paths = Paths::discover(exe.clone()).map_err(anyhow::Error::msg)?;
+    let mut paths = crate::home::paths(exe.clone())?;
     // Adapters start from a pinned copy, so a concurrent rebuild cannot swap builds mid-run.
     let pinned = listsync_harness::pin::PinnedExe::new(&exe).map_err(anyhow::Error::msg)?;
     paths.listsync = pinned.path().to_path_buf();
@@ -52,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let opts = Options {
         jobs,
-        traces: args.traces,
+        traces: args.traces.unwrap_or_else(|| home.tree.join("traces")),
         only: args.only,
         adapters: args
             .adapters
@@ -62,6 +72,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map_err(anyhow::Error::msg)?,
         bounds: Bounds::default(),
     };
+    let out = args
+        .out
+        .unwrap_or_else(|| PathBuf::from(if home.source { "reports" } else { "." }));
+    // Every adapter the matrix knows, whether or not --only runs its rows: an entry naming a
+    // row left out is not an error.
+    let mut known: Vec<Arc<Manifest>> = manifest::built_in().to_vec();
+    known.extend(opts.adapters.iter().cloned());
+    let expected = Expectations::load(&home.tree, &known, &args.expected_failures)
+        .map_err(anyhow::Error::msg)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -69,11 +88,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut m = rt
         .block_on(matrix::run(&paths, &opts, &progress))
         .map_err(anyhow::Error::msg)?;
-    std::fs::create_dir_all(&args.out)?;
-    listsync_harness::report::write(&args.out, &mut m)
-        .with_context(|| format!("writing the report under {}", args.out.display()))?;
-    let md = listsync_report::pages::write_conformance_page(&args.out)
-        .with_context(|| format!("rendering conformance.md under {}", args.out.display()))?;
+    std::fs::create_dir_all(&out)?;
+    listsync_harness::report::write(&out, &mut m)
+        .with_context(|| format!("writing the report under {}", out.display()))?;
+    let md = listsync_report::pages::write_conformance_page(&out)
+        .with_context(|| format!("rendering conformance.md under {}", out.display()))?;
     println!(
         "conformance matrix: {} rows, {} runs in {:.0} s -> {} (and conformance.json)",
         m.rows.len(),
@@ -81,14 +100,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         m.seconds,
         md.display()
     );
+    let judged = expected.judge(&m);
     if let Some(f) = &args.junit {
-        let suite = listsync_report::junit::from_matrix(&m.runs, &args.out);
+        let suite = listsync_report::junit::from_matrix(&m.runs, &out, &expected, &judged.fixed);
         listsync_report::junit::write(f, &[suite])?;
     }
-    let failures = m.failures();
+    for e in &judged.expected {
+        println!(
+            "expected failure: {} violates {}: {}",
+            e.row,
+            e.property,
+            e.why()
+        );
+    }
+    let failures = m.failures(&expected);
     for f in &failures {
         println!("FAIL: {f}");
     }
+    println!(
+        "{} expected failures, {} fixed, {} failures",
+        judged.expected.len(),
+        judged.fixed.len(),
+        failures.len()
+    );
     Ok(if failures.is_empty() {
         ExitCode::SUCCESS
     } else {

@@ -6,7 +6,7 @@
 
 use anyhow::Context;
 use listsync_core::vocab::Era;
-use listsync_harness::adapters::{Paths, Subject};
+use listsync_harness::adapters::Subject;
 use listsync_harness::outcome::Outcome;
 use listsync_harness::outcome::RunStatus;
 use listsync_harness::replay::{exit_code, headline, plan, replay, summary};
@@ -17,7 +17,7 @@ use std::process::ExitCode;
 /// Flags of `listsync replay`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Trace files (JSON).
+    /// Trace files (JSON), or corpus traces by name (`naive.json`, `naive`).
     #[arg(required = true)]
     traces: Vec<PathBuf>,
     /// Built-in implementation under test: IMPL[:ROLE][@VARIANT], IMPL one of reference, rmcp,
@@ -59,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     .map_err(anyhow::Error::msg)?;
     let exe = std::env::current_exe().context("locating the listsync executable")?;
-    let mut paths = Paths::discover(exe.clone()).map_err(anyhow::Error::msg)?;
+    let mut paths = crate::home::paths(exe.clone())?;
     // Adapters start from a pinned copy, so a concurrent rebuild cannot swap builds mid-run.
     let pinned = listsync_harness::pin::PinnedExe::new(&exe).map_err(anyhow::Error::msg)?;
     paths.listsync = pinned.path().to_path_buf();
@@ -68,7 +68,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()?;
     let mut worst = 0u8;
     let mut runs = Vec::new();
-    for path in &args.traces {
+    for arg in &args.traces {
+        let path = &crate::home::trace_file(arg)?;
         let trace = crate::trace_cmd::read(path)?;
         let name = path
             .file_name()

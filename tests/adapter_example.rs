@@ -16,6 +16,7 @@ mod harness_support;
 use harness_support::{REPLAY_LIMIT, listsync, paths, repo};
 use listsync_core::property::Property;
 use listsync_harness::adapter_check::{self, RULES};
+use listsync_harness::expected::Expectations;
 use listsync_harness::manifest::Manifest;
 use listsync_harness::matrix::{self, CellState, Options};
 use listsync_harness::run::Bounds;
@@ -73,12 +74,60 @@ async fn the_matrix_passes_the_example_and_catches_its_last_response_wins_varian
     // No built-in row ran: --only names the user's adapter alone.
     assert!(m.runs.iter().all(|r| r.imp == "example"));
     assert!(m.validation.is_empty());
+    // The user's rows fail the run on their violations (none expected here).
+    let failures = m.failures(&Expectations::default());
+    for era in ["2025-11-25", "2026-07-28"] {
+        let says = format!("example:client@last-response-wins.{era} violates no_stale_overwrite");
+        assert!(
+            failures.iter().any(|f| f.starts_with(&says)),
+            "{says}: {failures:?}"
+        );
+    }
+    assert!(
+        failures.iter().all(|f| !f.contains("@coalescing.")),
+        "{failures:?}"
+    );
+    // Listed as expected failures, the violations fail nothing; a listed cell that holds (the
+    // coalescing row's no_stale_overwrite) is fixed, and fails the run until it is removed.
+    let listed: String = m
+        .rows
+        .iter()
+        .flat_map(|r| {
+            r.cells
+                .iter()
+                .filter(|(_, c)| c.state == CellState::Violated)
+                .map(move |(p, _)| (r.key.to_string(), *p))
+        })
+        .chain([(
+            "example:client@coalescing.2025-11-25".to_string(),
+            Property::NoStaleOverwrite,
+        )])
+        .map(|(row, p)| {
+            format!("[[expected]]\nrow = \"{row}\"\nproperty = \"{p}\"\nreason = \"r\"\n")
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("expected.toml");
+    std::fs::write(&file, listed).unwrap();
+    let mut known = listsync_harness::manifest::built_in().to_vec();
+    known.push(example());
+    let expected = Expectations::load(&repo(), &known, &[file]).unwrap_or_else(|e| panic!("{e}"));
+    let failures = m.failures(&expected);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(
+        failures[0].starts_with(
+            "fixed: example:client@coalescing.2025-11-25 no longer violates no_stale_overwrite (now holds); remove its entry at "
+        ),
+        "{failures:?}"
+    );
 
     // `listsync matrix --junit`: one testcase per run; the last-response-wins rows' stale-race
     // fails naming no_stale_overwrite, the coalescing rows fail nothing.
     let xml = listsync_report::junit::render(&[listsync_report::junit::from_matrix(
         &m.runs,
         &repo().join("reports"),
+        &Expectations::default(),
+        &[],
     )]);
     let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
     let cases: Vec<_> = doc

@@ -161,34 +161,24 @@ impl fmt::Display for Subject {
 pub struct Paths {
     /// The `listsync` executable (reference adapters and the rmcp adapter run from it).
     pub listsync: PathBuf,
-    /// The repository root (for `harness/adapters/`).
+    /// The root of the tree holding `harness/adapters/` (`{repo}`): the source tree, or the
+    /// copy an installed binary unpacked.
     pub repo: PathBuf,
     /// Adapter cache (`LISTSYNC_CACHE`); None: provision.sh's default (`<repo>/.cache/adapters`).
     pub cache: Option<PathBuf>,
 }
 
 impl Paths {
-    /// Paths for the running `listsync` binary: the repository is found from the current
-    /// directory upwards (the directory holding `harness/adapters/provision.sh`).
-    pub fn discover(listsync: PathBuf) -> Result<Paths, String> {
-        let start = std::env::current_dir().map_err(|e| e.to_string())?;
-        let repo = start
+    /// The listsync source tree holding the current directory (the nearest directory upwards
+    /// holding `harness/adapters/provision.sh`), if there is one. An installed binary outside
+    /// any tree uses the copies of those files it carries (the `listsync` binary's `home`
+    /// module), never a tree found through a path fixed when it was built.
+    pub fn source_tree() -> Option<PathBuf> {
+        let start = std::env::current_dir().ok()?;
+        start
             .ancestors()
             .find(|d| d.join("harness/adapters/provision.sh").is_file())
             .map(Path::to_path_buf)
-            .or_else(|| {
-                // Fall back to the source tree this binary was built from.
-                let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-                here.parent()
-                    .filter(|d| d.join("harness/adapters/provision.sh").is_file())
-                    .map(Path::to_path_buf)
-            })
-            .ok_or("cannot find the listsync repository (harness/adapters/provision.sh) from the current directory")?;
-        Ok(Paths {
-            listsync,
-            repo,
-            cache: std::env::var_os("LISTSYNC_CACHE").map(PathBuf::from),
-        })
     }
 }
 

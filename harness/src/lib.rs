@@ -11,6 +11,7 @@ pub mod adapters;
 pub mod conformance_suite;
 pub mod control;
 pub mod exercises;
+pub mod expected;
 pub mod findings;
 pub mod history;
 pub mod jsonrpc;

@@ -14,6 +14,7 @@
 
 use crate::adapters::{Paths, Role, Subject, version_of};
 use crate::exercises::Exercise;
+use crate::expected::Expectations;
 use crate::manifest::{self, Manifest};
 use crate::outcome::{RunReport, RunStatus, Target};
 use crate::replay::{self, plan, trace_role};
@@ -66,6 +67,18 @@ impl RowKey {
     /// A file-name-safe id.
     pub fn id(&self) -> String {
         format!("{}-{}-{}-{}", self.imp, self.role, self.variant, self.era)
+    }
+}
+
+/// A row's one name, `IMPL:ROLE@VARIANT.ERA` (`python:client@session.2025-11-25`): the JUnit
+/// classname of its runs and the `row` of an expected failure ([`crate::expected`]).
+pub fn row_name(imp: &str, role: Role, variant: &str, era: Era) -> String {
+    format!("{imp}:{role}@{variant}.{era}")
+}
+
+impl std::fmt::Display for RowKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&row_name(&self.imp, self.role, &self.variant, self.era))
     }
 }
 
@@ -426,19 +439,16 @@ fn safe(s: &str) -> String {
 }
 
 impl Matrix {
-    /// What makes the run a failure: a row of our own runtime (the manifest that runs core)
-    /// with a violated property, and each known-bad variant whose own trace ran but did not
-    /// catch it. Empty when the run passes.
-    pub fn failures(&self) -> Vec<String> {
-        let reference = manifest::reference().name.clone();
-        let mut out = Vec::new();
-        if self.rows.iter().any(|r| {
-            r.key.imp == reference && r.cells.values().any(|c| c.state == CellState::Violated)
-        }) {
-            out.push(format!(
-                "the {reference} implementation violates a property (see the report)"
-            ));
-        }
+    /// What makes the run a failure, given the expected failures in force (empty when the run
+    /// passes): each violated cell of any row that `expected` does not list; each listed cell
+    /// that no longer fails (fixed: its entry must go); each row that erred (its adapter could
+    /// not be provisioned, or a run could not be carried out); and each known-bad variant whose
+    /// own trace ran but did not catch it.
+    pub fn failures(&self, expected: &Expectations) -> Vec<String> {
+        let judged = expected.judge(self);
+        let mut out = judged.unexpected;
+        out.extend(judged.fixed.iter().map(ToString::to_string));
+        out.extend(self.errors());
         let uncaught: Vec<&str> = self
             .validation
             .iter()
@@ -460,7 +470,36 @@ impl Matrix {
         }
         out
     }
+
+    /// The rows that erred: `ROW: could not run: WHY` for a row whose adapter could not be
+    /// provisioned or started, `ROW: run ID failed: WHY` for each run the harness could not carry
+    /// out. A row left out because its adapter does not speak its era did not err.
+    pub fn errors(&self) -> Vec<String> {
+        let by_id: BTreeMap<&str, &RunReport> =
+            self.runs.iter().map(|r| (r.id.as_str(), r)).collect();
+        let mut out = Vec::new();
+        for row in &self.rows {
+            if let Some(why) = row.version.strip_prefix(NOT_AVAILABLE) {
+                out.push(format!("{}: could not run: {why}", row.key));
+            }
+            for id in &row.runs {
+                if let Some(r) = by_id.get(id.as_str())
+                    && r.status == RunStatus::Failed
+                {
+                    out.push(format!(
+                        "{}: run {id} failed: {}",
+                        row.key,
+                        r.detail.as_deref().unwrap_or("-")
+                    ));
+                }
+            }
+        }
+        out
+    }
 }
+
+/// What a row's version says when its adapter could not be provisioned.
+const NOT_AVAILABLE: &str = "not available: ";
 
 /// Runs the matrix. `progress` gets one line per finished run. Fails only on options that name
 /// no adapter.
@@ -606,7 +645,7 @@ pub async fn run(
                 .get(&k.imp)
                 .cloned()
                 .unwrap_or_else(|| Ok("?".into()))
-                .unwrap_or_else(|e| format!("not available: {e}")),
+                .unwrap_or_else(|e| format!("{NOT_AVAILABLE}{e}")),
             cells: BTreeMap::new(),
             runs: Vec::new(),
             note: notes.get(&ri).cloned(),

@@ -12,7 +12,7 @@
 //! | the temporary directory | `<tmp>` |
 //! | the home directory | `~` |
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// The placeholder of a pinned executable.
@@ -146,23 +146,10 @@ fn replace_prefix(text: &str, path: &str, placeholder: &str) -> String {
     out
 }
 
-/// The repository roots this process may have written paths of: the one holding the current
-/// directory, and the source tree this crate was built from.
+/// The repository roots this process may have written paths of: the source tree holding the
+/// current directory, if any.
 fn repo_roots() -> Vec<PathBuf> {
-    let mut roots = Vec::new();
-    if let Ok(cwd) = std::env::current_dir()
-        && let Some(r) = cwd
-            .ancestors()
-            .find(|d| d.join("harness/adapters/provision.sh").is_file())
-    {
-        roots.push(r.to_path_buf());
-    }
-    if let Some(r) = Path::new(env!("CARGO_MANIFEST_DIR")).parent()
-        && !roots.iter().any(|have| have == r)
-    {
-        roots.push(r.to_path_buf());
-    }
-    roots
+    crate::adapters::Paths::source_tree().into_iter().collect()
 }
 
 fn on_path(program: &str) -> Option<PathBuf> {

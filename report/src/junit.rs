@@ -12,6 +12,8 @@
 //! so no XML library is needed to write it; the tests parse the output with one.
 
 use listsync_core::property::Verdict;
+use listsync_harness::expected::{Expectations, Fixed};
+use listsync_harness::matrix::row_name;
 use listsync_harness::outcome::{RunReport, RunStatus, Target};
 use listsync_harness::replay::agrees;
 use listsync_model::suite::SuiteReport;
@@ -315,18 +317,48 @@ fn list(names: &[String]) -> String {
 /// `logs` is the
 /// directory the runs' message logs (`RunReport::log`) are relative to.
 pub fn from_replays(runs: &[RunReport], logs: &Path) -> Suite {
-    from_runs("listsync replay", runs, logs, true)
+    from_runs(
+        "listsync replay",
+        runs,
+        logs,
+        true,
+        &Expectations::default(),
+    )
 }
 
 /// `listsync matrix`: a testcase per run (a corpus trace or a generated scenario against one
 /// row: implementation, role, variant, era), failed when the row violated a property; a
 /// validation run of a
 /// known-bad strategy fails when its trace did not catch it. Errors and skips as for replays.
-pub fn from_matrix(runs: &[RunReport], logs: &Path) -> Suite {
-    from_runs("listsync matrix", runs, logs, false)
+/// A run whose violations are all expected failures of its row (`expected`) is skipped with
+/// `expected failure: REASON`; each fixed entry (`fixed`: listed, and no longer failing) is a
+/// testcase of its row of its own, failed, saying to remove the entry.
+pub fn from_matrix(
+    runs: &[RunReport],
+    logs: &Path,
+    expected: &Expectations,
+    fixed: &[Fixed],
+) -> Suite {
+    let mut suite = from_runs("listsync matrix", runs, logs, false, expected);
+    suite.cases.extend(fixed.iter().map(|f| Case {
+        class: f.entry.row.clone(),
+        name: format!("expected failure {}", f.entry.property),
+        seconds: 0.0,
+        outcome: Outcome::Failed {
+            message: f.to_string(),
+            detail: format!("listed because: {}", f.entry.why()),
+        },
+    }));
+    suite
 }
 
-fn from_runs(suite: &str, runs: &[RunReport], logs: &Path, lockstep: bool) -> Suite {
+fn from_runs(
+    suite: &str,
+    runs: &[RunReport],
+    logs: &Path,
+    lockstep: bool,
+    expected: &Expectations,
+) -> Suite {
     let cases = runs
         .iter()
         .map(|r| {
@@ -334,7 +366,7 @@ fn from_runs(suite: &str, runs: &[RunReport], logs: &Path, lockstep: bool) -> Su
                 Target::Trace { name, shows } => (name.clone(), *shows),
                 Target::Exercise { name } => (format!("scenario {name}"), None),
             };
-            let class = format!("{}:{}@{}.{}", r.imp, r.role, r.variant, r.era);
+            let class = row_name(&r.imp, r.role, &r.variant, r.era);
             let violated: Vec<String> = r
                 .judged
                 .iter()
@@ -381,12 +413,41 @@ fn from_runs(suite: &str, runs: &[RunReport], logs: &Path, lockstep: bool) -> Su
                         }
                     }
                 }
-                // An adaptive replay or a generated scenario: judged by the properties alone;
-                // a replay that did not pose its race proves nothing, and says so.
-                _ if !violated.is_empty() => Outcome::Failed {
-                    message: format!("{target}: violated {}{log}", list(&violated)),
-                    detail: r.notes.join("\n"),
-                },
+                // An adaptive replay or a generated scenario: judged by the properties alone, each
+                // violation an expected failure of its row or not; a replay that did not pose its
+                // race proves nothing, and says so.
+                _ if !violated.is_empty() => {
+                    let (listed, unlisted): (Vec<_>, Vec<_>) = r
+                        .judged
+                        .iter()
+                        .filter(|(_, v)| **v == Verdict::Violated)
+                        .map(|(p, _)| (p, expected.get(&class, *p)))
+                        .partition(|(_, e)| e.is_some());
+                    let reasons: Vec<String> = listed
+                        .iter()
+                        .filter_map(|(p, e)| e.map(|e| format!("{p}: {}", e.why())))
+                        .collect();
+                    if unlisted.is_empty() {
+                        Outcome::Skipped {
+                            message: format!("expected failure: {}", reasons.join("; ")),
+                        }
+                    } else {
+                        let unlisted: Vec<String> =
+                            unlisted.iter().map(|(p, _)| p.to_string()).collect();
+                        let notes = r.notes.join("\n");
+                        Outcome::Failed {
+                            message: format!("{target}: violated {}{log}", list(&unlisted)),
+                            detail: if reasons.is_empty() {
+                                notes
+                            } else {
+                                format!(
+                                    "also violated, as expected: {}\n{notes}",
+                                    reasons.join("; ")
+                                )
+                            },
+                        }
+                    }
+                }
                 _ if r.race.as_ref().is_some_and(|x| !x.posed) => Outcome::Skipped {
                     message: format!(
                         "race not posed: {}",
@@ -426,6 +487,91 @@ mod tests {
             name: name.into(),
             seconds: 0.5,
             outcome,
+        }
+    }
+
+    #[test]
+    fn matrix_runs_whose_violations_are_expected_are_skipped_and_fixed_entries_fail() {
+        use listsync_core::property::Property;
+        use listsync_core::vocab::Era;
+        use listsync_harness::adapters::{Role, Subject};
+        use listsync_harness::manifest;
+        let subject = Subject::parse("python:client@session", false).unwrap();
+        let run = |name: &str, violated: &[Property]| {
+            let mut r = RunReport::new(
+                Target::Exercise { name: name.into() },
+                &subject,
+                Role::Client,
+                Era::V2025_11_25,
+            );
+            r.variant = "session".into();
+            r.status = RunStatus::Completed;
+            for p in violated {
+                r.judged.insert(*p, Verdict::Violated);
+            }
+            r
+        };
+        let row = "python:client@session.2025-11-25";
+        let expected = Expectations::from_text(
+            Path::new("x.toml"),
+            &format!(
+                "[[expected]]\nrow = \"{row}\"\nproperty = \"no_stale_overwrite\"\nreason = \"known\"\nlink = \"L\"\n\
+                 [[expected]]\nrow = \"{row}\"\nproperty = \"bounded_refresh\"\nreason = \"gone\"\n"
+            ),
+            manifest::built_in(),
+        )
+        .unwrap();
+        let runs = [
+            run("stale-race", &[Property::NoStaleOverwrite]),
+            run(
+                "mid-walk",
+                &[Property::NoStaleOverwrite, Property::Converges],
+            ),
+            run("notify", &[]),
+        ];
+        let m = listsync_harness::matrix::Matrix {
+            rows: Vec::new(),
+            validation: Vec::new(),
+            runs: Vec::new(),
+            seconds: 0.0,
+        };
+        assert!(expected.judge(&m).fixed.is_empty());
+        let fixed = [Fixed {
+            entry: expected.get(row, Property::BoundedRefresh).unwrap().clone(),
+            now: "holds",
+        }];
+        let suite = from_matrix(&runs, Path::new("reports"), &expected, &fixed);
+        let outcomes: Vec<(&str, &str, &Outcome)> = suite
+            .cases
+            .iter()
+            .map(|c| (c.class.as_str(), c.name.as_str(), &c.outcome))
+            .collect();
+        assert_eq!(outcomes.len(), 4, "{outcomes:?}");
+        assert_eq!(
+            outcomes[0].2,
+            &Outcome::Skipped {
+                message: "expected failure: no_stale_overwrite: known (L)".into()
+            }
+        );
+        match outcomes[1].2 {
+            Outcome::Failed { message, detail } => {
+                assert_eq!(message, "scenario mid-walk: violated converges");
+                assert!(
+                    detail.starts_with("also violated, as expected: no_stale_overwrite: known")
+                );
+            }
+            o => panic!("{o:?}"),
+        }
+        assert_eq!(outcomes[2].2, &Outcome::Passed);
+        assert_eq!(
+            (outcomes[3].0, outcomes[3].1),
+            (row, "expected failure bounded_refresh")
+        );
+        match outcomes[3].2 {
+            Outcome::Failed { message, .. } => assert!(
+                message.starts_with(&format!("fixed: {row} no longer violates bounded_refresh (now holds); remove its entry at x.toml:"))
+            ),
+            o => panic!("{o:?}"),
         }
     }
 
