@@ -25,7 +25,6 @@ use listsync_harness::adapters::{Paths, Role, Subject};
 use listsync_harness::outcome::{Outcome, RunReport, RunStatus};
 use listsync_harness::replay::{agrees, plan, replay, trace_role};
 use listsync_harness::run::Bounds;
-use listsync_harness::timeline::{Body, Fact};
 
 fn corpus() -> Vec<(String, Trace)> {
     let (traces, errors) = listsync_harness::matrix::corpus(&repo().join("traces"));
