@@ -10,7 +10,7 @@
 //! sees it`), or `content:URI=TEXT` for a resource's content. Both become the same JSON op and
 //! are checked by [`super::parse_op`], the control protocol's one codec.
 
-use super::{Channel, Failure, Handler, MAX_LINE, parse_op, read_line};
+use super::{Channel, Handler, MAX_LINE, parse_op, read_line};
 use crate::server::Server;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -370,12 +370,6 @@ pub async fn listen(server: Server, path: &Path) -> std::io::Result<AdminSocket>
         stop,
         task: Some(task),
     })
-}
-
-impl From<Failure> for ChangeError {
-    fn from(f: Failure) -> Self {
-        ChangeError::Refused(f.error)
-    }
 }
 
 #[cfg(test)]

@@ -494,15 +494,12 @@ pub async fn run(server: Server, script: Arc<Script>, report: Report, stop: Canc
             }
         }
         let _ = report.send(format!("started ({})", script.origin));
-        let tasks: Vec<_> = script
-            .steps
-            .iter()
-            .cloned()
-            .map(|step| tokio::spawn(run_step(server.clone(), step, report.clone())))
-            .collect();
-        for t in tasks {
-            let _ = t.await;
+        // Dropped with the schedule (on `stop`), the set ends every step still running.
+        let mut steps = tokio::task::JoinSet::new();
+        for step in script.steps.iter().cloned() {
+            steps.spawn(run_step(server.clone(), step, report.clone()));
         }
+        while steps.join_next().await.is_some() {}
         let _ = report.send("finished".into());
     };
     tokio::select! {
@@ -530,7 +527,7 @@ async fn run_step(server: Server, step: Step, report: Report) {
     let mut next = tokio::time::Instant::now();
     loop {
         occurrence += 1;
-        let ops = if occurrence % 2 == 0 && !step.undo.is_empty() {
+        let ops = if occurrence.is_multiple_of(2) && !step.undo.is_empty() {
             &step.undo
         } else {
             &step.ops
