@@ -332,7 +332,8 @@ pub fn from_replays(runs: &[RunReport], logs: &Path) -> Suite {
 /// known-bad strategy fails when its trace did not catch it. Errors and skips as for replays.
 /// A run whose violations are all expected failures of its row (`expected`) is skipped with
 /// `expected failure: REASON`; each fixed entry (`fixed`: listed, and no longer failing) is a
-/// testcase of its row of its own, failed, saying to remove the entry.
+/// testcase of its row of its own, failed, saying to remove the entry. A run between two SDKs
+/// (`pair.*`, for the findings) is skipped when it violates something, as it fails no row.
 pub fn from_matrix(
     runs: &[RunReport],
     logs: &Path,
@@ -413,6 +414,14 @@ fn from_runs(
                         }
                     }
                 }
+                // A run between two SDKs (no row of ours at either end) is for the findings
+                // only, and fails nothing, as in the matrix's exit status.
+                _ if r.id.starts_with("pair.") && !violated.is_empty() => Outcome::Skipped {
+                    message: format!(
+                        "{target}: both ends are SDKs (for the findings only): violated {}{log}",
+                        list(&violated)
+                    ),
+                },
                 // An adaptive replay or a generated scenario: judged by the properties alone, each
                 // violation an expected failure of its row or not; a replay that did not pose its
                 // race proves nothing, and says so.
@@ -491,7 +500,8 @@ mod tests {
     }
 
     #[test]
-    fn matrix_runs_whose_violations_are_expected_are_skipped_and_fixed_entries_fail() {
+    fn matrix_runs_whose_violations_are_expected_or_between_sdks_are_skipped_and_fixed_entries_fail()
+     {
         use listsync_core::property::Property;
         use listsync_core::vocab::Era;
         use listsync_harness::adapters::{Role, Subject};
@@ -528,6 +538,11 @@ mod tests {
                 &[Property::NoStaleOverwrite, Property::Converges],
             ),
             run("notify", &[]),
+            {
+                let mut r = run("session-send", &[Property::Converges]);
+                r.id = "pair.session-send".into();
+                r
+            },
         ];
         let m = listsync_harness::matrix::Matrix {
             rows: Vec::new(),
@@ -546,7 +561,7 @@ mod tests {
             .iter()
             .map(|c| (c.class.as_str(), c.name.as_str(), &c.outcome))
             .collect();
-        assert_eq!(outcomes.len(), 4, "{outcomes:?}");
+        assert_eq!(outcomes.len(), 5, "{outcomes:?}");
         assert_eq!(
             outcomes[0].2,
             &Outcome::Skipped {
@@ -563,11 +578,16 @@ mod tests {
             o => panic!("{o:?}"),
         }
         assert_eq!(outcomes[2].2, &Outcome::Passed);
+        assert!(
+            matches!(outcomes[3].2, Outcome::Skipped { message } if message.contains("both ends are SDKs")),
+            "{:?}",
+            outcomes[3]
+        );
         assert_eq!(
-            (outcomes[3].0, outcomes[3].1),
+            (outcomes[4].0, outcomes[4].1),
             (row, "expected failure bounded_refresh")
         );
-        match outcomes[3].2 {
+        match outcomes[4].2 {
             Outcome::Failed { message, .. } => assert!(
                 message.starts_with(&format!("fixed: {row} no longer violates bounded_refresh (now holds); remove its entry at x.toml:"))
             ),
