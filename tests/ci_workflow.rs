@@ -100,7 +100,12 @@ fn run(dir: &Path, cmd: &str) -> (Option<i32>, String) {
         if word == "regression-traces/*.json" {
             let mut files: Vec<String> = std::fs::read_dir(dir.join("regression-traces"))
                 .unwrap()
-                .map(|e| format!("regression-traces/{}", e.unwrap().file_name().to_string_lossy()))
+                .map(|e| {
+                    format!(
+                        "regression-traces/{}",
+                        e.unwrap().file_name().to_string_lossy()
+                    )
+                })
                 .collect();
             files.sort();
             args.extend(files);
