@@ -266,44 +266,32 @@ async fn an_implementation_on_another_path_is_judged_on_what_it_did() {
     assert!(Property::ALL.iter().all(|p| r.judged.contains_key(p)));
 }
 
-/// rmcp's `ToolRouter` does not notify on `add_route`/`remove_route`; the
-/// `notify-per-mutation` trace has notifications to hand on. The moves that wait for them are
-/// skipped within the step bound and said so, not a hang, and the server is judged on what it
-/// did: our client, never told, keeps a stale list.
+/// The example adapter's coalescing client never sends the second `tools/list` the naive
+/// trace's client sends on the change notification: the move that hands it to the server, and
+/// the one that hands back its answer, are skipped and said (the second at once: its request
+/// was never sent), in bounded time, and the race (a notification during a refresh) was posed.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_message_that_never_comes_is_skipped_not_waited_for() {
     let (paths, _pin) = paths();
-    let text = std::fs::read_to_string(repo().join("traces/notify-per-mutation.json")).unwrap();
+    let text = std::fs::read_to_string(repo().join("traces/naive.json")).unwrap();
     let t = Trace::from_json(&text).unwrap();
-    let r = run(
-        &t,
-        "notify-per-mutation.json",
-        &subject("rmcp:server"),
-        &paths,
-    )
-    .await;
-    assert_eq!(
-        r.status,
-        RunStatus::Completed,
-        "{:?}\n{}",
-        r.detail,
-        log(&r)
+    let manifest = repo().join("harness/adapters/example/adapter.toml");
+    let example =
+        Subject::parse(&format!("{}:client@coalescing", manifest.display()), true).unwrap();
+    let r = run(&t, "naive.json", &example, &paths).await;
+    assert_eq!(r.outcome(), Outcome::Holds, "{:?}\n{}", r.notes, log(&r));
+    let skipped: Vec<&String> = r.notes.iter().filter(|n| n.contains("skipped")).collect();
+    assert_eq!(skipped.len(), 2, "{:?}\n{}", r.notes, log(&r));
+    assert!(
+        skipped[0].contains("the client's 2nd tools/list"),
+        "{skipped:?}"
     );
     assert!(
-        r.notes
-            .iter()
-            .any(|n| n.contains("skipped") && n.contains("list_changed")),
-        "{:?}\n{}",
-        r.notes,
-        log(&r)
+        skipped[1].contains("the implementation did not send the client's 2nd tools/list"),
+        "{skipped:?}"
     );
-    assert_eq!(
-        r.verdict(Property::Converges),
-        Verdict::Violated,
-        "{}",
-        log(&r)
-    );
-    assert!(r.server.starts_with("rmcp"), "{}", r.server);
+    let race = r.race.clone().expect("an adaptive replay");
+    assert!(race.posed && !race.reached.is_empty(), "{race:?}");
 }
 
 #[test]

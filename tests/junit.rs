@@ -126,7 +126,7 @@ fn replay_writes_a_testcase_per_trace_and_a_failure_names_its_message_log() {
         "traces/first-page-only.json",
         "traces/naive.json",
         "--against",
-        "reference@trace",
+        "reference",
         "--out",
         logs.to_str().unwrap(),
         "--junit",

@@ -12,6 +12,7 @@ use super::progress::{
 };
 use crate::control;
 use crate::jsonrpc;
+use crate::proxy::Policy;
 use crate::run::Run;
 use crate::timeline::{Action, Body, Fact, HubState, Side};
 use listsync_core::history::Event;
@@ -352,6 +353,28 @@ impl Lockstep<'_> {
         let _ = tokio::time::timeout(bound, reply).await;
         self.run.read_catalog("commit released", Some(at)).await?;
         Ok(())
+    }
+
+    /// Lets the run go free: everything held is released (and a parked commit), and the run
+    /// settles; a settled run is declared quiescent. Whether it settled.
+    pub(super) async fn release_everything(&mut self) -> bool {
+        self.run.proxy.set_policy(Policy::pass_all());
+        self.run.proxy.release_all();
+        if let Some((gate, _)) = self.commit_gate.take() {
+            let bound = self.run.bounds.command;
+            let _ = self
+                .run
+                .server
+                .cmd("release", json!({ "gate": gate }), bound)
+                .await;
+        }
+        let settled = self.run.settle().await;
+        if settled {
+            self.run.fact(Fact::Quiescent {
+                kinds: self.kinds.iter().collect(),
+            });
+        }
+        settled
     }
 
     /// The next drain step: deliver the head of a link, or commit a staged batch.

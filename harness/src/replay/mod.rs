@@ -52,14 +52,12 @@ pub use planning::{ReplayPlan, fixed_catalog, plan, trace_role, why_not_replayab
 use crate::adapters::{Paths, client_launch, server_launch};
 use crate::jsonrpc;
 use crate::outcome::{Outcome, RunReport, RunStatus, Target};
-use crate::proxy::Policy;
 use crate::run::{Bounds, Run, RunConfig};
 use crate::timeline::{Body, Dir, Fact};
 use listsync_core::property::{Property, Verdicts};
 use listsync_core::record::Log;
 use listsync_core::world::World;
 use lockstep::{Lockstep, Wait};
-use serde_json::json;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -187,21 +185,7 @@ async fn adapt(
     if posed.is_ok() {
         ls.drain().await;
     }
-    ls.run.proxy.set_policy(Policy::pass_all());
-    ls.run.proxy.release_all();
-    if let Some((gate, _)) = ls.commit_gate.take() {
-        let _ = ls
-            .run
-            .server
-            .cmd("release", json!({ "gate": gate }), bounds.command)
-            .await;
-    }
-    let settled = ls.run.settle().await;
-    if settled {
-        ls.run.fact(Fact::Quiescent {
-            kinds: kinds.iter().collect(),
-        });
-    } else {
+    if !ls.release_everything().await {
         ls.run
             .note("the run did not fall quiet within the settle bound");
     }
@@ -319,21 +303,7 @@ async fn lockstep(
             reason: reason.clone(),
         });
         // Continue freely: release everything, let it settle, judge what happened.
-        ls.run.proxy.set_policy(Policy::pass_all());
-        ls.run.proxy.release_all();
-        if let Some((gate, _)) = ls.commit_gate.take() {
-            let _ = ls
-                .run
-                .server
-                .cmd("release", json!({ "gate": gate }), bounds.command)
-                .await;
-        }
-        let settled = ls.run.settle().await;
-        if settled {
-            ls.run.fact(Fact::Quiescent {
-                kinds: kinds.iter().collect(),
-            });
-        }
+        ls.release_everything().await;
         report.status = RunStatus::Diverged;
         report.detail = Some(match step {
             Some(i) => format!("step {i}: {reason}"),
