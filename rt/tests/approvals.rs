@@ -169,3 +169,71 @@ async fn approvals_by_name_are_judged() {
         history.render()
     );
 }
+
+/// The `schema-change` preset of `listsync serve --script` (`rt::script`), run against our
+/// server in process from the moment the user has approved `echo`: half a second later `echo`
+/// gets a new input schema under the same name. The reference client asks for `echo`'s approval
+/// again once it lists the new definition (the preset's situation, approved_definition_changed,
+/// as its user is asked) and refuses the call until then; its history holds. The
+/// `approval-by-name` client does not ask again and sends the call under the old approval:
+/// `approval_not_inherited`, the property the preset names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_schema_change_preset_asks_again_and_catches_approval_by_name() {
+    use listsync_rt::fixtures::Fixtures;
+    use listsync_rt::script::{self, Script, Start};
+    for strategy in [ClientStrategy::Reference, ClientStrategy::ApprovalByName] {
+        let history = SharedHistory::new();
+        let server = server(
+            ServerSettings::new(Era::V2025_11_25, 0),
+            &Fixtures::Demo.catalog(),
+            &history,
+        );
+        let mut settings =
+            client_settings(Era::V2025_11_25, KindSet::only(Kind::Tools), 0, &history);
+        settings.client.strategy = strategy;
+        settings.client.ask_approval = true;
+        let client = duplex_client(&server, settings);
+        settle(&server, &[&client]).await;
+        assert!(
+            client.needs_approval().await.iter().any(|t| t == "echo"),
+            "{strategy}"
+        );
+        assert!(within("approve echo", client.approve("echo")).await);
+        let mut preset = Script::load("schema-change").expect("the preset");
+        preset.start = Start::Now;
+        let (report, _said) = tokio::sync::mpsc::unbounded_channel();
+        let stop = tokio_util::sync::CancellationToken::new();
+        let schedule = tokio::spawn(script::run(
+            server.clone(),
+            std::sync::Arc::new(preset),
+            report,
+            stop.clone(),
+        ));
+        wait_view("echo's new schema", &client, Kind::Tools, |v| {
+            v.items
+                .iter()
+                .any(|i| &*i.name == "echo" && i.def.contains("message"))
+        })
+        .await;
+        stop.cancel();
+        let _ = schedule.await;
+        let asked = client.needs_approval().await.iter().any(|t| t == "echo");
+        let call = within("call echo", client.call("echo")).await;
+        settle(&server, &[&client]).await;
+        if strategy == ClientStrategy::Reference {
+            assert!(asked, "the reference asks for echo's approval again");
+            assert!(matches!(call, Err(CallError::NeedsApproval)), "{call:?}");
+            assert_eq!(sent(&history, "echo"), 0);
+            assert_holds(&history);
+        } else {
+            assert!(!asked, "approval-by-name keeps the old approval");
+            assert_eq!(sent(&history, "echo"), 1, "{call:?}");
+            assert_eq!(
+                violated_set(&history),
+                [Property::ApprovalNotInherited],
+                "{}",
+                history.render()
+            );
+        }
+    }
+}
