@@ -4,14 +4,11 @@
 //! made visible. A malformed op is one line naming it and exit status 2; a batch the server
 //! refuses changes nothing, is one line, and exit status 1.
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use listsync_rt::control::admin::{self, ChangeError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-
-/// The largest token file `--token-file` reads (its first line is the token).
-const MAX_TOKEN_FILE: u64 = 1 << 20;
 
 /// Flags of `listsync change`.
 #[derive(clap::Args)]
@@ -37,15 +34,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let ops = admin::ops_of_args(&args.ops).map_err(anyhow::Error::msg)?;
     let http = args.addr.starts_with("http://") || args.addr.starts_with("https://");
     let token = match (&args.token_file, http) {
-        (Some(file), true) => {
-            let text = listsync_harness::limited_file::read_text(file, MAX_TOKEN_FILE)
-                .with_context(|| format!("token file {}", file.display()))?;
-            let token = text.lines().next().unwrap_or("").trim().to_owned();
-            if token.is_empty() {
-                bail!("token file {}: the first line is empty", file.display());
-            }
-            Some(token)
-        }
+        (Some(file), true) => Some(crate::watch::read_token(file)?),
         (None, true) => bail!(
             "{}: a URL needs --token-file FILE (the admin token)",
             args.addr

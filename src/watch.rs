@@ -198,15 +198,7 @@ fn options(args: Args) -> anyhow::Result<WatchOptions> {
         }
     };
     let bearer = match &args.token_file {
-        Some(file) => {
-            let text = listsync_harness::limited_file::read_text(file, MAX_TOKEN_FILE)
-                .with_context(|| format!("token file {}", file.display()))?;
-            let token = text.lines().next().unwrap_or("").trim().to_owned();
-            if token.is_empty() {
-                bail!("token file {}: the first line is empty", file.display());
-            }
-            Some(token)
-        }
+        Some(file) => Some(read_token(file)?),
         None => None,
     };
     Ok(WatchOptions {
@@ -267,4 +259,16 @@ fn named(args: &Args) -> anyhow::Result<Option<Vec<(String, Endpoint)>>> {
         .collect();
     aggregate::check_members(&check).map_err(anyhow::Error::msg)?;
     Ok(Some(members))
+}
+
+/// The token on the first line of `file` (at most [`MAX_TOKEN_FILE`] bytes read); an empty first
+/// line is an error naming the file.
+pub fn read_token(file: &std::path::Path) -> anyhow::Result<String> {
+    let text = listsync_harness::limited_file::read_text(file, MAX_TOKEN_FILE)
+        .with_context(|| format!("token file {}", file.display()))?;
+    let token = text.lines().next().unwrap_or("").trim().to_owned();
+    if token.is_empty() {
+        bail!("token file {}: the first line is empty", file.display());
+    }
+    Ok(token)
 }

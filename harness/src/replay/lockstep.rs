@@ -14,7 +14,7 @@ use crate::control;
 use crate::jsonrpc;
 use crate::proxy::Policy;
 use crate::run::Run;
-use crate::timeline::{Action, Body, Fact, HubState, Side};
+use crate::timeline::{Action, Body, Dir, Fact, HubState, Side};
 use listsync_core::history::Event;
 use listsync_core::record::Log;
 use listsync_core::vocab::KindSet;
@@ -220,22 +220,7 @@ impl Lockstep<'_> {
                 }
                 self.run.proxy.act(seq, Action::Deliver);
                 if let Some(method) = notification {
-                    self.notifications_delivered += 1;
-                    let want = self.notifications_delivered;
-                    let kinds = self.kinds;
-                    let bound = self.run.bounds.step;
-                    let handled = self
-                        .run
-                        .hub
-                        .wait_until(bound, |st| {
-                            (count_real_notifications(st, kinds) >= want).then_some(())
-                        })
-                        .await;
-                    if handled.is_none() {
-                        return Err(format!(
-                            "the client did not report handling the delivered {method} within {bound:?}"
-                        ));
-                    }
+                    self.wait_handled(method).await?;
                 }
             }
             Step::Duplicate { .. } | Step::Drop { .. } => {
@@ -353,6 +338,44 @@ impl Lockstep<'_> {
         let _ = tokio::time::timeout(bound, reply).await;
         self.run.read_catalog("commit released", Some(at)).await?;
         Ok(())
+    }
+
+    /// Waits until the client has started, i.e. sent its first message (at most the start-up
+    /// bound). Whether it did.
+    pub(super) async fn client_alive(&self) -> bool {
+        self.run
+            .hub
+            .wait_until(self.run.bounds.startup, |st| {
+                st.records
+                    .iter()
+                    .any(|r| matches!(r.body, Body::Msg { dir: Dir::Up, .. }))
+                    .then_some(())
+            })
+            .await
+            .is_some()
+    }
+
+    /// After a `list_changed` (`method`) of a kept kind reached the client: waits (the step
+    /// bound at most) until the client reports handling it, so that the next delivery cannot
+    /// overtake it inside the client. Err: it did not report it in time.
+    pub(super) async fn wait_handled(&mut self, method: &str) -> Result<(), String> {
+        self.notifications_delivered += 1;
+        let want = self.notifications_delivered;
+        let kinds = self.kinds;
+        let bound = self.run.bounds.step;
+        let handled = self
+            .run
+            .hub
+            .wait_until(bound, |st| {
+                (count_real_notifications(st, kinds) >= want).then_some(())
+            })
+            .await;
+        match handled {
+            Some(()) => Ok(()),
+            None => Err(format!(
+                "the client did not report handling the delivered {method} within {bound:?}"
+            )),
+        }
     }
 
     /// Lets the run go free: everything held is released (and a parked commit), and the run

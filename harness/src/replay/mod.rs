@@ -53,7 +53,7 @@ use crate::adapters::{Paths, client_launch, server_launch};
 use crate::jsonrpc;
 use crate::outcome::{Outcome, RunReport, RunStatus, Target};
 use crate::run::{Bounds, Run, RunConfig};
-use crate::timeline::{Body, Dir, Fact};
+use crate::timeline::Fact;
 use listsync_core::property::{Property, Verdicts};
 use listsync_core::record::Log;
 use listsync_core::world::World;
@@ -162,17 +162,7 @@ async fn adapt(
     let bounds = ls.run.bounds;
     let kinds = ls.kinds;
     // Start-up: the client process gets the start-up bound to show life.
-    let alive = ls
-        .run
-        .hub
-        .wait_until(bounds.startup, |st| {
-            st.records
-                .iter()
-                .any(|r| matches!(r.body, Body::Msg { dir: Dir::Up, .. }))
-                .then_some(())
-        })
-        .await
-        .is_some();
+    let alive = ls.client_alive().await;
     let posed = if alive {
         ls.pose(schedule).await
     } else {
@@ -221,17 +211,7 @@ async fn lockstep(
     // Start-up: the client process gets the start-up bound to show life (its first message);
     // from then on a predicted message gets the usual step bound, so a client that takes
     // another path at start-up is reported as quickly as one that does so later.
-    let alive = ls
-        .run
-        .hub
-        .wait_until(bounds.startup, |st| {
-            st.records
-                .iter()
-                .any(|r| matches!(r.body, Body::Msg { dir: Dir::Up, .. }))
-                .then_some(())
-        })
-        .await
-        .is_some();
+    let alive = ls.client_alive().await;
     let first = if alive { bounds.step } else { Duration::ZERO };
     if let Wait::Diverged(e) = ls.sync(first).await {
         let e = if alive {

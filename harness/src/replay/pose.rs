@@ -5,7 +5,7 @@
 
 use super::adversary::{Id, Move, OBSERVABLE, Reaction, Schedule, Wire, observed};
 use super::lockstep::Lockstep;
-use super::progress::{count_real, count_real_notifications};
+use super::progress::count_real;
 use crate::adapters::Role;
 use crate::outcome::Race;
 use crate::proxy::notified_kind;
@@ -309,21 +309,8 @@ impl Lockstep<'_> {
         if !kept {
             return;
         }
-        self.notifications_delivered += 1;
-        let want = self.notifications_delivered;
-        let kinds = self.kinds;
-        let bound = self.run.bounds.step;
-        let handled = self
-            .run
-            .hub
-            .wait_until(bound, |st| {
-                (count_real_notifications(st, kinds) >= want).then_some(())
-            })
-            .await;
-        if handled.is_none() {
-            self.run.note(format!(
-                "the client did not report handling the delivered {method} within {bound:?}"
-            ));
+        if let Err(e) = self.wait_handled(method).await {
+            self.run.note(e);
         }
     }
 }
