@@ -230,7 +230,7 @@ pub enum ClientError {
     /// Restarted more than `Limits::max_restarts` times.
     TooManyRestarts(u8),
     /// A response of the wrong shape for the request.
-    UnexpectedResponse(&'static str),
+    UnexpectedResponse(Arc<str>),
     /// The request failed in transport (timeout, connection lost).
     Transport(Arc<str>),
     /// The response could not be read as what was asked for (malformed item, invalid schema).
@@ -365,7 +365,8 @@ enum Phase {
 }
 
 /// An input to the client machine.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ClientInput {
     /// Connect (or reconnect): handshake, then list.
     Start,
@@ -404,7 +405,8 @@ pub enum ClientInput {
 }
 
 /// Something the client machine asks its driver to do, or reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ClientOutput {
     /// Send a request.
     Send(ClientMsg),
@@ -1545,7 +1547,7 @@ impl CatalogClient {
                     kind,
                     auth,
                     refresh,
-                    ClientError::UnexpectedResponse("not a page of this list"),
+                    ClientError::UnexpectedResponse("not a page of this list".into()),
                     out,
                 );
                 return;

@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod client;
 pub mod history;
+pub mod machine;
 pub mod monitor;
 pub mod property;
 pub mod record;
@@ -16,6 +17,7 @@ pub mod server;
 pub mod shared;
 pub mod situation;
 pub mod strategy;
+pub mod tape;
 pub mod trace;
 pub mod trace_text;
 pub mod vocab;

@@ -8,6 +8,7 @@
 //! doing, what the administrator has committed. Each names the race it stands for.
 
 use crate::history::ClientId;
+use crate::machine::ClientMachine;
 use crate::scenario::{Scenario, Transport};
 use crate::vocab::Kind;
 use crate::wire::{ErrorReason, Notification, Request, Response, ServerMsg};
@@ -156,7 +157,7 @@ impl Situation {
     }
 
     /// Whether the world is in this situation.
-    pub fn holds(self, scn: &Scenario, w: &World) -> bool {
+    pub fn holds<C: ClientMachine>(self, scn: &Scenario, w: &World<C>) -> bool {
         let clients = 0..w.clients.len() as ClientId;
         match self {
             Situation::NotifyDuringRefresh => clients
@@ -308,7 +309,11 @@ impl Situation {
 }
 
 /// Whether an error with a reason `is` is on its way to client `c` on its response link.
-fn error_to(w: &World, c: ClientId, is: impl Fn(&ErrorReason) -> bool) -> bool {
+fn error_to<C: ClientMachine>(
+    w: &World<C>,
+    c: ClientId,
+    is: impl Fn(&ErrorReason) -> bool,
+) -> bool {
     w.links[c as usize]
         .down
         .iter()
@@ -318,7 +323,10 @@ fn error_to(w: &World, c: ClientId, is: impl Fn(&ErrorReason) -> bool) -> bool {
 /// The lists client `c` is refreshing while something is on its way to it: (kind, pages in
 /// hand of its walk). Nothing is yielded while its server-to-client links are empty (no
 /// notification can be on its way then, and every caller looks for one).
-fn refreshing(w: &World, c: ClientId) -> impl Iterator<Item = (Kind, u32)> + '_ {
+fn refreshing<C: ClientMachine>(
+    w: &World<C>,
+    c: ClientId,
+) -> impl Iterator<Item = (Kind, u32)> + '_ {
     let l = &w.links[c as usize];
     let inbound = !(l.down.is_empty() && l.stream.is_empty());
     inbound
@@ -329,7 +337,7 @@ fn refreshing(w: &World, c: ClientId) -> impl Iterator<Item = (Kind, u32)> + '_ 
 }
 
 /// `list_changed` notifications covering `kind` on their way to client `c`.
-fn notifications_to(w: &World, c: ClientId, kind: Kind) -> usize {
+fn notifications_to<C: ClientMachine>(w: &World<C>, c: ClientId, kind: Kind) -> usize {
     let l = &w.links[c as usize];
     l.down
         .iter()

@@ -7,12 +7,21 @@
 //! scenario or a step that is impossible where it stands all come back as a [`TraceError`]
 //! that says what and where.
 
+use crate::client::CatalogClient;
+use crate::history::ClientId;
+use crate::machine::ClientMachine;
+use crate::monitor::Monitor;
 use crate::property::{Property, Verdict, Verdicts};
 use crate::record::Log;
 use crate::scenario::Scenario;
+use crate::shared::Shared;
+use crate::tape::{ClientTape, Taped, TapedClient};
+use crate::vocab::{AuthCtx, Kind};
 use crate::world::{Step, World};
 use serde::{Deserialize, Serialize};
+use std::any::{TypeId, type_name};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 /// The `format` field of every trace.
 pub const TRACE_FORMAT: &str = "listsync-trace";
@@ -48,6 +57,15 @@ pub struct Trace {
     /// Human-readable account of the run (informational; regenerated on replay).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub log: Vec<String>,
+    /// The client machine that ran, when it is not listsync's own ([`CatalogClient`], the
+    /// strategy the scenario names): the Rust type name of a [`ClientMachine`] written
+    /// outside listsync. Its decisions are then in [`Trace::tapes`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// (with [`Trace::machine`]) What each client did, one tape per client in the order of
+    /// the scenario's: replaying the trace plays them back ([`crate::tape`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tapes: Vec<ClientTape>,
 }
 
 /// Why a trace cannot be used.
@@ -71,6 +89,10 @@ pub enum TraceError {
     /// The scenario is inconsistent.
     #[error("invalid scenario: {0}")]
     Scenario(String),
+    /// The trace was written by another client machine than the one asked to replay it, or
+    /// names a machine outside listsync without the tapes to play it back.
+    #[error("{0}")]
+    Machine(String),
     /// A step cannot happen where it stands.
     #[error("step {index} ({step}) is not possible at that point of the run: {reason}")]
     Unreachable {
@@ -89,8 +111,12 @@ pub enum TraceError {
 /// The result of replaying a trace through the world.
 #[derive(Debug)]
 pub struct Replay {
-    /// Final state.
-    pub world: World,
+    /// The property checker's state at the end.
+    pub monitor: Shared<Monitor>,
+    /// Whether the world ended quiescent.
+    pub quiescent: bool,
+    /// The (client, kind, auth) lists expected to equal the server's at the end.
+    pub expectations: Vec<(ClientId, Kind, AuthCtx)>,
     /// What happened, step by step: (step index, or None before the first step; line).
     pub log: Vec<(Option<usize>, String)>,
     /// Every history event, in order.
@@ -102,13 +128,27 @@ pub struct Replay {
 }
 
 impl Trace {
-    /// A new trace of `steps` in `scenario`, with verdicts computed by replaying it.
+    /// A new trace of `steps` in `scenario` run by listsync's own client machine, with
+    /// verdicts computed by replaying it.
     pub fn record(
         source: &str,
         scenario: Scenario,
         steps: Vec<Step>,
         shows: Option<Property>,
     ) -> Result<Trace, TraceError> {
+        Self::record_with::<CatalogClient>(source, scenario, steps, shows)
+    }
+
+    /// A new trace of `steps` in `scenario` run by client machine `C`, with verdicts computed
+    /// by replaying it. For a machine other than listsync's own, the trace names it and holds
+    /// its clients' tapes, so that it can be checked and replayed without `C`.
+    pub fn record_with<C: ClientMachine>(
+        source: &str,
+        scenario: Scenario,
+        steps: Vec<Step>,
+        shows: Option<Property>,
+    ) -> Result<Trace, TraceError> {
+        let own = TypeId::of::<C>() == TypeId::of::<CatalogClient>();
         let mut t = Trace {
             format: TRACE_FORMAT.into(),
             version: TRACE_VERSION,
@@ -119,16 +159,27 @@ impl Trace {
             shows,
             detail: None,
             log: Vec::new(),
+            machine: None,
+            tapes: Vec::new(),
         };
-        let r = t.replay()?;
+        let r = if own {
+            t.replay()?
+        } else {
+            t.scenario.validate().map_err(TraceError::Scenario)?;
+            let mut log = Log::default();
+            let world = World::<Taped<C>>::start_recorded(&t.scenario, &mut log);
+            let (r, world) = t.run(world, log, |_, _| None)?;
+            t.machine = Some(type_name::<C>().to_owned());
+            t.tapes = world.clients.iter().map(|c| c.tape()).collect();
+            r
+        };
         t.expected = r.verdicts.clone();
         t.detail = shows
-            .and_then(|p| r.world.monitor.first_violation(p).map(str::to_owned))
+            .and_then(|p| r.monitor.first_violation(p).map(str::to_owned))
             .or_else(|| {
                 shows.and_then(|p| {
-                    r.world
-                        .monitor
-                        .check_quiescent(&r.world.expectations())
+                    r.monitor
+                        .check_quiescent(&r.expectations)
                         .into_iter()
                         .find(|(q, _)| *q == p)
                         .map(|(_, d)| d)
@@ -193,11 +244,84 @@ impl Trace {
         serde_json::to_string_pretty(self).expect("a trace always serializes")
     }
 
-    /// Replays the steps through the world, failing on the first impossible step.
+    /// Replays the steps through the world, failing on the first impossible step. The clients
+    /// run listsync's own machine, or, for a trace of a machine written outside listsync, play
+    /// back their tapes ([`crate::tape`]; an input a tape does not hold next is an impossible
+    /// step).
     pub fn replay(&self) -> Result<Replay, TraceError> {
         self.scenario.validate().map_err(TraceError::Scenario)?;
         let mut log = Log::default();
-        let mut world = World::new_recorded(&self.scenario, &mut log);
+        match &self.machine {
+            None => {
+                let world = World::new_recorded(&self.scenario, &mut log);
+                Ok(self.run(world, log, |_, _| None)?.0)
+            }
+            Some(_) => {
+                let world = self.taped_world(&mut log)?;
+                let diverged = |w: &World<TapedClient>, end: bool| {
+                    w.clients.iter().find_map(|c| {
+                        c.divergence()
+                            .or_else(|| end.then(|| c.unplayed()).flatten())
+                    })
+                };
+                Ok(self.run(world, log, diverged)?.0)
+            }
+        }
+    }
+
+    /// The initial world of a trace with tapes, each client playing its own.
+    pub fn taped_world(&self, log: &mut Log) -> Result<World<TapedClient>, TraceError> {
+        let name = self.machine.as_deref().unwrap_or("listsync's own");
+        if self.tapes.len() != self.scenario.clients.len() {
+            return Err(TraceError::Machine(format!(
+                "the trace's clients ran machine {name}, built outside listsync, and it holds {} \
+                 client tapes for {} clients: it cannot be replayed without that machine",
+                self.tapes.len(),
+                self.scenario.clients.len()
+            )));
+        }
+        let tapes: Vec<Arc<ClientTape>> = self.tapes.iter().cloned().map(Arc::new).collect();
+        Ok(World::start_with(&self.scenario, log, |id, cfg| {
+            TapedClient::playing(id, cfg, tapes[id as usize].clone())
+        }))
+    }
+
+    /// Replays the steps through client machine `C` itself (the crate that defines a machine
+    /// checks its own traces this way): the trace must have been written by `C`.
+    pub fn replay_with<C: ClientMachine>(&self) -> Result<Replay, TraceError> {
+        let own = TypeId::of::<C>() == TypeId::of::<CatalogClient>();
+        let wrote = self.machine.as_deref();
+        if own != wrote.is_none() || wrote.is_some_and(|m| m != type_name::<C>()) {
+            return Err(TraceError::Machine(format!(
+                "the trace was written by client machine {}, not {}",
+                wrote.unwrap_or("listsync's own (CatalogClient)"),
+                type_name::<C>()
+            )));
+        }
+        self.scenario.validate().map_err(TraceError::Scenario)?;
+        let mut log = Log::default();
+        let world = World::<C>::start_recorded(&self.scenario, &mut log);
+        Ok(self.run(world, log, |_, _| None)?.0)
+    }
+
+    /// [`Trace::check`] through client machine `C` itself.
+    pub fn check_with<C: ClientMachine>(&self) -> Result<Replay, TraceError> {
+        let r = self.replay_with::<C>()?;
+        self.compare(r)
+    }
+
+    /// Runs the steps from `world` (its start recorded in `log`), failing on the first
+    /// impossible step or the first divergence `diverged` reports (asked after the start, after
+    /// each step, and with `true` at the end).
+    fn run<C: ClientMachine>(
+        &self,
+        mut world: World<C>,
+        mut log: Log,
+        diverged: impl Fn(&World<C>, bool) -> Option<String>,
+    ) -> Result<(Replay, World<C>), TraceError> {
+        if let Some(why) = diverged(&world, false) {
+            return Err(TraceError::Machine(format!("at the start: {why}")));
+        }
         let mut lines: Vec<(Option<usize>, String)> =
             log.lines.drain(..).map(|l| (None, l)).collect();
         let mut events = std::mem::take(&mut log.events);
@@ -205,6 +329,10 @@ impl Trace {
         for (index, step) in self.steps.iter().enumerate() {
             world
                 .apply(&self.scenario, step, &mut log)
+                .and_then(|()| {
+                    let end = index + 1 == self.steps.len();
+                    diverged(&world, end).map_or(Ok(()), Err)
+                })
                 .map_err(|reason| TraceError::Unreachable {
                     index,
                     step: step.to_string(),
@@ -219,13 +347,16 @@ impl Trace {
             }
         }
         let verdicts = world.verdicts(&self.scenario);
-        Ok(Replay {
-            world,
+        let replay = Replay {
+            monitor: world.monitor.clone(),
+            quiescent: world.quiescent(),
+            expectations: world.expectations(),
             log: lines,
             events,
             verdicts,
             first_violation,
-        })
+        };
+        Ok((replay, world))
     }
 
     /// Replays and checks that the verdicts equal the expected ones. A property the trace names
@@ -233,6 +364,11 @@ impl Trace {
     /// trace says nothing about it.
     pub fn check(&self) -> Result<Replay, TraceError> {
         let r = self.replay()?;
+        self.compare(r)
+    }
+
+    /// `r` if its verdicts equal the expected ones.
+    fn compare(&self, r: Replay) -> Result<Replay, TraceError> {
         let mut diff = String::new();
         for p in Property::ALL {
             let Some(want) = self.expected.get(&p).copied() else {

@@ -10,6 +10,7 @@
 use crate::aggregate;
 use crate::client::{CallError, CatalogClient, ClientInput, ClientOutput};
 use crate::history::{ClientId, Event};
+use crate::machine::ClientMachine;
 use crate::monitor::Monitor;
 use crate::property::{Property, Verdict, Verdicts};
 use crate::record::{Note, Recorder, note};
@@ -267,9 +268,10 @@ impl fmt::Display for Step {
     }
 }
 
-/// The closed world's state.
+/// The closed world's state, its clients running machine `C` (the reference algorithm and the
+/// known-bad strategies unless said otherwise; any [`ClientMachine`] a user writes).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct World {
+pub struct World<C = CatalogClient> {
     /// The server nodes (one unless the scenario is a cluster).
     pub nodes: Vec<Shared<Registry>>,
     /// Node each client is connected to.
@@ -287,7 +289,7 @@ pub struct World {
     /// (cluster) Faults used: bus duplicates, bus drops, migrations.
     pub bus_used: [u32; 3],
     /// The clients, indexed by `ClientId`.
-    pub clients: Vec<Shared<CatalogClient>>,
+    pub clients: Vec<Shared<C>>,
     /// Messages in flight, per client.
     pub links: Vec<Shared<Links>>,
     /// Next scripted batch.
@@ -309,14 +311,39 @@ pub struct World {
 }
 
 impl World {
-    /// The initial state of a scenario: the initial catalog committed, every client connected
-    /// and started (its first request in flight).
+    /// The initial state of a scenario with listsync's own client machine
+    /// ([`CatalogClient`], the strategy each client's configuration names): the initial
+    /// catalog committed, every client connected and started (its first request in flight).
     pub fn new(scn: &Scenario) -> World {
-        Self::new_recorded(scn, &mut ())
+        World::start(scn)
     }
 
     /// [`World::new`], recording what happens.
     pub fn new_recorded(scn: &Scenario, rec: &mut dyn Recorder) -> World {
+        World::start_recorded(scn, rec)
+    }
+}
+
+impl<C: ClientMachine> World<C> {
+    /// The initial state of a scenario, its clients running machine `C`: the initial catalog
+    /// committed, every client connected and started (its first request in flight).
+    pub fn start(scn: &Scenario) -> World<C> {
+        Self::start_recorded(scn, &mut ())
+    }
+
+    /// [`World::start`], recording what happens.
+    pub fn start_recorded(scn: &Scenario, rec: &mut dyn Recorder) -> World<C> {
+        Self::start_with(scn, rec, |id, cfg| C::new(id, cfg))
+    }
+
+    /// [`World::start_recorded`], each client made by `make` from its id and configuration
+    /// (a machine that needs more than its configuration, such as a
+    /// [`TapedClient`](crate::tape::TapedClient) its tape).
+    pub fn start_with(
+        scn: &Scenario,
+        rec: &mut dyn Recorder,
+        mut make: impl FnMut(ClientId, Arc<crate::client::ClientConfig>) -> C,
+    ) -> World<C> {
         let initial = Catalog::from_ops(&scn.initial);
         let n_nodes = scn
             .cluster
@@ -338,7 +365,7 @@ impl World {
             .clients
             .iter()
             .enumerate()
-            .map(|(i, c)| Shared::new(CatalogClient::new(i as ClientId, Arc::new(c.clone()))))
+            .map(|(i, c)| Shared::new(make(i as ClientId, Arc::new(c.clone()))))
             .collect();
         let mut w = World {
             clients,
@@ -385,7 +412,7 @@ impl World {
     }
 
     /// Client `c`'s machine, to change it (copied first if another state shares it).
-    pub fn client_mut(&mut self, c: ClientId) -> &mut CatalogClient {
+    pub fn client_mut(&mut self, c: ClientId) -> &mut C {
         Shared::make_mut(&mut self.clients[c as usize])
     }
 
@@ -444,7 +471,7 @@ impl World {
     }
 
     fn route_server(&mut self, scn: &Scenario, out: Vec<ServerOutput>, rec: &mut dyn Recorder) {
-        let node_of_sender = |w: &World, to: ClientId| usize::from(w.node_of[to as usize]);
+        let node_of_sender = |w: &World<C>, to: ClientId| usize::from(w.node_of[to as usize]);
         // What each probe found: no node changes while its outputs are routed, so a commit
         // announced to many sessions is probed once per (node, kind, context).
         let mut probes = Probes::new();
@@ -740,7 +767,7 @@ impl World {
         self.route_server(scn, out, rec);
     }
 
-    /// Kinds of client `c` whose TTL timer is due (see [`CatalogClient::ttl_due`]).
+    /// Kinds of client `c` whose TTL timer is due (see [`ClientMachine::ttl_due`]).
     pub fn ttl_due(&self, c: ClientId) -> Vec<Kind> {
         if self.is_cut(c) {
             return Vec::new();
@@ -816,7 +843,7 @@ impl World {
     /// (same configuration, no client-specific script): clients are renumbered in the order of
     /// a hash of everything about them except their id. Sound for any order; the better the
     /// order, the fewer states.
-    pub fn canonical(&self) -> World {
+    pub fn canonical(&self) -> World<C> {
         use std::hash::{Hash, Hasher};
         let n = self.clients.len();
         let mut keyed: Vec<(u64, usize)> = (0..n)

@@ -34,7 +34,7 @@ fn every_refresh_failure_is_one_line_naming_what_happened() {
             "list changed under 3 walks in a row",
         ),
         (
-            ClientError::UnexpectedResponse("a call result for a list request"),
+            ClientError::UnexpectedResponse("a call result for a list request".into()),
             "unexpected response: a call result for a list request",
         ),
         (

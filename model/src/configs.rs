@@ -1001,6 +1001,34 @@ pub fn deep() -> Vec<Config> {
     out
 }
 
+/// The reference configurations that exercise only how a client keeps its tool list current
+/// (and routes the application's calls by it): no approvals, authorization switches, watched
+/// resources, several servers or known tools, and small enough to explore in seconds (the large ones are left to
+/// `listsync check`). These are the worlds a refresh algorithm written outside listsync is
+/// checked in (docs/library.md): the reference client holds every property in each.
+pub fn list_refresh() -> Vec<Config> {
+    const LARGE: &[&str] = &[
+        "reference-large",
+        "reference-large-pair",
+        "reference-large-2026",
+        "reference-large-http",
+    ];
+    all()
+        .into_iter()
+        .filter(|c| {
+            let s = &c.scenario;
+            c.is_reference()
+                && !LARGE.contains(&c.name())
+                && s.approvals.is_empty()
+                && s.auth_changes.is_empty()
+                && s.aggregate.is_none()
+                && s.clients.iter().all(|k| {
+                    k.watch.is_empty() && k.known.is_empty() && !k.ask_approval && !k.calls_by_name
+                })
+        })
+        .collect()
+}
+
 /// Looks a configuration up by name (the default suite's, then the deep suite's).
 pub fn by_name(name: &str) -> Option<Config> {
     all().into_iter().chain(deep()).find(|c| c.name() == name)

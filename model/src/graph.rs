@@ -9,6 +9,7 @@
 //! canonical renumbering, as the checker identifies them. For random walks, which are never
 //! exhaustive (no progress pass), it keeps only the set of distinct fingerprints, to count them.
 
+use listsync_core::machine::ClientMachine;
 use listsync_core::world::World;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -83,7 +84,7 @@ impl Recorder {
     }
 
     /// The identity of `w` in the graph.
-    pub fn fingerprint(&self, w: &World) -> u64 {
+    pub fn fingerprint<C: ClientMachine>(&self, w: &World<C>) -> u64 {
         if !self.symmetric {
             return hash(w);
         }
@@ -100,7 +101,7 @@ impl Recorder {
     }
 
     /// The checker expands `w` on this thread: the edges recorded next on it start there.
-    pub fn expanding(&self, w: &World) {
+    pub fn expanding<C: ClientMachine>(&self, w: &World<C>) {
         if !self.on.load(Ordering::Relaxed) {
             return;
         }
@@ -114,7 +115,7 @@ impl Recorder {
     }
 
     /// The state being expanded on this thread has `next` as a successor.
-    pub fn successor(&self, next: &World) {
+    pub fn successor<C: ClientMachine>(&self, next: &World<C>) {
         if !self.keep_graph || !self.on.load(Ordering::Relaxed) {
             return;
         }

@@ -20,6 +20,8 @@ pub mod suite;
 pub mod symmetry;
 
 use graph::Recorder;
+use listsync_core::client::CatalogClient;
+use listsync_core::machine::ClientMachine;
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::scenario::Scenario;
 use listsync_core::situation::Situation;
@@ -28,13 +30,14 @@ use listsync_core::world::{Step, World};
 use serde::{Deserialize, Serialize};
 use stateright::{Checker, Model, Property as SrProperty};
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// A scenario as a stateright model.
-#[derive(Clone, Debug)]
-pub struct ListModel {
+/// A scenario as a stateright model, its clients running machine `C`.
+#[derive(Debug)]
+pub struct ListModel<C = CatalogClient> {
     /// The world being explored.
     pub scenario: Scenario,
     /// Keeps the first counterexample per property (see [`Latch`]).
@@ -43,27 +46,54 @@ pub struct ListModel {
     pub situations: Arc<SituationCounts>,
     /// Records the explored graph for the progress pass, when set.
     pub graph: Option<Arc<Recorder>>,
+    machine: PhantomData<fn() -> C>,
+}
+
+impl<C> Clone for ListModel<C> {
+    fn clone(&self) -> Self {
+        ListModel {
+            scenario: self.scenario.clone(),
+            latch: self.latch.clone(),
+            situations: self.situations.clone(),
+            graph: self.graph.clone(),
+            machine: PhantomData,
+        }
+    }
 }
 
 impl ListModel {
     /// A model of `scenario` that reports every violating state (for the Explorer).
     pub fn new(scenario: Scenario) -> Self {
+        ListModel::of_machine(scenario)
+    }
+
+    /// A model of `scenario` that reports only the first violating state per property.
+    pub fn first_only(scenario: Scenario) -> Self {
+        ListModel::first_only_of_machine(scenario)
+    }
+}
+
+impl<C: ClientMachine> ListModel<C> {
+    /// A model of `scenario` whose clients run machine `C`, reporting every violating state.
+    pub fn of_machine(scenario: Scenario) -> Self {
         ListModel {
             scenario,
             latch: Arc::new(Latch::default()),
             situations: Arc::new(SituationCounts::default()),
             graph: None,
+            machine: PhantomData,
         }
     }
 
-    /// A model of `scenario` that reports only the first violating state per property.
-    pub fn first_only(scenario: Scenario) -> Self {
+    /// A model of `scenario` whose clients run machine `C`, reporting only the first violating
+    /// state per property.
+    pub fn first_only_of_machine(scenario: Scenario) -> Self {
         ListModel {
             latch: Arc::new(Latch {
                 bits: AtomicU32::new(0),
                 enabled: true,
             }),
-            ..ListModel::new(scenario)
+            ..ListModel::of_machine(scenario)
         }
     }
 
@@ -123,7 +153,7 @@ impl SituationCounts {
     /// one of the deepest. Reported once, the discovery is the first state found, in
     /// breadth-first order a shallowest one, and its depth is the depth the situation is
     /// first reached at.
-    fn visit(&self, s: Situation, scn: &Scenario, w: &World) -> bool {
+    fn visit<C: ClientMachine>(&self, s: Situation, scn: &Scenario, w: &World<C>) -> bool {
         if !self.watches(s) || !s.holds(scn, w) {
             return false;
         }
@@ -165,7 +195,7 @@ macro_rules! always {
     ($p:expr) => {
         (
             $p,
-            SrProperty::always($p.as_str(), |m: &ListModel, s: &World| {
+            SrProperty::always($p.as_str(), |m: &ListModel<C>, s: &World<C>| {
                 s.holds($p) || !m.latch.report($p)
             }),
         )
@@ -176,29 +206,29 @@ macro_rules! sometimes {
     ($s:expr) => {
         (
             $s,
-            SrProperty::sometimes($s.as_str(), |m: &ListModel, w: &World| {
+            SrProperty::sometimes($s.as_str(), |m: &ListModel<C>, w: &World<C>| {
                 m.situations.visit($s, &m.scenario, w)
             }),
         )
     };
 }
 
-impl Model for ListModel {
-    type State = World;
+impl<C: ClientMachine> Model for ListModel<C> {
+    type State = World<C>;
     type Action = Step;
 
-    fn init_states(&self) -> Vec<World> {
-        vec![World::new(&self.scenario)]
+    fn init_states(&self) -> Vec<World<C>> {
+        vec![World::start(&self.scenario)]
     }
 
-    fn actions(&self, state: &World, actions: &mut Vec<Step>) {
+    fn actions(&self, state: &World<C>, actions: &mut Vec<Step>) {
         if let Some(g) = &self.graph {
             g.expanding(state);
         }
         state.enabled(&self.scenario, actions);
     }
 
-    fn next_state(&self, last: &World, action: Step) -> Option<World> {
+    fn next_state(&self, last: &World<C>, action: Step) -> Option<World<C>> {
         let mut next = last.clone();
         next.apply(&self.scenario, &action, &mut ()).ok()?;
         if let Some(g) = &self.graph {
@@ -375,21 +405,103 @@ pub struct Counterexample {
     pub trace: Trace,
 }
 
+impl CheckResult {
+    /// The properties the exploration found violated.
+    pub fn violated(&self) -> Vec<Property> {
+        Property::ALL
+            .into_iter()
+            .filter(|p| self.verdicts.get(p) == Some(&Verdict::Violated))
+            .collect()
+    }
+
+    /// The watched situations the exploration never reached.
+    pub fn unreached(&self) -> Vec<Situation> {
+        self.situations
+            .iter()
+            .filter(|s| s.states == 0)
+            .map(|s| s.situation)
+            .collect()
+    }
+
+    /// The counterexample of `p`, if the exploration found `p` violated.
+    pub fn counterexample(&self, p: Property) -> Option<&Counterexample> {
+        self.counterexamples.iter().find(|c| c.property == p)
+    }
+
+    /// Panics, naming each violated property with its counterexample's steps, unless every
+    /// applicable property held; also unless the whole state space was explored. The
+    /// `assert_properties` of a `cargo test` (docs/library.md).
+    #[track_caller]
+    pub fn assert_holds(&self) {
+        let mut why = String::new();
+        if !self.exhaustive {
+            why.push_str("the exploration was cut short by its bound: nothing was shown\n");
+        }
+        for c in &self.counterexamples {
+            why.push_str(&format!(
+                "{} violated in {} steps{}:\n",
+                c.property,
+                c.depth,
+                c.trace
+                    .detail
+                    .as_deref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            ));
+            for (i, step) in c.trace.steps.iter().enumerate() {
+                why.push_str(&format!("  {i:>3} {step}\n"));
+            }
+        }
+        assert!(why.is_empty(), "{}: {why}", self.name);
+    }
+}
+
+/// Checks client machine `C` in `scenario`: the whole state space, breadth-first (each
+/// counterexample a shortest), on every core; the verdict of every property, and a trace per
+/// violated one. The one call a crate that writes its own refresh algorithm needs
+/// (docs/library.md):
+///
+/// ```ignore
+/// let result = listsync_model::check_client::<MyClient>(&scenario);
+/// result.assert_holds();
+/// ```
+pub fn check_client<C: ClientMachine>(scenario: &Scenario) -> CheckResult {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    check_machine::<C>(scenario, Search::Bfs, &[], threads, None, &mut |_, _| {})
+}
+
+/// [`check_client`] in one of listsync's named configurations ([`configs::list_refresh`],
+/// [`configs::by_name`]), explored the way `listsync check` explores it (its search, with
+/// symmetry reduction where its clients are interchangeable) and counting the situations it
+/// must reach. A situation the exploration does not reach leaves a verdict unsupported: see
+/// [`CheckResult::unreached`].
+pub fn check_client_in<C: ClientMachine>(config: &configs::Config) -> CheckResult {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    check_machine::<C>(
+        &config.scenario,
+        config.search,
+        config.situations,
+        threads,
+        None,
+        &mut |_, _| {},
+    )
+}
+
 /// Runs stateright's checker on `model` with `threads` threads until it is done (or, with
 /// `max_states`, until it has generated that many states); returns it with its wall time.
-fn run_checker(
-    model: ListModel,
+fn run_checker<C: ClientMachine>(
+    model: ListModel<C>,
     search: Search,
     threads: usize,
     max_states: Option<usize>,
     progress: &mut dyn FnMut(usize, f64),
-) -> (Box<dyn Checker<ListModel>>, f64) {
+) -> (Box<dyn Checker<ListModel<C>>>, f64) {
     let start = Instant::now();
     let mut builder = model.checker().threads(threads);
     if let Some(n) = max_states {
         builder = builder.target_state_count(n);
     }
-    let checker: Box<dyn Checker<ListModel>> = match search {
+    let checker: Box<dyn Checker<ListModel<C>>> = match search {
         Search::Bfs => Box::new(builder.spawn_bfs()),
         Search::DfsSymmetric => Box::new(builder.symmetry_fn(symmetry::representative).spawn_dfs()),
         Search::Dfs => Box::new(builder.spawn_dfs()),
@@ -434,7 +546,22 @@ pub fn check_bounded(
     max_states: Option<usize>,
     progress: &mut dyn FnMut(usize, f64),
 ) -> CheckResult {
-    let model = ListModel::first_only(scenario.clone())
+    check_machine::<CatalogClient>(scenario, search, situations, threads, max_states, progress)
+}
+
+/// [`check_bounded`] with the clients running machine `C` (listsync's own, [`CatalogClient`],
+/// or one written outside listsync: docs/library.md). A counterexample's trace names a machine
+/// of another crate and holds its clients' tapes ([`listsync_core::tape`]), so that `listsync
+/// trace show` and `listsync replay` can use it where `C` is not compiled in.
+pub fn check_machine<C: ClientMachine>(
+    scenario: &Scenario,
+    search: Search,
+    situations: &[Situation],
+    threads: usize,
+    max_states: Option<usize>,
+    progress: &mut dyn FnMut(usize, f64),
+) -> CheckResult {
+    let model = ListModel::<C>::first_only_of_machine(scenario.clone())
         .watching(situations)
         .recording(search);
     let counts = model.situations.clone();
@@ -477,7 +604,7 @@ pub fn check_bounded(
             Some(path) => {
                 let steps: Vec<Step> = path.into_actions();
                 let depth = steps.len();
-                let trace = Trace::record("model", scenario.clone(), steps, Some(p))
+                let trace = Trace::record_with::<C>("model", scenario.clone(), steps, Some(p))
                     .expect("a path the checker found replays");
                 counterexamples.push(Counterexample {
                     property: p,

@@ -6,27 +6,31 @@
 //! The graph recorder ([`crate::graph`]) renumbers each successor before the checker asks for
 //! its representative; the last one is remembered per thread so that it is computed once.
 
+use listsync_core::machine::ClientMachine;
 use listsync_core::world::World;
+use std::any::Any;
 use std::cell::RefCell;
 
 thread_local! {
     /// The last state renumbered on this thread (its fingerprint) and its canonical
-    /// renumbering, until the checker asks for it.
-    static LAST: RefCell<Option<(u64, World)>> = const { RefCell::new(None) };
+    /// renumbering (a `World<C>` of the model's client machine), until the checker asks for it.
+    static LAST: RefCell<Option<(u64, Box<dyn Any>)>> = const { RefCell::new(None) };
 }
 
 /// The canonical representative of a state's symmetry class.
-pub fn representative(w: &World) -> World {
+pub fn representative<C: ClientMachine>(w: &World<C>) -> World<C> {
     LAST.with_borrow_mut(|last| match last.take() {
-        Some((state, canonical)) if state == crate::graph::hash(w) => canonical,
+        Some((state, canonical)) if state == crate::graph::hash(w) => canonical
+            .downcast::<World<C>>()
+            .map_or_else(|_| w.canonical(), |c| *c),
         _ => w.canonical(),
     })
 }
 
 /// The canonical renumbering of `w` (whose fingerprint is `state`), remembered on this thread
 /// for the next [`representative`] of the same state.
-pub fn canonical_remembered(w: &World, state: u64) -> World {
+pub fn canonical_remembered<C: ClientMachine>(w: &World<C>, state: u64) -> World<C> {
     let canonical = w.canonical();
-    LAST.set(Some((state, canonical.clone())));
+    LAST.set(Some((state, Box::new(canonical.clone()))));
     canonical
 }

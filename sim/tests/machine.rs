@@ -85,7 +85,7 @@ fn recorded_runs_replay_in_the_world() {
         let t = listsync_core::trace::Trace::record("sim", case.scenario.clone(), steps, None)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         t.check().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        assert!(t.replay().unwrap().world.quiescent(), "seed {seed}");
+        assert!(t.replay().unwrap().quiescent, "seed {seed}");
     }
 }
 

@@ -24,8 +24,10 @@ use crate::jsonrpc::{self, Frame};
 use crate::proxy::{listed_kind, notified_kind};
 use crate::timeline::{Action, Body, Dir, Fate, HubState};
 use listsync_core::history::Event;
+use listsync_core::machine::ClientMachine;
 use listsync_core::record::Log;
 use listsync_core::situation::Situation;
+use listsync_core::tape::TapedClient;
 use listsync_core::trace::Trace;
 use listsync_core::vocab::Kind;
 use listsync_core::wire::{ClientMsg, Notification, ReqId, Request, ServerMsg};
@@ -190,7 +192,7 @@ struct Labeller {
 impl Labeller {
     /// Labels the requests that appeared on the request link since the last call (the link
     /// keeps the order they were sent in).
-    fn catch_up(&mut self, w: &World) {
+    fn catch_up<C: ClientMachine>(&mut self, w: &World<C>) {
         for m in &w.links[0].up {
             if !self.by_req.contains_key(&m.id) {
                 let shape = model_shape(m);
@@ -218,7 +220,7 @@ impl Labeller {
     }
 
     /// The identity of the message at `index` of `link`.
-    fn at(&self, w: &World, link: Link, index: usize) -> Result<Id, String> {
+    fn at<C: ClientMachine>(&self, w: &World<C>, link: Link, index: usize) -> Result<Id, String> {
         let l = &w.links[0];
         match link {
             Link::Up => l.up.get(index).map(|m| self.by_req[&m.id].clone()),
@@ -239,14 +241,32 @@ impl Labeller {
 
 /// The adversary's schedule of `trace`: its steps run in the trace's own world, each message
 /// step named by the identity of the message it moves. Err: a step the adaptive replay cannot
-/// name (then the trace is replayed in lockstep or not at all).
+/// name (then the trace is replayed in lockstep or not at all). A trace of a client machine
+/// written outside listsync runs with its clients playing their tapes ([`TapedClient`]).
 pub fn schedule(trace: &Trace) -> Result<Schedule, String> {
+    match &trace.machine {
+        None => schedule_in(trace, World::new(&trace.scenario), |_| None),
+        Some(_) => {
+            let w = trace
+                .taped_world(&mut Log::default())
+                .map_err(|e| e.to_string())?;
+            let diverged =
+                |w: &World<TapedClient>| w.clients.iter().find_map(TapedClient::divergence);
+            schedule_in(trace, w, diverged)
+        }
+    }
+}
+
+fn schedule_in<C: ClientMachine>(
+    trace: &Trace,
+    mut w: World<C>,
+    diverged: impl Fn(&World<C>) -> Option<String>,
+) -> Result<Schedule, String> {
     let scn = &trace.scenario;
-    let mut w = World::new(scn);
     let mut lab = Labeller::default();
     let mut moves = Vec::new();
     let mut situations = BTreeSet::new();
-    let note = |w: &World, s: &mut BTreeSet<Situation>| {
+    let note = |w: &World<C>, s: &mut BTreeSet<Situation>| {
         for x in Situation::ALL {
             if x.holds(scn, w) {
                 s.insert(x);
@@ -274,6 +294,7 @@ pub fn schedule(trace: &Trace) -> Result<Schedule, String> {
         let known: HashSet<ReqId> = lab.by_req.keys().copied().collect();
         let mut log = Log::default();
         w.apply(scn, step, &mut log)
+            .and_then(|()| diverged(&w).map_or(Ok(()), Err))
             .map_err(|e| format!("step {i} ({step}): {e}"))?;
         lab.catch_up(&w);
         note(&w, &mut situations);

@@ -54,6 +54,11 @@ pub fn why_not_replayable(trace: &Trace) -> Option<String> {
     }
 }
 
+/// Whether `subject` is listsync's own machine following the trace's strategy step by step.
+fn follows_exactly_in(subject: &Subject) -> bool {
+    subject.adapter.runs_core && subject.variant.as_deref() == Some("trace")
+}
+
 /// Resolves a replay of `trace` against `subject`.
 pub fn plan(
     trace: &Trace,
@@ -100,6 +105,15 @@ pub fn plan(
         c.pacing = Pacing::OFF;
     }
     let mut unsupported = unsupported(&trace.scenario, &trace.steps);
+    if let Some(m) = &trace.machine
+        && follows_exactly_in(subject)
+    {
+        unsupported.get_or_insert(format!(
+            "the trace's client ran {m}, a machine built outside listsync that its own client \
+             cannot run step by step: replay it against an implementation (its adversary is \
+             posed adaptively)"
+        ));
+    }
     if let Some(p) = trace
         .shows
         .filter(|p| !crate::outcome::judges(&trace.scenario, *p))
@@ -125,7 +139,7 @@ pub fn plan(
     }
     if let Some(about) = trace_role(&trace.scenario)
         && about != role
-        && !(subject.adapter.runs_core && subject.variant.as_deref() == Some("trace"))
+        && !follows_exactly_in(subject)
     {
         let bad = match about {
             Role::Server => trace.scenario.server.strategy.as_str().to_owned(),
