@@ -23,6 +23,7 @@ fn params() -> Params {
         plan: FaultPlan::default_plan(),
         clients: None,
         nodes: None,
+        tools_only: false,
     }
 }
 

@@ -9,7 +9,6 @@ mod harness_support;
 
 use harness_support::listsync;
 use listsync_core::property::Property;
-use listsync_core::trace::Trace;
 use listsync_model::configs;
 use own_strategy::LastResponseWins;
 
@@ -58,7 +57,7 @@ fn a_counterexample_of_a_machine_built_elsewhere_is_validated_and_replayed() {
     let out = tempfile::tempdir().unwrap();
     let out = out.path().to_str().unwrap();
     let (code, stdout, stderr) =
-        listsync(&["replay", path, "--adapter", "reference", "--out", out]);
+        listsync(&["replay", path, "--against", "reference", "--out", out]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(
         stdout.contains("holds: ") && stdout.contains("race posed"),
@@ -76,7 +75,7 @@ fn a_counterexample_of_a_machine_built_elsewhere_is_validated_and_replayed() {
 
     // listsync's own client cannot follow another machine's choices step by step: it says so.
     let (code, stdout, stderr) =
-        listsync(&["replay", path, "--adapter", "reference@trace", "--out", out]);
+        listsync(&["replay", path, "--against", "reference@trace", "--out", out]);
     assert!(
         stdout.contains("built outside listsync") || stderr.contains("built outside listsync"),
         "{code}\n{stdout}\n{stderr}"

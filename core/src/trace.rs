@@ -346,6 +346,11 @@ impl Trace {
                 }
             }
         }
+        if self.steps.is_empty()
+            && let Some(why) = diverged(&world, true)
+        {
+            return Err(TraceError::Machine(format!("at the end: {why}")));
+        }
         let verdicts = world.verdicts(&self.scenario);
         let replay = Replay {
             monitor: world.monitor.clone(),

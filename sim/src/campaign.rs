@@ -8,6 +8,7 @@ use crate::case::Params;
 use crate::engine::{RunOpts, RunResult};
 use crate::stack::net::NetCounts;
 use crate::stats::Stats;
+use listsync_core::machine::ClientMachine;
 use listsync_core::property::Property;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -86,6 +87,19 @@ pub fn run(
 ) -> CampaignResult {
     run_with(seeds, threads, progress, &|seed| {
         Case::draw(seed, params).run(&params.plan, RunOpts::default())
+    })
+}
+
+/// [`run`] with the clients running machine `C` (listsync's own, or one written outside
+/// listsync: docs/library.md).
+pub fn run_machine<C: ClientMachine>(
+    params: &Params,
+    seeds: &[u64],
+    threads: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> CampaignResult {
+    run_with(seeds, threads, progress, &|seed| {
+        Case::draw(seed, params).run_machine::<C>(&params.plan, RunOpts::default())
     })
 }
 

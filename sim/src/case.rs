@@ -90,6 +90,28 @@ pub struct Params {
     /// Server nodes sharing a store and a bus; None: one server (two or three nodes for a
     /// cluster strategy).
     pub nodes: Option<u8>,
+    /// Worlds about the tool list alone, the simulator's twin of the model's list-refresh
+    /// worlds (`listsync_model::configs::list_refresh`): clients keep the tools list only, no
+    /// item is scoped to an authorization context, no context switches, no tools preloaded, no
+    /// approvals asked, one server per application. A
+    /// client machine written outside listsync that keeps only the tool list is simulated so
+    /// (docs/library.md).
+    pub tools_only: bool,
+}
+
+impl Params {
+    /// The tool-list worlds of `plan` ([`Params::tools_only`]), against listsync's reference
+    /// server, with one to four clients: what a client machine written outside listsync that
+    /// keeps the tool list is simulated in (docs/library.md).
+    pub fn tools_only(plan: FaultPlan) -> Params {
+        Params {
+            strategies: Strategies::REFERENCE,
+            plan,
+            clients: None,
+            nodes: None,
+            tools_only: true,
+        }
+    }
 }
 
 /// The knobs of a run, each shrinking toward its floor.
@@ -186,16 +208,22 @@ impl Shape {
         } else {
             (0, 1, 0)
         };
+        // Tools only: one kind, no scoped items, no authorization switches.
+        let (kinds, scoped, auth) = if p.tools_only {
+            ((1, 1, 1), (0, 0, 0), (0, 0, 0))
+        } else {
+            ((1, 3, 1), (0, 1, 0), (0, 2, 0))
+        };
         [
             (clo, chi, 1),
             (*plan.batches.start(), *plan.batches.end(), 0),
             (1, 3, 1),
             (1, 6, 0),
             (0, 3, 0),
-            (1, 3, 1),
-            (0, 1, 0),
+            kinds,
+            scoped,
             (0, 3, 0),
-            (0, 2, 0),
+            auth,
             (0, plan.max_dup, 0),
             (0, plan.max_drop, 0),
             (0, plan.max_disconnects, 0),

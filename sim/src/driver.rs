@@ -13,6 +13,7 @@ use crate::shrink::{self, Shrunk};
 use crate::stack::{self, StackReport, StackRun};
 use crate::stats::Stats;
 use crate::summary::{Level, Mode, NetSummary, Summary, Totals, TraceSummary};
+use listsync_core::client::CatalogClient;
 use listsync_core::property::Property;
 use listsync_core::strategy::ServerStrategy;
 use listsync_core::trace::Trace;
@@ -164,6 +165,7 @@ impl Request {
                 Level::Machine => self.nodes,
                 Level::Stack => Some(1),
             },
+            tools_only: false,
         }
     }
 }
@@ -452,7 +454,14 @@ fn scale(
             plan.first_batch = (500_000, 500_000);
             plan.storm_permille = 1000;
             plan.storm_gap = (0, 2);
-            let out = Engine::new(&scn, &plan, seed, Budget::default(), RunOpts::default()).run();
+            let out = Engine::<CatalogClient>::new(
+                &scn,
+                &plan,
+                seed,
+                Budget::default(),
+                RunOpts::default(),
+            )
+            .run();
             (out, None)
         }
         Level::Stack => {

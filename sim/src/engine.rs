@@ -21,7 +21,9 @@
 
 use crate::case::{roll, stream, streams, uniform};
 use crate::plan::{FaultPlan, Micros};
+use listsync_core::client::CatalogClient;
 use listsync_core::history::{ClientId, Event};
+use listsync_core::machine::ClientMachine;
 use listsync_core::property::Property;
 use listsync_core::record::{Note, Recorder};
 use listsync_core::scenario::{Scenario, Transport};
@@ -308,13 +310,13 @@ fn link_slot(link: Link) -> usize {
     }
 }
 
-/// One simulated run of a scenario under a fault plan.
-pub struct Engine<'a> {
+/// One simulated run of a scenario under a fault plan, its clients running machine `C`.
+pub struct Engine<'a, C = CatalogClient> {
     scn: &'a Scenario,
     plan: &'a FaultPlan,
     opts: RunOpts,
     budget: Budget,
-    world: World,
+    world: World<C>,
     tap: Tap,
     net: ChaCha8Rng,
     /// Which tool calls fail (a stream of its own, so that the network's draws stay as they were).
@@ -351,7 +353,7 @@ pub struct Engine<'a> {
 /// Every situation's bit.
 const ALL_SITUATIONS: u32 = (1 << Situation::ALL.len()) - 1;
 
-impl<'a> Engine<'a> {
+impl<'a, C: ClientMachine> Engine<'a, C> {
     /// A run of `scn` under `plan`, its schedule drawn from `seed`.
     pub fn new(
         scn: &'a Scenario,
@@ -359,7 +361,7 @@ impl<'a> Engine<'a> {
         seed: u64,
         budget: Budget,
         opts: RunOpts,
-    ) -> Engine<'a> {
+    ) -> Engine<'a, C> {
         let n = scn.clients.len();
         let mut tap = Tap {
             now: 0,
@@ -376,7 +378,7 @@ impl<'a> Engine<'a> {
             published: Vec::new(),
             history: opts.record.then(Vec::new),
         };
-        let world = World::new_recorded(scn, &mut tap);
+        let world = World::start_recorded(scn, &mut tap);
         let mut e = Engine {
             scn,
             plan,

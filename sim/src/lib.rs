@@ -30,8 +30,26 @@ pub mod summary;
 
 use case::{Params, Shape};
 use engine::{Budget, Engine, RunOpts, RunResult};
+use listsync_core::client::CatalogClient;
+use listsync_core::machine::ClientMachine;
 use listsync_core::scenario::Scenario;
 use plan::FaultPlan;
+
+/// Simulates client machine `C` (docs/library.md): every seed of `seeds` drawn with `params`
+/// (e.g. [`Params::tools_only`]), on every core; the campaign's statistics and, per violated
+/// property, its smallest failing seeds. A failing seed shrinks to a trace with
+/// [`shrink::shrink_machine`].
+///
+/// ```ignore
+/// let params = Params::tools_only(FaultPlan::default());
+/// let seeds: Vec<u64> = (0..2000).collect();
+/// let result = listsync_sim::check_client::<MyClient>(&params, &seeds);
+/// assert!(result.failing.is_empty(), "{:?}", result.failing);
+/// ```
+pub fn check_client<C: ClientMachine>(params: &Params, seeds: &[u64]) -> campaign::CampaignResult {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    campaign::run_machine::<C>(params, seeds, threads, &|_| {})
+}
 
 /// One run's world and environment: a shape, the scenario built from it, and the fault counts
 /// its schedule uses.
@@ -48,8 +66,17 @@ pub struct Case {
 impl Case {
     /// The case of a shape.
     pub fn of(shape: Shape, params: &Params) -> Case {
+        let mut scenario = case::scenario(&shape, params.strategies, &params.plan);
+        if params.tools_only {
+            for c in &mut scenario.clients {
+                c.known.clear();
+                c.ask_approval = false;
+            }
+            scenario.approvals.clear();
+            scenario.aggregate = None;
+        }
         Case {
-            scenario: case::scenario(&shape, params.strategies, &params.plan),
+            scenario,
             budget: Budget {
                 disconnects: shape.disconnects,
                 crashes: shape.crashes,
@@ -73,7 +100,12 @@ impl Case {
 
     /// Runs it.
     pub fn run(&self, plan: &FaultPlan, opts: RunOpts) -> RunResult {
-        Engine::new(&self.scenario, plan, self.shape.seed, self.budget, opts).run()
+        self.run_machine::<CatalogClient>(plan, opts)
+    }
+
+    /// Runs it with the clients running machine `C`.
+    pub fn run_machine<C: ClientMachine>(&self, plan: &FaultPlan, opts: RunOpts) -> RunResult {
+        Engine::<C>::new(&self.scenario, plan, self.shape.seed, self.budget, opts).run()
     }
 
     /// Runs this case at the full-stack level: the runtime's code on a paused clock over the

@@ -17,13 +17,16 @@
 use crate::case::{Params, Shape, ShapeTree};
 use crate::engine::RunOpts;
 use crate::{Case, plan::FaultPlan};
+use listsync_core::client::CatalogClient;
 use listsync_core::history::ClientId;
+use listsync_core::machine::ClientMachine;
 use listsync_core::property::Property;
 use listsync_core::scenario::Scenario;
 use listsync_core::trace::{Trace, TraceError};
 use listsync_core::vocab::{Kind, Name, Op, Scope};
 use listsync_core::world::{Step, World};
 use proptest::strategy::ValueTree;
+use std::marker::PhantomData;
 
 /// Limits on shrinking work.
 #[derive(Clone, Copy, Debug)]
@@ -59,9 +62,9 @@ pub struct Shrunk {
 }
 
 /// Whether running `shape` violates `p`.
-fn shape_fails(shape: Shape, params: &Params, p: Property) -> bool {
+fn shape_fails<C: ClientMachine>(shape: Shape, params: &Params, p: Property) -> bool {
     let case = Case::of(shape, params);
-    case.run(
+    case.run_machine::<C>(
         &params.plan,
         RunOpts {
             stop_on: Some(p),
@@ -73,10 +76,21 @@ fn shape_fails(shape: Shape, params: &Params, p: Property) -> bool {
 
 /// Shrinks the failure of `p` seen with `seed`. None if the seed does not violate `p`.
 pub fn shrink(seed: u64, params: &Params, p: Property, limits: Limits) -> Option<Shrunk> {
+    shrink_machine::<CatalogClient>(seed, params, p, limits)
+}
+
+/// [`shrink`] with the clients running machine `C`: the trace it writes names a machine built
+/// outside listsync and holds its clients' tapes (`listsync_core::tape`).
+pub fn shrink_machine<C: ClientMachine>(
+    seed: u64,
+    params: &Params,
+    p: Property,
+    limits: Limits,
+) -> Option<Shrunk> {
     let mut tree: ShapeTree = Shape::draw(seed, params);
     let first = tree.current();
     let original = Case::of(first, params);
-    let out = original.run(
+    let out = original.run_machine::<C>(
         &params.plan,
         RunOpts {
             record: true,
@@ -97,7 +111,7 @@ pub fn shrink(seed: u64, params: &Params, p: Property, limits: Limits) -> Option
                 break;
             }
             let cur = tree.current();
-            if shape_fails(cur, params, p) {
+            if shape_fails::<C>(cur, params, p) {
                 best = cur;
                 if !tree.simplify() {
                     break;
@@ -110,7 +124,7 @@ pub fn shrink(seed: u64, params: &Params, p: Property, limits: Limits) -> Option
 
     // The smallest run's steps, up to the violation.
     let case = Case::of(best, params);
-    let out = case.run(
+    let out = case.run_machine::<C>(
         &params.plan,
         RunOpts {
             record: true,
@@ -123,15 +137,16 @@ pub fn shrink(seed: u64, params: &Params, p: Property, limits: Limits) -> Option
     steps.truncate(found.after_steps as usize);
 
     // Stage 2: minimize the trace and the scenario.
-    let mut m = Minimizer {
+    let mut m = Minimizer::<C> {
         p,
         replays: 0,
         limit: limits.replays,
+        machine: PhantomData,
     };
     let mut scn = case.scenario.clone();
     if m.attempt(&scn, &steps).is_none() {
         // Cannot happen: the run's own steps replay. Keep the unminimized trace.
-        return record(p, seed, best, original_steps, scn, steps);
+        return record::<C>(p, seed, best, original_steps, scn, steps);
     }
     for _ in 0..4 {
         let before = (steps.len(), size(&scn));
@@ -142,12 +157,12 @@ pub fn shrink(seed: u64, params: &Params, p: Property, limits: Limits) -> Option
             break;
         }
     }
-    scn.faults = used_faults(&scn, &steps);
+    scn.faults = used_faults::<C>(&scn, &steps);
     scn.name = format!("{}-{}", scn.name, p.as_str());
-    record(p, seed, best, original_steps, scn, steps)
+    record::<C>(p, seed, best, original_steps, scn, steps)
 }
 
-fn record(
+fn record<C: ClientMachine>(
     p: Property,
     seed: u64,
     shape: Shape,
@@ -155,7 +170,7 @@ fn record(
     scn: Scenario,
     steps: Vec<Step>,
 ) -> Option<Shrunk> {
-    let trace = Trace::record("sim", scn, steps, Some(p)).ok()?;
+    let trace = Trace::record_with::<C>("sim", scn, steps, Some(p)).ok()?;
     Some(Shrunk {
         property: p,
         seed,
@@ -175,8 +190,11 @@ fn size(s: &Scenario) -> usize {
 }
 
 /// The fault budgets a trace actually uses.
-fn used_faults(scn: &Scenario, steps: &[Step]) -> listsync_core::scenario::Faults {
-    let mut w = World::new(scn);
+fn used_faults<C: ClientMachine>(
+    scn: &Scenario,
+    steps: &[Step],
+) -> listsync_core::scenario::Faults {
+    let mut w = World::<C>::start(scn);
     for s in steps {
         let _ = w.apply(scn, s, &mut ());
     }
@@ -189,13 +207,14 @@ fn used_faults(scn: &Scenario, steps: &[Step]) -> listsync_core::scenario::Fault
     }
 }
 
-struct Minimizer {
+struct Minimizer<C> {
     p: Property,
     replays: u32,
     limit: u32,
+    machine: PhantomData<fn() -> C>,
 }
 
-impl Minimizer {
+impl<C: ClientMachine> Minimizer<C> {
     fn exhausted(&self) -> bool {
         self.replays >= self.limit
     }
@@ -206,7 +225,7 @@ impl Minimizer {
     fn attempt(&mut self, scn: &Scenario, steps: &[Step]) -> Option<Vec<Step>> {
         self.replays += 1;
         scn.validate().ok()?;
-        let mut w = World::new(scn);
+        let mut w = World::<C>::start(scn);
         // Lenient: a step that removing others made impossible is skipped (a delivery of a
         // message that was never sent, say), so what is kept always replays.
         let mut done = Vec::with_capacity(steps.len());
@@ -605,7 +624,12 @@ pub fn params_with(params: &Params, plan: &FaultPlan) -> Params {
 /// Completes a run: applies the first enabled step that is not the environment's choice (a
 /// delivery, a staged commit, an armed retry, a reconnection) until the world is quiescent.
 /// None if it is not quiescent within `limit` steps.
-fn drain(scn: &Scenario, w: &mut World, out: &mut Vec<Step>, limit: usize) -> Option<()> {
+fn drain<C: ClientMachine>(
+    scn: &Scenario,
+    w: &mut World<C>,
+    out: &mut Vec<Step>,
+    limit: usize,
+) -> Option<()> {
     let mut enabled = Vec::new();
     for _ in 0..limit {
         if w.quiescent() {

@@ -20,6 +20,7 @@ fn params(strategies: Strategies, plan: FaultPlan) -> Params {
         plan,
         clients: None,
         nodes: None,
+        tools_only: false,
     }
 }
 

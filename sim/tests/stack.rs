@@ -22,6 +22,7 @@ fn params(strategies: Strategies, plan: FaultPlan) -> Params {
         plan,
         clients: None,
         nodes: Some(1),
+        tools_only: false,
     }
 }
 

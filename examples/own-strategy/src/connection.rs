@@ -351,27 +351,29 @@ impl Connection {
         }
     }
 
-    /// The application calls a tool: it goes out only if the published list shows it, with
-    /// the schema the list shows.
+    /// The application calls a tool: it goes out only while connected, and only if the
+    /// published list shows it, with the schema the list shows.
     fn call(&mut self, name: Name, out: &mut Vec<ClientOutput>) {
+        let auth: AuthCtx = self.cfg.auth;
+        if self.phase != Phase::Ready {
+            let result = Err(CallError::Transport("not connected".into()));
+            out.push(ClientOutput::CallDone { name, auth, result });
+            return;
+        }
         let listed = self
             .snapshot
             .as_ref()
             .and_then(|s| s.items.iter().find(|i| i.name == name))
             .map(|i| schema_fingerprint(&i.def));
         match listed {
-            Some(schema) if self.phase == Phase::Ready => {
-                self.send(
-                    Request::CallTool {
-                        name: name.clone(),
-                        schema,
-                    },
-                    Pending::Call(name),
-                    out,
-                );
+            Some(schema) => {
+                let req = Request::CallTool {
+                    name: name.clone(),
+                    schema,
+                };
+                self.send(req, Pending::Call(name), out);
             }
-            _ => {
-                let auth: AuthCtx = self.cfg.auth;
+            None => {
                 let result = Err(CallError::NotInSnapshot);
                 out.push(ClientOutput::CallDone { name, auth, result });
             }

@@ -250,8 +250,7 @@ pub fn schedule(trace: &Trace) -> Result<Schedule, String> {
             let w = trace
                 .taped_world(&mut Log::default())
                 .map_err(|e| e.to_string())?;
-            let diverged =
-                |w: &World<TapedClient>| w.clients.iter().find_map(TapedClient::divergence);
+            let diverged = |w: &World<TapedClient>| w.clients.iter().find_map(|c| c.divergence());
             schedule_in(trace, w, diverged)
         }
     }
