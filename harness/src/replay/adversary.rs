@@ -119,6 +119,10 @@ pub struct Reaction {
     pub requests: Vec<Id>,
     /// Whether it published a list.
     pub publishes: bool,
+    /// (a batch or a commit) The notifications the trace's server sent because of it: the
+    /// replay waits for the implementation's to reach the proxy before the next move, so that
+    /// a notification the trace holds during a walk is held during the walk on the wire too.
+    pub notifications: usize,
 }
 
 /// A trace as the adversary's schedule.
@@ -291,6 +295,15 @@ fn schedule_in<C: ClientMachine>(
             other => return Err(format!("step {i} ({other}) is not replayed adaptively")),
         };
         let known: HashSet<ReqId> = lab.by_req.keys().copied().collect();
+        let notes = |w: &World<C>| {
+            let l = &w.links[0];
+            l.down
+                .iter()
+                .chain(&l.stream)
+                .filter(|m| matches!(m, ServerMsg::Notification(_)))
+                .count()
+        };
+        let notes_before = notes(&w);
         let mut log = Log::default();
         w.apply(scn, step, &mut log)
             .and_then(|()| diverged(&w).map_or(Ok(()), Err))
@@ -308,6 +321,11 @@ fn schedule_in<C: ClientMachine>(
                 .events
                 .iter()
                 .any(|e| matches!(e, Event::Published { client: 0, .. })),
+            notifications: if matches!(mv, Move::Act(_)) {
+                notes(&w).saturating_sub(notes_before)
+            } else {
+                0
+            },
         };
         moves.push((i, mv, reaction));
     }

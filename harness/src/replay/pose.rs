@@ -7,9 +7,10 @@ use super::adversary::{Id, Move, OBSERVABLE, Reaction, Schedule, Wire, observed}
 use super::lockstep::Lockstep;
 use super::progress::count_real;
 use crate::adapters::Role;
+use crate::jsonrpc::{self, Frame};
 use crate::outcome::Race;
 use crate::proxy::notified_kind;
-use crate::timeline::{Action, Fact, HubState};
+use crate::timeline::{Action, Body, Dir, Fact, HubState};
 use listsync_core::situation::Situation;
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
@@ -99,7 +100,10 @@ impl Lockstep<'_> {
                         step: mv.to_string(),
                         model: Vec::new(),
                     });
+                    let notified = self.notifications();
                     self.act(step).await.map_err(|e| format!("step {i}: {e}"))?;
+                    self.await_notifications(notified + reaction.notifications)
+                        .await;
                     self.react(reaction, &mut unsent).await;
                     continue;
                 }
@@ -195,6 +199,28 @@ impl Lockstep<'_> {
             }
         };
         Ok(Posed { skipped, race })
+    }
+
+    /// The server's notifications the proxy has seen so far (held or passed).
+    fn notifications(&self) -> usize {
+        count_notifications(&self.run.hub.lock())
+    }
+
+    /// After a batch or a commit: wait (the quiet bound at most: a server that does not notify
+    /// costs the replay no more) until the proxy has seen
+    /// `total` server notifications, the ones the trace's server sent in reply having come in.
+    /// Without it, a notification that reaches the proxy a moment after the next move (the
+    /// release of an answer, say) is no longer held while the walk it should overlap runs,
+    /// and the race is not posed on a correct client only because of timing.
+    async fn await_notifications(&mut self, total: usize) {
+        if self.notifications() >= total {
+            return;
+        }
+        let bound = self.run.bounds.quiet;
+        self.run
+            .hub
+            .wait_until(bound, |st| (count_notifications(st) >= total).then_some(()))
+            .await;
     }
 
     /// After a move: wait until the implementation did what the trace's client did in reply
@@ -313,4 +339,18 @@ impl Lockstep<'_> {
             self.run.note(e);
         }
     }
+}
+
+/// The server-to-client notifications among the proxy's records.
+fn count_notifications(st: &HubState) -> usize {
+    st.records
+        .iter()
+        .filter(|r| {
+            matches!(
+                &r.body,
+                Body::Msg { dir: Dir::Down, json: Some(v), .. }
+                    if matches!(jsonrpc::classify(v), Frame::Notification { .. })
+            )
+        })
+        .count()
 }
