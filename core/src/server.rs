@@ -1071,7 +1071,12 @@ mod tests {
             (ServerStrategy::StaleDispatch, true),
         ] {
             let mut r = reg(strategy, 0);
-            let a1 = r.catalog.get(Kind::Tools, "a").expect("a listed").def.clone();
+            let a1 = r
+                .catalog
+                .get(Kind::Tools, "a")
+                .expect("a listed")
+                .def
+                .clone();
             apply(&mut r, vec![Op::remove(Kind::Tools, "a")]);
             let mut out = Vec::new();
             r.step(
