@@ -13,6 +13,8 @@
 //!   by the audit through the same property as the replay. The others are caught by the replay
 //!   only, and the table below says why, so a change in the audit's reach shows up here.
 //! - Each reference run's audit finds nothing.
+//! - Every (trace, subject) pair has a replay plan: one that cannot be planned fails the test,
+//!   never drops out of it (checked alone, without replaying, by `every_replayed_pair_has_a_plan`).
 
 mod harness_support;
 
@@ -34,24 +36,20 @@ fn corpus() -> Vec<(String, Trace)> {
     traces
 }
 
+/// The replay of `t` against `against`, unless the subject reports it unsupported. A trace
+/// that cannot be planned for a subject fails the test, naming both and why.
 async fn run(t: &Trace, name: &str, against: &Subject, paths: &Paths) -> Option<RunReport> {
-    let p = plan(t, name, against, None).ok()?;
+    let p = plan(t, name, against, None)
+        .unwrap_or_else(|e| panic!("{name} against {against}: no replay plan: {e}"));
     let r = tokio::time::timeout(REPLAY_LIMIT, replay(&p, paths, Bounds::default()))
         .await
         .unwrap_or_else(|_| panic!("{name} against {against}: the replay hung"));
     (r.status != RunStatus::Unsupported).then_some(r)
 }
 
-/// Every corpus trace but the clustered ones (several server nodes: one wire per node, out of
-/// the harness's reach) replayed against our runtime with the trace's own strategy, our
-/// reference, rmcp, and the TypeScript v1 client or Python server adapter where the trace's role
-/// allows: (trace, subject, the run unless unsupported), in that order. The replays run as many
-/// at a time as the matrix does by default (`default_jobs`): they mostly wait on the processes
-/// they drive and on their windows.
-async fn replays(paths: &Paths) -> Vec<(String, &'static str, Option<RunReport>)> {
-    let jobs = listsync_harness::matrix::default_jobs();
-    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(jobs));
-    let mut todo: Vec<(String, Trace, &'static str, Subject)> = Vec::new();
+/// The (trace, subject) pairs the audit test replays, as [`replays`] picks them.
+fn pairs() -> Vec<(String, Trace, &'static str, Subject)> {
+    let mut todo = Vec::new();
     for (name, t) in corpus() {
         if t.scenario.cluster.is_some() {
             continue;
@@ -66,6 +64,36 @@ async fn replays(paths: &Paths) -> Vec<(String, &'static str, Option<RunReport>)
             todo.push((name.clone(), t.clone(), s, s.parse().unwrap()));
         }
     }
+    todo
+}
+
+/// Every pair the audit test replays has a plan (planning needs no adapter installed): none
+/// is left out of that test for want of one.
+#[test]
+fn every_replayed_pair_has_a_plan() {
+    let todo = pairs();
+    assert!(todo.len() >= 20, "only {} pairs", todo.len());
+    let failed: Vec<String> = todo
+        .iter()
+        .filter_map(|(name, t, s, against)| {
+            plan(t, name, against, None)
+                .err()
+                .map(|e| format!("{name} against {s}: {e}"))
+        })
+        .collect();
+    assert!(failed.is_empty(), "no replay plan:\n{}", failed.join("\n"));
+}
+
+/// Every corpus trace but the clustered ones (several server nodes: one wire per node, out of
+/// the harness's reach) replayed against our runtime with the trace's own strategy, our
+/// reference, rmcp, and the TypeScript v1 client or Python server adapter where the trace's role
+/// allows: (trace, subject, the run unless unsupported), in that order. The replays run as many
+/// at a time as the matrix does by default (`default_jobs`): they mostly wait on the processes
+/// they drive and on their windows.
+async fn replays(paths: &Paths) -> Vec<(String, &'static str, Option<RunReport>)> {
+    let jobs = listsync_harness::matrix::default_jobs();
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(jobs));
+    let todo = pairs();
     // Install the adapters first, one by one, as the matrix does: an install blocks its
     // thread, and no replay should wait on one mid-run.
     let mut installed = std::collections::BTreeSet::new();

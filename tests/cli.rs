@@ -299,18 +299,32 @@ fn endless_and_wrong_kind_inputs_are_refused_in_one_line() {
     }
 }
 
-/// Libraries log through `tracing` (the CLI installs the subscriber): no `eprintln!` in their
-/// sources.
+/// Libraries log through `tracing` (the CLI installs the subscriber): no `eprintln!` or
+/// `eprint!` in the sources of any workspace member but the CLI (read from the workspace's
+/// `members`, so none is left out).
 #[test]
 fn libraries_do_not_print_to_stderr() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Every workspace member but the CLI itself (the root package), read from the workspace's
+    // `members` so that a crate added later is checked too.
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let members: Vec<&str> = manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("members = ["))
+        .expect("one-line `members = [...]` in Cargo.toml")
+        .trim_end_matches(']')
+        .split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+        .collect();
+    for m in ["core", "session", "harness/adapters/rmcp"] {
+        assert!(members.contains(&m), "{m} not among {members:?}");
+    }
     let mut offenders = Vec::new();
-    let mut stack: Vec<std::path::PathBuf> = [
-        "core", "store", "model", "sim", "rt", "cluster", "harness", "report",
-    ]
-    .iter()
-    .map(|c| root.join(c))
-    .collect();
+    let mut stack: Vec<std::path::PathBuf> = members.iter().map(|c| root.join(c)).collect();
+    for p in &stack {
+        assert!(p.join("src").is_dir(), "{}: no src/", p.display());
+    }
     while let Some(p) = stack.pop() {
         if p.is_dir() {
             if p.file_name()
@@ -323,10 +337,12 @@ fn libraries_do_not_print_to_stderr() {
             }
         } else if p.extension().is_some_and(|e| e == "rs")
             && p.components().any(|c| c.as_os_str() == "src")
-            && std::fs::read_to_string(&p).unwrap().contains("eprintln!")
+            && std::fs::read_to_string(&p)
+                .map(|t| t.contains("eprintln!") || t.contains("eprint!"))
+                .unwrap()
         {
             offenders.push(p.display().to_string());
         }
     }
-    assert!(offenders.is_empty(), "eprintln! in {offenders:?}");
+    assert!(offenders.is_empty(), "eprintln!/eprint! in {offenders:?}");
 }

@@ -2,13 +2,18 @@
 //! our runtime recorded through the proxy (the CLI client `listsync watch` with a known-bad
 //! strategy or the reference, against `listsync serve` driven through its control channel; or a
 //! scripted client against `serve --strategy notify-before-commit`), audited, and compared with
-//! the verdicts the model and the replay reach for those strategies: the known-bad one is caught
-//! by the property it is known to break, the reference holds — the same verdicts through either
-//! transport (each scenario runs through one helper, the transport a parameter). Malformed and
-//! truncated logs are refused with the line. Every wait has a bound; ordering comes from gates
-//! and events.
+//! the verdicts the model and the replay reach for those strategies: each known-bad one is
+//! caught by the property its strategy is known to break (`breaks()`: naive's stale overwrite,
+//! a walk overtaken by a change that it publishes last; first-page-only's torn snapshot;
+//! notify-before-commit's early notification), the reference holds it — the same verdicts
+//! through either transport (each scenario runs through one helper, the transport a
+//! parameter). The naive client also re-lists once per notification, which a burst shows as
+//! bounded_refresh violated: that is a second property the wire shows it breaking, judged as
+//! such. Malformed and truncated logs are refused with the line. Every wait has a bound;
+//! ordering comes from gates and events.
 
 use listsync_core::property::Property;
+use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_harness::control::{Control, events, listen};
 use listsync_harness::timeline::{Hub, Side};
 use listsync_session::wire::Fate;
@@ -411,7 +416,9 @@ async fn burst(via: Via, strategy: &str) -> (i32, Value, PathBuf, tempfile::Temp
 }
 
 /// The naive client re-lists once per notification: bounded_refresh is violated, on the
-/// session's connection, with its diagram next to the log.
+/// session's connection, with its diagram next to the log. (Not the property naive's strategy
+/// names, no_stale_overwrite: the burst's walks are all served after the last change, so none
+/// is stale; `naive_client_overwrites_a_newer_list` shows that one.)
 async fn naive_breaks_bounded_refresh(via: Via) -> (PathBuf, tempfile::TempDir) {
     let (code, doc, log, dir) = burst(via, "naive").await;
     let v = verdict(&doc, Property::BoundedRefresh);
@@ -556,17 +563,15 @@ async fn first_list(via: Via, strategy: &str, shows: &str) -> Value {
 /// The client stops at the first page: a walk abandoned before its last page. The reference
 /// walks to the end.
 async fn first_page_only_is_torn(via: Via) {
-    let doc = first_list(via, "first-page-only", "(2 items)").await;
-    assert_eq!(
-        status(&doc, Property::NoTornSnapshot),
-        "violated",
-        "{doc:#}"
-    );
+    let strategy = ClientStrategy::FirstPageOnly;
+    let breaks = strategy.breaks().expect("a known-bad strategy");
+    let doc = first_list(via, strategy.as_str(), "(2 items)").await;
+    assert_eq!(status(&doc, breaks), "violated", "{breaks}: {doc:#}");
     let reference = first_list(via, "reference", "(3 items)").await;
     assert_eq!(
-        status(&reference, Property::NoTornSnapshot),
+        status(&reference, breaks),
         "holds_as_observed",
-        "{reference:#}"
+        "{breaks}: {reference:#}"
     );
     assert_eq!(
         status(&reference, Property::NoLostWakeup),
@@ -583,6 +588,86 @@ async fn first_page_only_client_is_torn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_first_page_only_client_is_torn() {
     first_page_only_is_torn(Via::Http).await;
+}
+
+/// Waits until the log shows `n` tools list_changed delivered to the client.
+async fn delivered_list_changed(log: &Path, n: usize) {
+    within("the list_changed to reach the client", async {
+        loop {
+            if let Ok(l) = listsync_session::log::read(log) {
+                let w = listsync_session::wire::observe(&l.entries);
+                let got = w
+                    .delivered
+                    .iter()
+                    .filter(|d| d.json["method"] == "notifications/tools/list_changed")
+                    .count();
+                if got >= n {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
+
+/// A walk overtaken by a change: after the first list, t9 is added and the walk the client
+/// starts for it is held at its last page, computed before t8 is added; the list_changed for t8
+/// reaches the client; a client that walks at once (not single-flight) finishes a walk of the
+/// newer list meanwhile (5 items), a single-flight one waits; then the held page goes out.
+async fn overtaken_walk(via: Via, strategy: ClientStrategy) -> (i32, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = watch(dir.path(), via, strategy.as_str()).await;
+    until_line(&mut w.lines, "(3 items)").await;
+    let server = &w.server;
+    // From now on, the second tools/list reply: the last of the two pages of the walk for t9.
+    let gate = server
+        .cmd(
+            "gate_reply",
+            json!({"method": "tools/list", "phase": "after", "nth": 2}),
+        )
+        .await["gate"]
+        .clone();
+    let add = |n: &str| json!({"ops": [{"op": "add", "kind": "tools", "name": n, "description": format!("{n} v1")}]});
+    server.cmd("mutate", add("t9")).await;
+    server.event("reply_parked", 1).await;
+    server.cmd("mutate", add("t8")).await;
+    delivered_list_changed(&w.log, 2).await;
+    if !strategy.single_flight() {
+        until_line(&mut w.lines, "(5 items)").await;
+    }
+    server.cmd("release", json!({"gate": gate})).await;
+    walks_ended(&w.log).await;
+    let log = w.end().await;
+    audit(&log)
+}
+
+/// Naive publishes every walk it finishes, the overtaken one last: the property its strategy
+/// is known to break, no_stale_overwrite, is violated on the wire. The reference, single-flight,
+/// lists again after the overtaken walk and ends with the newer list.
+async fn naive_overwrites_a_newer_list(via: Via) {
+    let strategy = ClientStrategy::Naive;
+    let breaks = strategy.breaks().expect("a known-bad strategy");
+    let (code, doc) = overtaken_walk(via, strategy).await;
+    assert_eq!(status(&doc, breaks), "violated", "{breaks}: {doc:#}");
+    assert_eq!(code, 1, "{doc:#}");
+    let (code, doc) = overtaken_walk(via, ClientStrategy::Reference).await;
+    assert_eq!(
+        status(&doc, breaks),
+        "holds_as_observed",
+        "{breaks}: {doc:#}"
+    );
+    assert_eq!(code, 0, "{doc:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn naive_client_overwrites_a_newer_list() {
+    naive_overwrites_a_newer_list(Via::Stdio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_naive_client_overwrites_a_newer_list() {
+    naive_overwrites_a_newer_list(Via::Http).await;
 }
 
 /// A scripted MCP client: requests, notifications, and the server's notifications as they come.
@@ -900,27 +985,25 @@ async fn relist_after_notice(via: Via, serve: &[&str]) -> (i32, Value, Vec<Vec<S
     (code, doc, seen)
 }
 
-/// A server that notifies before its change is visible is caught by notify_after_commit; the
-/// reference server is not, and the session ends quiescent.
+/// A server that notifies before its change is visible is caught by the property its strategy
+/// breaks (notify_after_commit); the reference server is not, and the session ends quiescent.
 async fn notify_before_commit_is_caught(via: Via) {
-    let (code, doc, seen) = relist_after_notice(via, &["--strategy", "notify-before-commit"]).await;
+    let strategy = ServerStrategy::NotifyBeforeCommit;
+    let breaks = strategy.breaks().expect("a known-bad strategy");
+    let (code, doc, seen) = relist_after_notice(via, &["--strategy", strategy.as_str()]).await;
     assert_eq!(
         seen[1], seen[0],
         "the list after the notice shows the old tools"
     );
     assert_ne!(seen[2], seen[0]);
-    assert_eq!(
-        status(&doc, Property::NotifyAfterCommit),
-        "violated",
-        "{doc:#}"
-    );
+    assert_eq!(status(&doc, breaks), "violated", "{breaks}: {doc:#}");
     assert_eq!(code, 1);
     let (code, doc, seen) = relist_after_notice(via, &[]).await;
     assert_ne!(seen[1], seen[0]);
     assert_eq!(
-        status(&doc, Property::NotifyAfterCommit),
+        status(&doc, breaks),
         "holds_as_observed",
-        "{doc:#}"
+        "{breaks}: {doc:#}"
     );
     assert_eq!(
         status(&doc, Property::NoLostWakeup),

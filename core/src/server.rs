@@ -1071,6 +1071,12 @@ mod tests {
             (ServerStrategy::StaleDispatch, true),
         ] {
             let mut r = reg(strategy, 0);
+            let a1 = r
+                .catalog
+                .get(Kind::Tools, "a")
+                .expect("a listed")
+                .def
+                .clone();
             apply(&mut r, vec![Op::remove(Kind::Tools, "a")]);
             let mut out = Vec::new();
             r.step(
@@ -1087,6 +1093,32 @@ mod tests {
                 ),
                 &mut out,
             );
+            // What the caller receives: the removed tool's result from a stale dispatch
+            // table, -32602 unknown tool from the live registry.
+            let responses: Vec<&Response> = out
+                .iter()
+                .filter_map(|o| match o {
+                    ServerOutput::Send {
+                        to: 0,
+                        msg: ServerMsg::Response { id: 3, resp },
+                        ..
+                    } => Some(resp),
+                    _ => None,
+                })
+                .collect();
+            let expected = if ran {
+                Response::ToolResult {
+                    name: "a".into(),
+                    def: a1,
+                }
+            } else {
+                Response::Error(RpcError {
+                    code: INVALID_PARAMS,
+                    reason: ErrorReason::UnknownTool,
+                })
+            };
+            assert_eq!(responses, [&expected], "{strategy}: {out:?}");
+            // The registry's claim about itself agrees (the lying registry's would not).
             let dispatched = out.iter().any(|o| {
                 matches!(
                     o,

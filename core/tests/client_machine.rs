@@ -176,6 +176,19 @@ impl Rig {
         })
     }
 
+    /// What the client's readers see of its tools list: the items ("name=def") and the version
+    /// of the snapshot it holds now, whatever its last step said about it.
+    fn held(&self) -> Option<(Vec<String>, Option<u64>)> {
+        self.c.snapshot(Kind::Tools).map(|s| {
+            let items = s
+                .items
+                .iter()
+                .map(|i| format!("{}={}", i.name, i.def))
+                .collect();
+            (items, s.version)
+        })
+    }
+
     fn ended(&self) -> Option<RefreshOutcome> {
         self.out.iter().find_map(|o| match o {
             ClientOutput::Event(Event::RefreshEnded { outcome, .. }) => Some(*outcome),
@@ -498,9 +511,11 @@ fn the_same_list_again_is_not_published_again() {
 fn an_older_version_does_not_overwrite_a_newer_one() {
     let mut r = holding(&["a=1"], Some(5), 1);
     walk_again(&mut r, page(&["a=0"], None, Some(3)));
+    // Judged by what readers see: the snapshot still holds v5.
+    assert_eq!(r.held(), Some((vec!["a=1".into()], Some(5))), "{:?}", r.out);
     assert_eq!(r.published(), None, "{:?}", r.out);
     walk_again(&mut r, page(&["a=2"], None, Some(6)));
-    assert_eq!(r.published(), Some(vec!["a=2".into()]));
+    assert_eq!(r.held(), Some((vec!["a=2".into()], Some(6))), "{:?}", r.out);
 }
 
 #[test]
@@ -510,6 +525,8 @@ fn a_reconnection_to_a_lagging_node_of_the_same_catalog_does_not_roll_back() {
     r.connect();
     let id = r.first_page();
     r.answer(id, page_of(Kind::Tools, &["a=3"], None, Some(3), Some(7)));
+    // Judged by what readers see: the snapshot still holds v5.
+    assert_eq!(r.held(), Some((vec!["a=5".into()], Some(5))), "{:?}", r.out);
     assert_eq!(r.published(), None, "{:?}", r.out);
 }
 

@@ -1,12 +1,14 @@
 //! What the harness test files share: the repository root, the binary under test pinned for a
 //! test's duration (a concurrent rebuild of `target/release/listsync` cannot swap builds under
-//! a run), the time limit past which a replay fails instead of hanging, and a way to run the CLI.
+//! a run), the time limit past which a replay fails instead of hanging, a way to run the CLI,
+//! and the one reading of `LISTSYNC_HARNESS_SKIP_SDKS`.
 
 // Each test file that shares this module uses part of it.
 #![allow(dead_code)]
 
 use listsync_harness::adapters::Paths;
 use listsync_harness::pin::PinnedExe;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -43,4 +45,29 @@ pub fn listsync(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Whether the third-party SDK tests are skipped: `LISTSYNC_HARNESS_SKIP_SDKS=1`, the explicit
+/// opt-out (README, "What the test suite needs"). libtest has no way to mark a test skipped at
+/// run time, so a skipped test reports `ok`; the skip is therefore written to this process's
+/// stderr handle, which the test harness does not capture (unlike `eprintln!`), and shows in
+/// every run's output beside that `ok`. Any other value fails the test rather than skipping it
+/// (`=0`, `=true` or a typo does not leave the SDKs out).
+pub fn sdks_skipped(what: &str) -> bool {
+    match std::env::var("LISTSYNC_HARNESS_SKIP_SDKS") {
+        Err(std::env::VarError::NotPresent) => false,
+        Ok(v) if v == "1" => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED (LISTSYNC_HARNESS_SKIP_SDKS=1): {what}"
+            );
+            true
+        }
+        Ok(v) => panic!(
+            "LISTSYNC_HARNESS_SKIP_SDKS={v:?}: set it to 1 to skip the third-party SDK tests, or unset it to run them"
+        ),
+        Err(e) => panic!(
+            "LISTSYNC_HARNESS_SKIP_SDKS: {e}: set it to 1 to skip the third-party SDK tests, or unset it to run them"
+        ),
+    }
 }
