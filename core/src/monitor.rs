@@ -90,6 +90,8 @@ struct Matches {
     folded: usize,
     /// Digest → (first, last) committed version with that visible list.
     ranges: FastMap<Digest, (u64, u64)>,
+    /// The digest of the last commit folded.
+    last: Option<Digest>,
 }
 
 /// The monitor's derived indexes are only looked up, never iterated, and are rebuilt from the
@@ -234,6 +236,7 @@ impl Monitor {
                 let (v, c) = &self.commits[m.folded];
                 let d = visible_digest(c, kind, auth);
                 m.ranges.entry(d).or_insert((*v, *v)).1 = *v;
+                m.last = Some(d);
                 m.folded += 1;
             }
         }
@@ -871,7 +874,13 @@ impl Monitor {
             return out;
         };
         for &(client, kind, auth) in expect {
-            let want = visible_digest(catalog, kind, auth);
+            // Folded already when a snapshot of it was matched since the last commit.
+            let want = self
+                .memo
+                .get(&(kind, auth))
+                .filter(|m| m.folded == self.commits.len())
+                .and_then(|m| m.last)
+                .unwrap_or_else(|| visible_digest(catalog, kind, auth));
             let key = self.keys.get(&(client, kind, auth));
             let have = key.and_then(|k| k.last).map(|(d, _)| d);
             if have != Some(want) {
