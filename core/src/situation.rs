@@ -331,21 +331,20 @@ impl Situation {
             let mut list_request = false;
             for m in &l.up {
                 match &m.req {
-                    Request::CallTool { name, schema } => {
+                    Request::CallTool { name, schema }
                         if want(S::CallInFlightDuringRemoval)
-                            || want(S::CallInFlightDuringSchemaChange)
-                        {
-                            match truth.get(Kind::Tools, name) {
-                                None => found |= S::CallInFlightDuringRemoval.bit(),
-                                Some(e)
-                                    if *schema != 0
-                                        && want(S::CallInFlightDuringSchemaChange)
-                                        && crate::vocab::schema_fingerprint(&e.def) != *schema =>
-                                {
-                                    found |= S::CallInFlightDuringSchemaChange.bit();
-                                }
-                                Some(_) => {}
+                            || want(S::CallInFlightDuringSchemaChange) =>
+                    {
+                        match truth.get(Kind::Tools, name) {
+                            None => found |= S::CallInFlightDuringRemoval.bit(),
+                            Some(e)
+                                if *schema != 0
+                                    && want(S::CallInFlightDuringSchemaChange)
+                                    && crate::vocab::schema_fingerprint(&e.def) != *schema =>
+                            {
+                                found |= S::CallInFlightDuringSchemaChange.bit();
                             }
+                            Some(_) => {}
                         }
                     }
                     Request::List { .. } => list_request = true,
