@@ -46,6 +46,17 @@ fn campaign(level: &str, seeds: &[u64], threads: usize) -> (Duration, u64) {
     (d, r.stats.events)
 }
 
+/// The process's CPU time so far (user + system, Linux `/proc/self/stat`, in USER_HZ = 100
+/// ticks a second), which other work on the machine does not inflate the way it does wall time.
+fn cpu_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name's closing parenthesis: state is field 3, utime 14, stime 15.
+    let rest = &s[s.rfind(')')? + 2..];
+    let mut it = rest.split_whitespace().skip(11).map(str::parse::<u64>);
+    let (utime, stime) = (it.next()?.ok()?, it.next()?.ok()?);
+    Some((utime + stime) as f64 / 100.0)
+}
+
 /// The 1- and 5-minute load averages (Linux), to say how busy the machine was.
 fn load_average() -> Option<(f64, f64)> {
     let s = std::fs::read_to_string("/proc/loadavg").ok()?;
@@ -62,6 +73,7 @@ fn bench(c: &mut Criterion) {
         [("machine", 10_000), ("stack", 1_000)]
     };
     let mut rows = Vec::new();
+    let mut per_cpu = Vec::new();
     let mut group = c.benchmark_group("sim_throughput");
     group.sampling_mode(SamplingMode::Flat);
     for (level, n) in sizes {
@@ -69,12 +81,18 @@ fn bench(c: &mut Criterion) {
         for threads in [1usize, 2] {
             let mut secs = Vec::new();
             let mut events = 0;
+            let (mut cpu, mut all_events) = (0.0, 0u64);
             let id = BenchmarkId::new(format!("{level}/{n}-seeds"), format!("{threads}t"));
             group.bench_function(id, |b| {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
+                        let before = cpu_seconds();
                         let (d, e) = campaign(level, &seeds, threads);
+                        if let (Some(a), Some(b)) = (before, cpu_seconds()) {
+                            cpu += b - a;
+                            all_events += e;
+                        }
                         events = e;
                         secs.push(d.as_secs_f64());
                         total += d;
@@ -84,6 +102,12 @@ fn bench(c: &mut Criterion) {
             });
             if secs.is_empty() {
                 continue;
+            }
+            if cpu > 0.0 {
+                per_cpu.push(format!(
+                    "{level} {threads}t {:.0}k",
+                    all_events as f64 / cpu / 1e3
+                ));
             }
             let seconds = Dist::of(&mut secs);
             let p50 = seconds.p50.max(1e-9);
@@ -118,6 +142,16 @@ fn bench(c: &mut Criterion) {
                     clock.info().cpus
                 ),
                 None => "Load average unknown (no /proc/loadavg).".into(),
+            },
+            if per_cpu.is_empty() {
+                "CPU time unknown (no /proc/self/stat).".into()
+            } else {
+                format!(
+                    "Events per CPU-second (the process's user + system time over every \
+                     campaign, which other work on the machine does not inflate; two idle cores \
+                     give at most twice the 2-thread figure): {}.",
+                    per_cpu.join(", ")
+                )
             },
         ],
         rows,

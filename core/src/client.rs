@@ -344,6 +344,17 @@ struct Pace {
     unchanged: u8,
 }
 
+/// What a driver watches of a client after each step ([`CatalogClient::activity`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// [`CatalogClient::is_idle`].
+    pub idle: bool,
+    /// Some retry timer is armed ([`CatalogClient::armed_retries`] yields something).
+    pub armed: bool,
+    /// Some walk is held back by pacing ([`CatalogClient::held_walks`] yields something).
+    pub held: bool,
+}
+
 /// What an outstanding request is for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Pending {
@@ -642,6 +653,23 @@ impl CatalogClient {
                 .lists
                 .values()
                 .all(|l| l.flight == FlightState::Idle && l.walks.is_empty() && !l.armed)
+    }
+
+    /// What a driver watches after each step ([`Activity`]), read in one pass over the lists.
+    pub fn activity(&self) -> Activity {
+        let (mut lists_idle, mut armed, mut held) = (true, false, false);
+        for l in self.lists.values() {
+            lists_idle &= l.flight == FlightState::Idle && l.walks.is_empty() && !l.armed;
+            armed |= l.armed;
+            held |= l.held.is_some();
+        }
+        Activity {
+            idle: lists_idle
+                && self.pending.is_empty()
+                && matches!(self.phase, Phase::Ready | Phase::Offline),
+            armed,
+            held,
+        }
     }
 
     /// Whether a retry timer is armed for (kind, auth).

@@ -8,14 +8,15 @@
 
 use crate::history::{Cause, ClientId, Event, RefreshOutcome, Unsettled};
 use crate::property::{Property, Verdict, Verdicts};
+use crate::server::visible_entries;
 use crate::shared::Shared;
 use crate::vocab::{
-    AuthCtx, Catalog, Digest, Entry, Item, Kind, KindSet, Name, Scope, declares_read_only,
+    AuthCtx, Catalog, Digest, Entry, Fnv, Item, Kind, KindSet, Name, Scope, declares_read_only,
     fingerprint,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
 /// One violation: which property, at which event of the history, and why.
@@ -74,11 +75,11 @@ pub struct Monitor {
     observed: usize,
     /// Per (kind, auth): the range of committed versions whose visible list has each digest;
     /// derived from `commits`, so left out of equality and hashing; shared between copies.
-    memo: Arc<HashMap<(Kind, AuthCtx), Matches>>,
+    memo: Arc<FastMap<(Kind, AuthCtx), Matches>>,
     /// Per (kind, name): which authorization contexts any committed version shows the item to;
     /// derived from `commits` (folded up to `scopes_folded`), left out of equality and hashing;
     /// shared between copies.
-    scopes: Arc<HashMap<(Kind, Name), Seen>>,
+    scopes: Arc<FastMap<(Kind, Name), Seen>>,
     scopes_folded: usize,
 }
 
@@ -88,7 +89,28 @@ struct Matches {
     /// Commits folded.
     folded: usize,
     /// Digest → (first, last) committed version with that visible list.
-    ranges: HashMap<Digest, (u64, u64)>,
+    ranges: FastMap<Digest, (u64, u64)>,
+    /// The digest of the last commit folded.
+    last: Option<Digest>,
+}
+
+/// The monitor's derived indexes are only looked up, never iterated, and are rebuilt from the
+/// commits: a fast hasher with fixed keys (ahash) instead of the default SipHash.
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<ahash::AHasher>>;
+
+/// The digest of the list a request of `kind` under `auth` sees in `c`: what
+/// `Digest::of(&c.visible(kind, auth))` gives, hashed in place (the visible list is in name order,
+/// the order `Digest::of` sorts items into, and names are unique within a kind).
+pub(crate) fn visible_digest(c: &Catalog, kind: Kind, auth: AuthCtx) -> Digest {
+    let mut h = Fnv::default();
+    visible_entries(c, kind, auth).count().hash(&mut h);
+    for (name, e) in visible_entries(c, kind, auth) {
+        // An `Item`'s hash: its fields in order.
+        name.hash(&mut h);
+        e.def.hash(&mut h);
+        e.scope.hash(&mut h);
+    }
+    Digest(h.finish())
 }
 
 /// The authorization contexts committed versions have shown one item to.
@@ -212,8 +234,9 @@ impl Monitor {
                 .or_default();
             while m.folded < self.commits.len() {
                 let (v, c) = &self.commits[m.folded];
-                let d = Digest::of(&c.visible(kind, auth));
+                let d = visible_digest(c, kind, auth);
                 m.ranges.entry(d).or_insert((*v, *v)).1 = *v;
+                m.last = Some(d);
                 m.folded += 1;
             }
         }
@@ -831,7 +854,7 @@ impl Monitor {
                     (None, None) => return None,
                 };
                 let then = self.catalog_at(base)?;
-                if then.visible(*k, *auth) != now.visible(*k, *auth) {
+                if !visible_entries(then, *k, *auth).eq(visible_entries(now, *k, *auth)) {
                     return None;
                 }
             }
@@ -851,7 +874,13 @@ impl Monitor {
             return out;
         };
         for &(client, kind, auth) in expect {
-            let want = Digest::of(&catalog.visible(kind, auth));
+            // Folded already when a snapshot of it was matched since the last commit.
+            let want = self
+                .memo
+                .get(&(kind, auth))
+                .filter(|m| m.folded == self.commits.len())
+                .and_then(|m| m.last)
+                .unwrap_or_else(|| visible_digest(catalog, kind, auth));
             let key = self.keys.get(&(client, kind, auth));
             let have = key.and_then(|k| k.last).map(|(d, _)| d);
             if have != Some(want) {
@@ -1258,5 +1287,38 @@ mod tests {
             notified(0, 3),
         ];
         assert_eq!(violated(&h), []);
+    }
+
+    /// The digest of a visible list hashed in place is the digest of the list `Catalog::visible`
+    /// copies out, for every kind and context, scoped items and templates included.
+    #[test]
+    fn a_visible_list_digests_in_place_as_copied() {
+        let ops = [
+            Op::add(Kind::Tools, "b", "b1"),
+            Op::add(Kind::Tools, "a", "a1"),
+            scoped("s", "s1", 1),
+            scoped("t", "t2", 2),
+            Op::add(Kind::Prompts, "p", "p1"),
+            Op::add(Kind::ResourceTemplates, "r/{x}", "r1"),
+            Op::add(Kind::Resources, "file:///a", "f1"),
+        ];
+        for n in 0..=ops.len() {
+            let c = Catalog::from_ops(&ops[..n]);
+            for kind in Kind::ALL {
+                for auth in [AuthCtx(0), AuthCtx(1), AuthCtx(2)] {
+                    assert_eq!(
+                        visible_digest(&c, kind, auth),
+                        Digest::of(&c.visible(kind, auth)),
+                        "{n} ops, {kind} under {auth}"
+                    );
+                }
+            }
+        }
+        // Not a constant: another list, another digest.
+        let c = Catalog::from_ops(&ops);
+        assert_ne!(
+            visible_digest(&c, Kind::Tools, AuthCtx(1)),
+            visible_digest(&c, Kind::Tools, AuthCtx(2))
+        );
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::history::{ClientId, Event};
 use crate::strategy::ServerStrategy;
-use crate::vocab::{AuthCtx, Batch, Catalog, Era, Kind, KindSet, Name};
+use crate::vocab::{AuthCtx, Batch, Catalog, Entry, Era, Item, Kind, KindSet, Name};
 use crate::wire::{
     CacheScope, Caps, ClientMsg, ErrorReason, INVALID_PARAMS, Lane, Notification, Page,
     RESOURCE_NOT_FOUND, Request, Response, RpcError, ServerCursor, ServerMsg, SubId,
@@ -665,19 +665,20 @@ impl Registry {
                 (sc.offset as usize, version, catalog)
             }
         };
-        let list = catalog.visible(kind, auth);
-        if bound && (offset > list.len() || (offset == list.len() && offset != 0)) {
+        // The visible list (`Catalog::visible`) is counted, then only the page is copied.
+        let len = visible_entries(&catalog, kind, auth).count();
+        if bound && (offset > len || (offset == len && offset != 0)) {
             return Err(RpcError::invalid_cursor());
         }
         // A bare-offset server slices whatever the list is now; past the end is an empty page.
-        let offset = offset.min(list.len());
+        let offset = offset.min(len);
         let size = if self.cfg.page_size == 0 {
-            list.len().max(1)
+            len.max(1)
         } else {
             self.cfg.page_size as usize
         };
-        let end = (offset + size).min(list.len());
-        let next = (end < list.len()).then(|| {
+        let end = (offset + size).min(len);
+        let next = (end < len).then(|| {
             ServerCursor {
                 version: bound.then_some(version),
                 auth: bound.then_some(auth),
@@ -691,7 +692,15 @@ impl Registry {
         let era26 = self.cfg.era == Era::V2026_07_28;
         let page = Page {
             kind,
-            items: list[offset..end].iter().cloned().collect(),
+            items: visible_entries(&catalog, kind, auth)
+                .skip(offset)
+                .take(end - offset)
+                .map(|(name, e)| Item {
+                    name: name.clone(),
+                    def: e.def.clone(),
+                    scope: e.scope,
+                })
+                .collect(),
             next,
             version: bound.then_some(version),
             catalog: bound.then_some(self.cfg.catalog_id),
@@ -802,14 +811,11 @@ pub fn changed_kinds(a: &Catalog, b: &Catalog) -> KindSet {
     Kind::ALL
         .into_iter()
         .filter(|k| {
-            let pick = |c: &Catalog| {
-                c.items
-                    .iter()
-                    .filter(|((kk, _), _)| kk == k)
-                    .map(|(key, e)| (key.clone(), e.clone()))
-                    .collect::<Vec<_>>()
-            };
-            pick(a) != pick(b)
+            let of_kind = |((kk, _), _): &(&(Kind, Name), &Entry)| kk == k;
+            !a.items
+                .iter()
+                .filter(of_kind)
+                .eq(b.items.iter().filter(of_kind))
         })
         .map(group_of)
         .collect()
@@ -820,9 +826,24 @@ pub fn changed_kinds(a: &Catalog, b: &Catalog) -> KindSet {
 pub fn changed_kinds_for(a: &Catalog, b: &Catalog, auth: AuthCtx) -> KindSet {
     Kind::ALL
         .into_iter()
-        .filter(|k| a.visible(*k, auth) != b.visible(*k, auth))
+        .filter(|k| !visible_entries(a, *k, auth).eq(visible_entries(b, *k, auth)))
         .map(group_of)
         .collect()
+}
+
+/// The entries of the list a request of `kind` made under `auth` sees, in list order: the
+/// items [`Catalog::visible`] copies out, read in place.
+pub(crate) fn visible_entries(
+    c: &Catalog,
+    kind: Kind,
+    auth: AuthCtx,
+) -> impl Iterator<Item = (&Name, &Entry)> + '_ {
+    c.items
+        .iter()
+        .skip_while(move |((k, _), _)| *k < kind)
+        .take_while(move |((k, _), _)| *k == kind)
+        .filter(move |(_, e)| e.scope.visible_to(auth))
+        .map(|((_, name), e)| (name, e))
 }
 
 /// The list changes of one batch or install: in all, and as each session context sees them.
@@ -872,6 +893,61 @@ mod tests {
     use super::*;
     use crate::vocab::{Op, Scope};
     use crate::wire::Cursor;
+
+    /// The groups whose lists differ between two catalogs, read in place, are the groups whose
+    /// copied-out lists differ: in all (every scope) and as each context sees them.
+    #[test]
+    fn changed_groups_are_the_groups_whose_copied_lists_differ() {
+        let only = |name: &str, def: &str, auth: u8| Op::Add {
+            kind: Kind::Tools,
+            name: name.into(),
+            def: def.into(),
+            scope: Scope::Only(AuthCtx(auth)),
+        };
+        let ops = [
+            Op::add(Kind::Tools, "a", "a1"),
+            only("s", "s1", 1),
+            Op::add(Kind::Prompts, "p", "p1"),
+            Op::add(Kind::ResourceTemplates, "r/{x}", "r1"),
+            Op::update(Kind::Tools, "a", "a2"),
+            only("s", "s2", 2),
+            Op::remove(Kind::Prompts, "p"),
+            Op::add(Kind::Resources, "file:///a", "f1"),
+        ];
+        let copied = |c: &Catalog, k: Kind| {
+            c.items
+                .iter()
+                .filter(|((kk, _), _)| *kk == k)
+                .map(|(key, e)| (key.clone(), e.clone()))
+                .collect::<Vec<_>>()
+        };
+        let mut differ = 0;
+        for i in 0..=ops.len() {
+            for j in 0..=ops.len() {
+                let (a, b) = (Catalog::from_ops(&ops[..i]), Catalog::from_ops(&ops[..j]));
+                let any: KindSet = Kind::ALL
+                    .into_iter()
+                    .filter(|k| copied(&a, *k) != copied(&b, *k))
+                    .map(group_of)
+                    .collect();
+                assert_eq!(changed_kinds(&a, &b), any, "{i} -> {j} ops");
+                differ += usize::from(!any.is_empty());
+                for auth in [AuthCtx(0), AuthCtx(1), AuthCtx(2)] {
+                    let seen: KindSet = Kind::ALL
+                        .into_iter()
+                        .filter(|k| a.visible(*k, auth) != b.visible(*k, auth))
+                        .map(group_of)
+                        .collect();
+                    assert_eq!(
+                        changed_kinds_for(&a, &b, auth),
+                        seen,
+                        "{i} -> {j} ops, {auth}"
+                    );
+                }
+            }
+        }
+        assert!(differ > ops.len(), "the catalogs mostly differ");
+    }
 
     fn reg(strategy: ServerStrategy, page_size: u16) -> Registry {
         reg_with(ServerConfig {

@@ -259,7 +259,7 @@ impl Situation {
                         c.config().kinds.iter().any(|k| {
                             c.snapshot(k).is_none_or(|s| {
                                 crate::vocab::Digest::of(&s.items)
-                                    != crate::vocab::Digest::of(&w.truth.1.visible(k, c.auth()))
+                                    != crate::monitor::visible_digest(&w.truth.1, k, c.auth())
                             })
                         })
                     })
@@ -290,21 +290,185 @@ impl Situation {
                     _ => false,
                 })
             }),
+            // Some name in the published tool lists of two clients (looked for pair by pair,
+            // without collecting the names).
             Situation::OneNameTwoServers => {
-                scn.aggregate.is_some() && {
-                    let mut seen = std::collections::BTreeSet::new();
-                    w.clients
-                        .iter()
-                        .filter_map(|c| c.snapshot(Kind::Tools))
-                        .flat_map(|s| {
-                            let names: std::collections::BTreeSet<_> =
-                                s.items.iter().map(|i| i.name.clone()).collect();
-                            names
+                scn.aggregate.is_some()
+                    && w.clients.iter().enumerate().any(|(i, a)| {
+                        a.snapshot(Kind::Tools).is_some_and(|a| {
+                            w.clients[i + 1..]
+                                .iter()
+                                .filter_map(|b| b.snapshot(Kind::Tools))
+                                .any(|b| {
+                                    a.items
+                                        .iter()
+                                        .any(|x| b.items.iter().any(|y| x.name == y.name))
+                                })
                         })
-                        .any(|n| !seen.insert(n))
-                }
+                    })
             }
         }
+    }
+}
+
+impl Situation {
+    /// This situation's bit in a set of situations (`1 << index`).
+    pub fn bit(self) -> u32 {
+        1 << self.index()
+    }
+
+    /// The situations among `among` (a set of [`Situation::bit`]s) the world is in: for each,
+    /// what [`Situation::holds`] says, found in one pass over each client's links and walks
+    /// (the simulator asks after every step).
+    pub fn holding(scn: &Scenario, w: &World, among: u32) -> u32 {
+        use Situation as S;
+        let want = |s: Situation| among & s.bit() != 0;
+        let mut found = 0u32;
+        let http = scn.transport == Transport::Http;
+        let behind = w.is_cluster();
+        let truth = &w.truth.1;
+        for (c, (l, cl)) in w.links.iter().zip(&w.clients).enumerate() {
+            // What is on its way to the server.
+            let mut list_request = false;
+            for m in &l.up {
+                match &m.req {
+                    Request::CallTool { name, schema }
+                        if want(S::CallInFlightDuringRemoval)
+                            || want(S::CallInFlightDuringSchemaChange) =>
+                    {
+                        match truth.get(Kind::Tools, name) {
+                            None => found |= S::CallInFlightDuringRemoval.bit(),
+                            Some(e)
+                                if *schema != 0
+                                    && want(S::CallInFlightDuringSchemaChange)
+                                    && crate::vocab::schema_fingerprint(&e.def) != *schema =>
+                            {
+                                found |= S::CallInFlightDuringSchemaChange.bit();
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                    Request::List { .. } => list_request = true,
+                    _ => {}
+                }
+            }
+            // What is on its way to the client: `list_changed` notifications per kind they
+            // cover, on the response link and the stream together.
+            let mut changed = [0usize; Kind::ALL.len()];
+            let mut pages = 0;
+            let mut unknown_tool = false;
+            for m in &l.down {
+                match m {
+                    ServerMsg::Response { resp, .. } => match resp {
+                        Response::Page(_) => pages += 1,
+                        Response::Error(e) => match e.reason {
+                            ErrorReason::InvalidCursor => {
+                                found |= S::CursorRefusedAfterChange.bit()
+                            }
+                            ErrorReason::UnknownTool => unknown_tool = true,
+                            ErrorReason::Other(_) => found |= S::CallFailedOtherwise.bit(),
+                            _ => {}
+                        },
+                        _ => {}
+                    },
+                    ServerMsg::Notification(n) => notice(n, &mut changed, &mut found),
+                }
+            }
+            let mut ack = false;
+            for m in &l.stream {
+                if let ServerMsg::Notification(n) = m {
+                    match n {
+                        Notification::Acknowledged { .. } => ack = true,
+                        Notification::ListChanged { .. } if ack => {
+                            found |= S::ChangeWhileAckInFlight.bit();
+                        }
+                        _ => {}
+                    }
+                    notice(n, &mut changed, &mut found);
+                }
+            }
+            if http && pages >= 2 {
+                found |= S::ResponseOvertakesResponse.bit();
+            }
+            if want(S::DuplicateNotificationInFlight)
+                && changed.iter().sum::<usize>() >= 2
+                && [&l.down, &l.stream].into_iter().any(|q| {
+                    q.iter().enumerate().any(|(i, m)| {
+                        matches!(m, ServerMsg::Notification(Notification::ListChanged { .. }))
+                            && q[i + 1..].contains(m)
+                    })
+                })
+            {
+                found |= S::DuplicateNotificationInFlight.bit();
+            }
+            if unknown_tool
+                && want(S::CallRefusedAsGone)
+                && cl.snapshot(Kind::Tools).is_some_and(|s| {
+                    s.items
+                        .iter()
+                        .any(|i| truth.get(Kind::Tools, &i.name).is_none())
+                })
+            {
+                found |= S::CallRefusedAsGone.bit();
+            }
+            if behind && list_request && w.nodes[usize::from(w.node_of[c])].version() < w.truth.0 {
+                found |= S::NodeBehindStore.bit();
+            }
+            // What the client is doing.
+            for (k, auth, walked) in cl.walks_in_progress() {
+                if auth != cl.auth() {
+                    found |= S::AuthSwitchDuringRefresh.bit();
+                }
+                let n = changed[k as usize];
+                if n > 0 {
+                    found |= S::NotifyDuringRefresh.bit();
+                    if walked > 0 {
+                        found |= S::NotifyMidWalk.bit();
+                    }
+                    if n >= 2 {
+                        found |= S::BurstDuringRefresh.bit();
+                    }
+                }
+            }
+            if cl.armed_retries().next().is_some() {
+                found |= S::RetryArmed.bit();
+            }
+            if cl.paused_calls() > 0 {
+                found |= S::CallWaitsForSettle.bit();
+            }
+            if want(S::ApprovedDefinitionChanged) && cl.approval_outdated() {
+                found |= S::ApprovedDefinitionChanged.bit();
+            }
+            if want(S::TtlExpiryRefetch)
+                && scn.server.ttl_ms.is_some()
+                && w.ttl_is_due(c as ClientId)
+            {
+                found |= S::TtlExpiryRefetch.bit();
+            }
+        }
+        // Over every client at once.
+        for s in [S::CutWithChangePending, S::OneNameTwoServers] {
+            if want(s) && s.holds(scn, w) {
+                found |= s.bit();
+            }
+        }
+        found & among
+    }
+}
+
+/// Counts a notification on its way to a client: a `list_changed` for each kind it covers, a
+/// resource's content change as the situation it is.
+fn notice(n: &Notification, changed: &mut [usize; Kind::ALL.len()], found: &mut u32) {
+    match n {
+        Notification::ListChanged { kind, .. } => {
+            for k in kind.notification_group() {
+                changed[*k as usize] += 1;
+            }
+        }
+        Notification::ResourceUpdated { .. } => {
+            *found |= Situation::ContentUpdateInFlight.bit();
+        }
+        _ => {}
     }
 }
 

@@ -411,6 +411,18 @@ fn pool_name(kind: Kind, i: usize) -> String {
     }
 }
 
+/// The pool's names, each made once per scenario and shared by every op that names it.
+#[derive(Default)]
+struct Pool([[Option<Name>; POOL]; Kind::ALL.len()]);
+
+impl Pool {
+    fn name(&mut self, kind: Kind, i: usize) -> Name {
+        self.0[kind as usize][i]
+            .get_or_insert_with(|| pool_name(kind, i).into())
+            .clone()
+    }
+}
+
 fn tracked(kinds: u32) -> Vec<Kind> {
     [Kind::Tools, Kind::Prompts, Kind::Resources]
         .into_iter()
@@ -436,16 +448,17 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
     };
     let kinds = tracked(shape.kinds);
     let seed = shape.seed;
+    let mut pool = Pool::default();
 
     let mut r = stream(seed, streams::INITIAL);
     let initial: Vec<Op> = (0..shape.initial)
         .map(|_| {
             let kind = kinds[r.random_range(0..kinds.len())];
-            let name = pool_name(kind, r.random_range(0..POOL));
+            let name = pool.name(kind, r.random_range(0..POOL));
             Op::Add {
                 kind,
                 def: format!("{name}.0").into(),
-                name: name.into(),
+                name,
                 scope: scope(shape.scoped, &mut r),
             }
         })
@@ -458,11 +471,11 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
             (0..n)
                 .map(|i| {
                     let kind = kinds[r.random_range(0..kinds.len())];
-                    let name = pool_name(kind, r.random_range(0..POOL));
+                    let name = pool.name(kind, r.random_range(0..POOL));
                     let roll = r.random_range(0..10);
                     if kind == Kind::Resources && roll == 9 {
                         return Op::SetContent {
-                            uri: name.into(),
+                            uri: name,
                             text: format!("c{b}.{i}").into(),
                         };
                     }
@@ -470,17 +483,14 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
                         0..=3 => Op::Add {
                             kind,
                             def: format!("{name}.{}", b + 1).into(),
-                            name: name.into(),
+                            name,
                             scope: scope(shape.scoped, &mut r),
                         },
-                        4..=6 => Op::Remove {
-                            kind,
-                            name: name.into(),
-                        },
+                        4..=6 => Op::Remove { kind, name },
                         _ => Op::Update {
                             kind,
                             def: format!("{name}.{}u", b + 1).into(),
-                            name: name.into(),
+                            name,
                         },
                     }
                 })
@@ -509,7 +519,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
     let mut clients: Vec<ClientConfig> = (0..shape.clients)
         .map(|_| {
             let watch: Vec<Name> = if kind_set.contains(Kind::Resources) && r.random_ratio(1, 2) {
-                vec![pool_name(Kind::Resources, r.random_range(0..POOL)).into()]
+                vec![pool.name(Kind::Resources, r.random_range(0..POOL))]
             } else {
                 Vec::new()
             };
@@ -533,7 +543,7 @@ pub fn scenario(shape: &Shape, strategies: Strategies, plan: &FaultPlan) -> Scen
     let calls: Vec<(ClientId, Name)> = (0..shape.calls)
         .map(|_| {
             let c = r.random_range(0..n);
-            (c, pool_name(Kind::Tools, r.random_range(0..POOL)).into())
+            (c, pool.name(Kind::Tools, r.random_range(0..POOL)))
         })
         .collect();
     // The application preloads half of the tools it calls ("known tools"): the router may call

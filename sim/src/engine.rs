@@ -574,12 +574,7 @@ impl<'a, C: ClientMachine> Engine<'a, C> {
         if let Some(reached) = self.situations.as_mut()
             && *reached != ALL_SITUATIONS
         {
-            for s in Situation::ALL {
-                let bit = 1 << s.index();
-                if *reached & bit == 0 && s.holds(self.scn, &self.world) {
-                    *reached |= bit;
-                }
-            }
+            *reached |= Situation::holding(self.scn, &self.world, ALL_SITUATIONS & !*reached);
         }
         if let Some(rec) = self.recording.as_mut() {
             rec.history.push(format!("{} step {step}", self.now));
@@ -590,7 +585,9 @@ impl<'a, C: ClientMachine> Engine<'a, C> {
         }
         self.schedule_sent();
         if let Some(c) = touched {
-            let b = !self.idle(c);
+            let client = &self.world.clients[c as usize];
+            let a = client.activity();
+            let b = !(a.idle && client.is_ready());
             if b != self.client_busy[c as usize] {
                 self.client_busy[c as usize] = b;
                 if b {
@@ -599,8 +596,12 @@ impl<'a, C: ClientMachine> Engine<'a, C> {
                     self.busy -= 1;
                 }
             }
-            self.arm_retries(c);
-            self.arm_walks(c);
+            if a.armed {
+                self.arm_retries(c);
+            }
+            if a.held {
+                self.arm_walks(c);
+            }
         }
         let observed = self.world.monitor.observed();
         if observed != self.observed {

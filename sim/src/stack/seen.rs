@@ -20,6 +20,7 @@
 
 use listsync_core::situation::Situation;
 use listsync_core::vocab::Kind;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 
@@ -47,8 +48,30 @@ pub(crate) struct Seen {
     pub(crate) reached: BTreeSet<Situation>,
 }
 
-fn parse(line: &[u8]) -> Option<Value> {
-    serde_json::from_slice(line).ok()
+/// The members of a JSON-RPC line the network looks at, each as `Value::get` finds it (a
+/// member set to `null` is present); the rest (a page's items, a call's result) is skipped
+/// unread.
+#[derive(Deserialize)]
+struct Line {
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+}
+
+/// A member that is there, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// The line's members, if it is a JSON object (a derived struct would also read an array).
+fn parse(line: &[u8]) -> Option<Line> {
+    let object = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    object.then(|| serde_json::from_slice(line).ok()).flatten()
 }
 
 fn list_kind(method: &str) -> Option<Kind> {
@@ -62,7 +85,7 @@ impl Seen {
             return;
         }
         let Some(v) = parse(line) else { return };
-        let (Some(method), Some(id)) = (v.get("method").and_then(Value::as_str), v.get("id"))
+        let (Some(method), Some(id)) = (v.method.as_ref().and_then(Value::as_str), v.id.as_ref())
         else {
             return;
         };
@@ -74,7 +97,8 @@ impl Seen {
             return;
         };
         let cursor = v
-            .get("params")
+            .params
+            .as_ref()
             .and_then(|p| p.get("cursor"))
             .is_some_and(|c| !c.is_null());
         self.asking.insert(
@@ -95,11 +119,12 @@ impl Seen {
 
     /// A line delivered on connection `conn` to the client (`!up`) or the server.
     pub(crate) fn delivered(&mut self, conn: u32, up: bool, line: &[u8]) {
-        if up {
+        // With nothing asked on the connection, no line delivered to it counts: it is not read.
+        if up || !self.asking.keys().any(|(c, _)| *c == conn) {
             return;
         }
         let Some(v) = parse(line) else { return };
-        if let Some(method) = v.get("method").and_then(Value::as_str) {
+        if let Some(method) = v.method.as_ref().and_then(Value::as_str) {
             let group = Kind::covered_by_notification(method);
             if group.is_empty() {
                 return;
@@ -120,8 +145,8 @@ impl Seen {
             }
             return;
         }
-        let Some(id) = v.get("id") else { return };
-        let Some(error) = v.get("error") else {
+        let Some(id) = v.id.as_ref() else { return };
+        let Some(error) = v.error.as_ref() else {
             self.asking.remove(&(conn, id.to_string()));
             return;
         };
