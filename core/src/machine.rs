@@ -8,7 +8,7 @@
 //! implements it, and so can a client written outside listsync (docs/library.md,
 //! `examples/own-strategy`): the same worlds, the same monitor, the same properties.
 
-use crate::client::{CatalogClient, ClientConfig, ClientInput, ClientOutput, Snapshot};
+use crate::client::{Activity, CatalogClient, ClientConfig, ClientInput, ClientOutput, Snapshot};
 use crate::history::ClientId;
 use crate::vocab::{AuthCtx, Kind};
 use std::fmt::Debug;
@@ -60,6 +60,17 @@ pub trait ClientMachine: Clone + Debug + Eq + Hash + Send + Sync + 'static {
     /// The list its readers see for `kind` under the current authorization context.
     fn snapshot(&self, kind: Kind) -> Option<&Snapshot> {
         self.snapshot_for(kind, self.auth())
+    }
+
+    /// What a driver watches after each step: idle, a retry armed, a walk held. Default:
+    /// computed from [`is_idle`](Self::is_idle), [`armed_retries`](Self::armed_retries) and
+    /// [`held_walks`](Self::held_walks).
+    fn activity(&self) -> Activity {
+        Activity {
+            idle: self.is_idle(),
+            armed: self.armed_retries().next().is_some(),
+            held: self.held_walks().next().is_some(),
+        }
     }
 
     /// Sets the driver's clock (µs); machines that pace their walks read it. Default: ignored.
@@ -158,6 +169,9 @@ impl ClientMachine for CatalogClient {
     }
     fn set_clock(&mut self, now_us: u64) {
         CatalogClient::set_clock(self, now_us)
+    }
+    fn activity(&self) -> Activity {
+        CatalogClient::activity(self)
     }
     fn expectations(&self) -> Vec<(ClientId, Kind, AuthCtx)> {
         CatalogClient::expectations(self)

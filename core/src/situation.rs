@@ -320,7 +320,7 @@ impl Situation {
     /// The situations among `among` (a set of [`Situation::bit`]s) the world is in: for each,
     /// what [`Situation::holds`] says, found in one pass over each client's links and walks
     /// (the simulator asks after every step).
-    pub fn holding(scn: &Scenario, w: &World, among: u32) -> u32 {
+    pub fn holding<C: ClientMachine>(scn: &Scenario, w: &World<C>, among: u32) -> u32 {
         use Situation as S;
         let want = |s: Situation| among & s.bit() != 0;
         let mut found = 0u32;

@@ -188,6 +188,9 @@ impl<C: ClientMachine> ClientMachine for Taped<C> {
     fn set_clock(&mut self, now_us: u64) {
         self.inner.set_clock(now_us)
     }
+    fn activity(&self) -> crate::client::Activity {
+        self.inner.activity()
+    }
     fn expectations(&self) -> Vec<(ClientId, Kind, AuthCtx)> {
         self.inner.expectations()
     }

@@ -66,6 +66,7 @@ fn the_one_pass_watches_agree_with_what_they_stand_for_on_every_state() {
             plan,
             clients: None,
             nodes,
+            tools_only: false,
         };
         for seed in 0..120 {
             let case = Case::draw(seed, &p);
