@@ -13,6 +13,7 @@
 //! entry is flushed as it is written ([`Writer`]), so nothing logged before the end is lost.
 
 use crate::log::{Dir, MAX_LINE_BYTES, Transport, What, Writer};
+use futures_util::future::{FusedFuture, FutureExt};
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
@@ -119,7 +120,7 @@ pub async fn record_stdio(out: &Path, command: &[String]) -> Result<ExitStatus, 
     let mut up = tokio::spawn(async move {
         pump(tokio::io::stdin(), stdin, &up_log, 0, Dir::ClientToServer).await
     });
-    let down = pump(stdout, tokio::io::stdout(), &log, 0, Dir::ServerToClient);
+    let down = pump(stdout, tokio::io::stdout(), &log, 0, Dir::ServerToClient).fuse();
     tokio::pin!(down);
     let mut signals = Signals::new();
     // (why the session ended, if not by the server closing its output; whether the server's
@@ -152,17 +153,25 @@ pub async fn record_stdio(out: &Path, command: &[String]) -> Result<ExitStatus, 
             .await
             .map_err(|e| format!("waiting for the server: {e}"))?,
         Some(_) => {
-            // Keep copying what the server still says while it winds down.
-            let drain = async {
-                if copying {
-                    let _ = (&mut down).await;
+            // Keep copying what the server still says while it winds down...
+            let status = {
+                let drain = async {
+                    if copying {
+                        let _ = (&mut down).await;
+                    }
+                    std::future::pending::<()>().await
+                };
+                tokio::select! {
+                    s = wind_down(&mut child, pid) => s?,
+                    () = drain => unreachable!("drain never completes"),
                 }
-                std::future::pending::<()>().await
             };
-            tokio::select! {
-                s = wind_down(&mut child, pid) => s?,
-                () = drain => unreachable!("drain never completes"),
+            // ...and what is left in its pipe once it has exited (bounded: a process it left
+            // behind may hold the pipe open).
+            if copying && !down.is_terminated() {
+                let _ = tokio::time::timeout(GRACE, &mut down).await;
             }
+            status
         }
     };
     let detail = match how {

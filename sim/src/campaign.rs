@@ -8,6 +8,7 @@ use crate::case::Params;
 use crate::engine::{RunOpts, RunResult};
 use crate::stack::net::NetCounts;
 use crate::stats::Stats;
+use listsync_core::client::CatalogClient;
 use listsync_core::machine::ClientMachine;
 use listsync_core::property::Property;
 use std::collections::BTreeMap;
@@ -85,9 +86,7 @@ pub fn run(
     threads: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> CampaignResult {
-    run_with(seeds, threads, progress, &|seed| {
-        Case::draw(seed, params).run(&params.plan, RunOpts::default())
-    })
+    run_machine::<CatalogClient>(params, seeds, threads, progress)
 }
 
 /// [`run`] with the clients running machine `C` (listsync's own, or one written outside
