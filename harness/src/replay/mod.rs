@@ -149,7 +149,7 @@ pub async fn replay(plan: &ReplayPlan, paths: &Paths, bounds: Bounds) -> RunRepo
 /// strategies: `reference@trace`, the matrix's validation runs) rather than posing the trace's
 /// adversary to an implementation that makes its own choices.
 pub fn follows_exactly(plan: &ReplayPlan) -> bool {
-    plan.subject.adapter.runs_core && plan.subject.variant.as_deref() == Some("trace")
+    planning::follows_exactly_in(&plan.subject)
 }
 
 /// An adaptive replay: the trace's adversary posed to the implementation ([`adversary`]).

@@ -55,7 +55,7 @@ pub fn why_not_replayable(trace: &Trace) -> Option<String> {
 }
 
 /// Whether `subject` is listsync's own machine following the trace's strategy step by step.
-fn follows_exactly_in(subject: &Subject) -> bool {
+pub(super) fn follows_exactly_in(subject: &Subject) -> bool {
     subject.adapter.runs_core && subject.variant.as_deref() == Some("trace")
 }
 
