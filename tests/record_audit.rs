@@ -17,6 +17,7 @@ use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_harness::control::{Control, events, listen};
 use listsync_harness::timeline::{Hub, Side};
 use listsync_session::wire::Fate;
+use listsync_testkit::{LIMIT, within};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -25,14 +26,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 
-const LIMIT: Duration = Duration::from_secs(60);
 const EXE: &str = env!("CARGO_BIN_EXE_listsync");
-
-async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
 
 /// The catalog every scenario starts with: three tools, listed two per page.
 fn initial() -> String {

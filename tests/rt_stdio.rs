@@ -19,13 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
 use tokio::sync::{mpsc, oneshot};
 
-const LIMIT: Duration = Duration::from_secs(30);
-
-async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
+use listsync_testkit::{LIMIT, within};
 
 fn socket_path(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("listsync-rt-{}-{name}", std::process::id()));

@@ -16,13 +16,7 @@ use tokio::net::{TcpStream, UnixListener};
 use tokio::process::{Child, Command};
 
 const EXE: &str = env!("CARGO_BIN_EXE_listsync");
-const LIMIT: Duration = Duration::from_secs(60);
-
-async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
+use listsync_testkit::{LIMIT, within};
 
 /// A field of /proc/PID/status in bytes (`VmRSS`, `VmHWM`).
 fn mem_of(pid: u32, field: &str) -> u64 {

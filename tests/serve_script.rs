@@ -18,14 +18,9 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 use tokio::sync::mpsc;
 
-const LIMIT: Duration = Duration::from_secs(60);
 const EXE: &str = env!("CARGO_BIN_EXE_listsync");
 
-async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
+use listsync_testkit::within;
 
 /// `listsync serve --http 127.0.0.1:0 ARGS...`: the child, its URL, and its stderr lines.
 struct Serve {

@@ -4,7 +4,7 @@
 //! arrives (each event reaches the client while the upstream still holds the stream open, and is
 //! in the log by then; half an event is not), sessions become log connections that open and
 //! close as the wire says, and oversized or non-JSON bodies are forwarded whole and logged as
-//! `invalid`. Every wait is on an event, bounded by [`LIMIT`].
+//! `invalid`. Every wait is on an event, bounded by `listsync_testkit::LIMIT`.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
@@ -19,19 +19,12 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
-
-const LIMIT: Duration = Duration::from_secs(30);
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Body = BoxBody<Bytes, BoxError>;
 
-async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
+use listsync_testkit::within;
 
 fn full(b: impl Into<Bytes>) -> Body {
     Full::new(b.into()).map_err(|e| match e {}).boxed()

@@ -28,16 +28,7 @@ pub use rig::{Rig, TestClient, initial_ops};
 
 use std::time::Duration;
 
-/// The longest any single wait may take before the test fails (generous: a loaded 2-core
-/// machine runs several builds at once).
-pub const LIMIT: Duration = Duration::from_secs(90);
-
-/// Awaits `fut`, failing the test after [`LIMIT`].
-pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
+pub use listsync_testkit::{LIMIT, within};
 
 /// Polls `check` until it returns `Some`, failing the test after [`LIMIT`]. The pause between
 /// polls only paces the loop; nothing is concluded from time passing.

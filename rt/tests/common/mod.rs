@@ -17,16 +17,7 @@ pub mod scenarios;
 use std::future::Future;
 use std::time::Duration;
 
-/// The longest any single wait in a test may take.
-pub const LIMIT: Duration = Duration::from_secs(30);
-
-/// Awaits `fut`, failing the test with `what` if it takes longer than [`LIMIT`].
-pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(LIMIT, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
-}
+pub use listsync_testkit::within;
 
 /// Waits until `catalog`'s status satisfies `pred`.
 pub async fn wait_status(
