@@ -34,6 +34,14 @@ pub struct Args {
     /// --update-reports the deep section of reports/model-check.md
     #[arg(long)]
     deep: bool,
+    /// Run every known-bad strategy in a world as big as reference-large instead (each known-bad
+    /// configuration enlarged: three pages, four batches, a call, a duplicate and a cut), each
+    /// explored breadth-first and depth-first, each bounded by --max-states (default 2,000,000):
+    /// a property is violated if either search finds it; writes model-check-at-size.json, and with
+    /// --update-reports the strategy × property table of reports/model-check.md. Exit 1 if a
+    /// known-bad escapes a property its small world shows it breaking.
+    #[arg(long, conflicts_with = "deep")]
+    at_size: bool,
     /// Stop each configuration once the checker has generated N states (repeats included), if it
     /// has not finished before: a bounded exploration, for worlds too large to finish (the deep
     /// suite). Its "ok" means no violation among the states explored; quiescence is not judged.
@@ -96,6 +104,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             )
         );
         return Ok(ExitCode::SUCCESS);
+    }
+    if args.at_size {
+        return at_size(&args);
     }
     let selected = suite::select(&args.configs, args.deep).map_err(anyhow::Error::msg)?;
     if args.update_reports && !args.configs.is_empty() {
@@ -177,6 +188,89 @@ pub fn run(args: Args) -> Result<ExitCode> {
         eprintln!("listsync check: some verdicts differ from the expected ones (marked DIFFERS)");
         Ok(ExitCode::from(1))
     }
+}
+
+/// `listsync check --at-size`: the known-bad strategies in worlds as big as reference-large.
+fn at_size(args: &Args) -> Result<ExitCode> {
+    if args.update_reports && !args.configs.is_empty() {
+        anyhow::bail!("--update-reports regenerates the committed table: run every known-bad");
+    }
+    let (mut selected, left) = listsync_model::at_size::known_bad();
+    if !args.configs.is_empty() {
+        selected.retain(|c| {
+            args.configs
+                .iter()
+                .any(|n| c.name() == n || c.name() == format!("{n}@large"))
+        });
+        if selected.is_empty() {
+            anyhow::bail!("no known-bad configuration of that name (`listsync check --list`)");
+        }
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from(if args.update_reports {
+            "reports"
+        } else {
+            "target/listsync/check"
+        })
+    });
+    let max_states = args
+        .max_states
+        .map_or(listsync_model::at_size::DEFAULT_MAX_STATES, |n| n.get());
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, usize::from),
+        usize::from,
+    );
+    let deep = listsync_model::at_size::depth_first(&selected);
+    let mut runs = Vec::new();
+    for (how, selected) in [("breadth-first", selected), ("depth-first", deep)] {
+        let bar = progress_bar(selected.len() as u64);
+        let mut current = String::new();
+        let run = suite::run(
+            selected,
+            threads,
+            Some(max_states),
+            &mut |name, states, secs| {
+                if name != current {
+                    if !current.is_empty() {
+                        bar.inc(1);
+                    }
+                    current = name.to_owned();
+                    if bar.is_hidden() {
+                        eprintln!("listsync check --at-size: {name} ({how})");
+                    }
+                }
+                bar.set_message(format!("{name} ({how}): {states} states, {secs:.1}s"));
+            },
+        );
+        bar.finish_and_clear();
+        let traces = out.join("traces").join("at-size").join(how);
+        run.write_traces(&traces)
+            .with_context(|| format!("writing traces to {}", traces.display()))?;
+        runs.push(run.report);
+    }
+    let dfs = runs.pop().expect("two runs");
+    let bfs = runs.pop().expect("two runs");
+    let report = &listsync_model::at_size::merge(bfs, dfs);
+    let json_path = out.join(listsync_report::strategy_table::AT_SIZE_FILE);
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(&json_path, serde_json::to_string_pretty(report)? + "\n")
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    for (name, why) in &left {
+        println!("{name}: left in its own world: {why}");
+    }
+    let escaped = listsync_report::strategy_table::escaped(report);
+    print!("{}", listsync_report::strategy_table::text_table(report));
+    if args.update_reports {
+        listsync_report::pages::model_check(&out)?;
+    }
+    for e in &escaped {
+        eprintln!("listsync check --at-size: {e}");
+    }
+    Ok(if escaped.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn progress_bar(len: u64) -> ProgressBar {

@@ -11,6 +11,7 @@
 //! [`check`] runs one and reports states, depth, time and a counterexample trace per violated
 //! property.
 
+pub mod at_size;
 pub mod configs;
 pub mod graph;
 pub mod memory;

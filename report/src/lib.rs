@@ -29,4 +29,5 @@ pub mod mutants;
 pub mod pages;
 pub mod plot;
 pub mod sim;
+pub mod strategy_table;
 pub mod svg;

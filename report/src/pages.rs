@@ -156,6 +156,29 @@ fn model_check_into(out: &Path, w: &mut Written) -> Result<Option<SuiteReport>> 
             Err(e) => w.failed.push(format!("{}: {e:#}", deep.display())),
         }
     }
+    // The known-bad strategies beside the simulator's campaigns of them (and, once `check
+    // --at-size` has written it, in worlds as big as reference-large).
+    if let Some(m) = &parsed {
+        let at_size = out.join(crate::strategy_table::AT_SIZE_FILE);
+        let large = match std::fs::read_to_string(&at_size) {
+            Err(_) => None,
+            Ok(t) => match mc::parse(&t) {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    w.failed.push(format!("{}: {e:#}", at_size.display()));
+                    None
+                }
+            },
+        };
+        // Unreadable summaries are reported by the simulation page.
+        let sims: Vec<sim::SimSummary> = json_files(&out.join("sim"))
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .filter_map(|t| sim::parse(&t).ok())
+            .flatten()
+            .collect();
+        text.push_str(&crate::strategy_table::render(m, large.as_ref(), &sims));
+    }
     std::fs::write(&page, text).with_context(|| format!("writing {}", page.display()))?;
     w.pages.push("model-check.md".into());
     Ok(parsed)
