@@ -155,14 +155,17 @@ pub fn index_table(b: &BenchFile) -> Option<(String, String)> {
         if !spaced.is_empty() {
             rows.push([
                 "commits 1 ms apart onto an idle client".to_owned(),
-                "fewer round trips, more time (the coalescing gap's trade-off)".to_owned(),
-                "debounce-0ms: a walk per change, sooner".to_owned(),
-                format!("**loses** on time in {} of {}", spaced.len(), {
+                "coalesces: fewer round trips than a walk per change, later".to_owned(),
+                "debounce-0ms sooner; debounce-50ms / 300ms fewer round trips".to_owned(),
+                format!(
+                    "**loses** to some debounce point in {} of {} cells (the coalescing gap's \
+                     trade-off: not claimed)",
+                    spaced.len(),
                     bench_refresh::cells(&g.rows)
                         .iter()
                         .filter(|c| !c.on_a_walk())
                         .count()
-                }),
+                ),
             ]);
         }
     }
