@@ -60,6 +60,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         bench_figures: args.bench_figures,
         mutants_run: args.mutants,
         mutants_explained: args.mutants_explained,
+        audit_not_judged: listsync_session::audit::not_judged,
     })?;
     println!(
         "listsync report: wrote {} in {} and {} diagrams",

@@ -137,6 +137,113 @@ impl Property {
     }
 }
 
+/// What reports say of a property (`reports/properties.md` is generated from it): kept here,
+/// beside the enum, so that the page cannot drift from the list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Description {
+    /// The property in one sentence.
+    pub sentence: &'static str,
+    /// What an observer (a user, a log reader) sees when it fails.
+    pub failure: &'static str,
+    /// Which check of [`crate::monitor::Monitor`] judges it, on which event.
+    pub checker: &'static str,
+    /// Judged only at quiescence (the end of a run): a violation becomes certain there, and the
+    /// step that caused it is earlier.
+    pub at_quiescence: bool,
+}
+
+impl Property {
+    /// What reports say of the property.
+    pub fn describe(self) -> Description {
+        let (sentence, failure, checker) = match self {
+            Property::NoTornSnapshot => (
+                "Every published list is the server's visible list at one single catalog version.",
+                "the application shows a list that never existed: an item twice, or one missing, after a change landed between two pages of a walk",
+                "`Monitor::observe` on `Published`: the snapshot against every committed version",
+            ),
+            Property::NoStaleOverwrite => (
+                "The catalog version behind a client's published list never goes backwards.",
+                "a tool that was added disappears again (or a removed one comes back) when an older refresh finishes after a newer one",
+                "`Monitor::observe` on `Published`: the snapshot's version against the last one published",
+            ),
+            Property::Converges => (
+                "Once nothing is in flight, every client's list equals the server's current visible list.",
+                "the client keeps showing an out-of-date list after everything has settled",
+                "`Monitor::check_quiescent`: each client's last snapshot against the latest commit",
+            ),
+            Property::NoLostWakeup => (
+                "A change committed after a client's last refresh started is never left unfetched once nothing is in flight.",
+                "a list_changed arrived, yet the client never listed again and shows the old list for good",
+                "`Monitor::check_quiescent`: a stale client whose last refresh started before the latest commit",
+            ),
+            Property::NotifyAfterCommit => (
+                "No list_changed is sent before the change it announces is visible to a list request.",
+                "the client lists at once on the notification and gets the old list; nothing tells it to list again",
+                "`Monitor::observe` on `Notified`: the announced version against the committed ones",
+            ),
+            Property::NoCallToRemoved => (
+                "The server never runs a tool absent from its registry, and a client never routes a call to a tool the server removed and its own list no longer has.",
+                "a tool the user saw removed still runs, or a call goes out for a tool no longer listed",
+                "`Monitor::observe` on `Dispatched` (server) and `Routed` (client)",
+            ),
+            Property::BoundedRefresh => (
+                "A burst of notifications during one refresh causes at most one further refresh, and one committed batch at most one list_changed per list per client.",
+                "one change (or a burst) sets off a storm of list requests: many walks, or several notifications for one batch",
+                "`Monitor::observe` on `RefreshStarted` and `Notified`: refreshes and notifications counted per batch",
+            ),
+            Property::AuthIsolation => (
+                "A list cached for one authorization context never holds an item visible only to another.",
+                "after switching user or token, the application shows another principal's private tools",
+                "`Monitor::observe` on `Published`: each item's scope against the snapshot's context",
+            ),
+            Property::ListenThenList => (
+                "(2026-07-28) A client that opens subscriptions/listen lists again after the acknowledgement.",
+                "a change committed between the listen request and its acknowledgement is never seen: the client stays stale",
+                "`Monitor::check_quiescent`: a listen acknowledged with no list after it",
+            ),
+            Property::NoSpuriousNotify => (
+                "No list_changed reaches a session unless the list it announces differs, for some context the session listed under, from what the session last knew.",
+                "clients re-list for nothing: notifications for a no-op change, or for a list the session cannot see",
+                "`Monitor::observe` on `Notified`: the announced list against what the session last knew",
+            ),
+            Property::ErrorsNotChanges => (
+                "A failed call makes a client list again only when the error says the tool is gone and its list still shows it, and then only that kind.",
+                "every failed call (a timeout, a bad argument) sets off a full re-list",
+                "`Monitor::observe` on `CallFailed` and `RefreshStarted`: the refresh's cause against the error",
+            ),
+            Property::ConsumersAgree => (
+                "Every consumer of a client reads the one published list: the router sends a call exactly when the application's listing shows the tool.",
+                "the application offers a tool the router refuses, or the router calls a tool the application no longer shows",
+                "`Monitor::observe` on `Routed`: the routing decision against the published snapshot",
+            ),
+            Property::ApprovalNotInherited => (
+                "A call of a tool with side effects goes out only under the user's approval of exactly the definition the published list shows, and not while a newer list is announced but not yet fetched.",
+                "a tool whose definition changed runs under the approval the user gave the old one",
+                "`Monitor::observe` on `Approved` and `Routed`: the approved definition against the published one",
+            ),
+            Property::NoStaleArguments => (
+                "The server never runs a call whose arguments were built for an input schema the tool no longer has.",
+                "a tool runs with arguments shaped for its old schema after its definition changed",
+                "`Monitor::observe` on `RanStaleArguments`: the server dispatched without checking the current definition",
+            ),
+            Property::NoNameCollision => (
+                "An application connected to several servers shows every tool under a name of its own, always reaching the same server's tool.",
+                "two servers' tools share one name: one hides the other, or a call reaches the wrong server",
+                "`Monitor::observe` on `CombinedListing` and `CalledCombined`",
+            ),
+        };
+        Description {
+            sentence,
+            failure,
+            checker,
+            at_quiescence: matches!(
+                self,
+                Property::Converges | Property::NoLostWakeup | Property::ListenThenList
+            ),
+        }
+    }
+}
+
 impl fmt::Display for Property {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -182,6 +289,26 @@ pub type Verdicts = BTreeMap<Property, Verdict>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_description_is_one_sentence_and_the_quiescent_ones_are_those_check_quiescent_judges() {
+        for p in Property::ALL {
+            let d = p.describe();
+            assert!(d.sentence.ends_with('.'), "{p}: {}", d.sentence);
+            assert!(
+                !d.sentence.trim_end_matches('.').contains(". "),
+                "{p}: more than one sentence: {}",
+                d.sentence
+            );
+            assert!(!d.failure.is_empty() && !d.checker.is_empty(), "{p}");
+            assert_eq!(
+                d.at_quiescence,
+                d.checker.contains("check_quiescent"),
+                "{p}: {}",
+                d.checker
+            );
+        }
+    }
 
     #[test]
     fn names_are_the_design_names() {

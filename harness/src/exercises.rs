@@ -4,16 +4,7 @@
 //! our reference runtime in the other, provokes one race with holds and releases, lets the run
 //! settle, and judges the history with core's checkers.
 //!
-//! | scenario | role | what the proxy does |
-//! |---|---|---|
-//! | `stale-race` | client | holds every `tools/list` response; a mutation starts a refresh, two more mutations land while it is in flight (a burst of 3; the third is issued once the server's notification of the second reached the proxy, so each notification is dated by its own batch); the held responses are released newest first, each once the client has acted on the one before |
-//! | `mid-walk` | client | page size 1: a mutation starts a walk; page 1's response is held while a second mutation commits (its notification held too), then released: page 2 is asked with a cursor of the old version |
-//! | `listen-race` | client (2026-07-28) | the client's `subscriptions/listen` is held while a mutation commits, then released: a client that listed before the acknowledgement and never again stays stale |
-//! | `notify` | server | add, remove, then a two-op batch, settling in between: does the server notify, once per batch, after the change is visible? |
-//! | `notify-explicit` | server | the same, with the SDK's explicit notify API called after each mutation (for SDKs that send nothing by themselves); `notify-explicit-session`: Python's session send on the era's connection |
-//! | `call-removal` | server | a call parks inside the tool handler, the tool is removed, the call is released; then (its `list_changed` held back, so the client still lists it) the tool is called again |
-//! | `mid-walk-server` | server | page size 1: the reference client walks, page 1's response is held while the first item is removed (notification held), then page 2 is asked: does the cursor see the old or the new list? |
-//! | `session-send-to-python-client` | server | a pair run outside the matrix rows (2026-07-28): `notify-explicit-session` with Python's own `mcp.Client` as the client instead of our runtime, to see whether that client ever learns of the changes |
+//! [`Exercise::about`] says what the proxy does in each (`reports/properties.md` lists them).
 
 use crate::adapters::{
     ClientSetup, Paths, Role, ServerSetup, Subject, client_launch, server_launch,
@@ -84,6 +75,39 @@ impl Exercise {
             Exercise::CallRemoval => "call-removal",
             Exercise::MidWalkServer => "mid-walk-server",
             Exercise::SessionSendToPythonClient => "session-send-to-python-client",
+        }
+    }
+
+    /// What the proxy does, in a sentence or two (reports print it).
+    pub fn about(self) -> &'static str {
+        match self {
+            Exercise::StaleRace => {
+                "holds every `tools/list` response; a mutation starts a refresh, two more mutations land while it is in flight (a burst of 3; the third is issued once the server's notification of the second reached the proxy, so each notification is dated by its own batch); the held responses are released newest first, each once the client has acted on the one before"
+            }
+            Exercise::MidWalk => {
+                "page size 1: a mutation starts a walk; page 1's response is held while a second mutation commits (its notification held too), then released: page 2 is asked with a cursor of the old version"
+            }
+            Exercise::ListenRace => {
+                "(2026-07-28) the client's `subscriptions/listen` is held while a mutation commits, then released: a client that listed before the acknowledgement and never again stays stale"
+            }
+            Exercise::Notify => {
+                "add, remove, then a two-op batch, settling in between: does the server notify, once per batch, after the change is visible?"
+            }
+            Exercise::NotifyExplicit => {
+                "as `notify`, with the SDK's explicit notify API called after each mutation (for SDKs that send nothing by themselves)"
+            }
+            Exercise::NotifyExplicitSession => {
+                "(2026-07-28) as `notify-explicit`, through Python's session (legacy) send on the era's connection"
+            }
+            Exercise::CallRemoval => {
+                "a call parks inside the tool handler, the tool is removed, the call is released; then (its `list_changed` held back, so the client still lists it) the tool is called again"
+            }
+            Exercise::MidWalkServer => {
+                "page size 1: the reference client walks, page 1's response is held while the first item is removed (notification held), then page 2 is asked: does the cursor see the old or the new list?"
+            }
+            Exercise::SessionSendToPythonClient => {
+                "a pair run outside the matrix rows (2026-07-28): `notify-explicit-session` with Python's own `mcp.Client` as the client instead of our runtime, to see whether that client ever learns of the changes"
+            }
         }
     }
 

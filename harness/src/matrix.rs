@@ -41,6 +41,18 @@ pub struct RowKey {
     pub variant: String,
 }
 
+/// Why no matrix cell ever judges `p`, or `None` when some row may: `auth_isolation` needs
+/// HTTP authorization contexts (the matrix runs stdio, [`RowKey::owns`]), and the properties of
+/// [`crate::outcome::not_judged`] are not on what the harness observes.
+pub fn never_judged(p: Property) -> Option<&'static str> {
+    match p {
+        Property::AuthIsolation => {
+            Some("it needs HTTP authorization contexts, and the matrix runs over stdio")
+        }
+        _ => crate::outcome::not_judged(p),
+    }
+}
+
 impl RowKey {
     /// Whether a property can be violated by this role in this era (else the cell is n.a.).
     pub fn owns(&self, p: Property) -> bool {

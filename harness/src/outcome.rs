@@ -319,23 +319,30 @@ impl RunReport {
     }
 }
 
-/// Whether the harness judges `p` on `scn`: an applicable property, except
+/// Why the harness never judges `p` (in any run, trace or scenario), or `None` when it may:
 /// `errors_not_changes`, `consumers_agree`, `approval_not_inherited`, `no_stale_arguments` and
-/// `no_name_collision` —
-/// the harness does not pair a client's list requests with the failed call they answer, SDK
-/// clients call tools by name (their router does not consult their listing), a user's approvals
-/// are not on the wire, the harness's calls carry no arguments built from a definition, and it
-/// runs one client against one server.
+/// `no_name_collision` are not on what it observes. Reports print "not judged" for them.
+pub fn not_judged(p: Property) -> Option<&'static str> {
+    match p {
+        Property::ErrorsNotChanges => Some(
+            "the harness does not pair a client's list requests with the failed call they answer",
+        ),
+        Property::ConsumersAgree => {
+            Some("SDK clients call tools by name: their router does not consult their listing")
+        }
+        Property::ApprovalNotInherited => Some("a user's approvals are not on the wire"),
+        Property::NoStaleArguments => {
+            Some("the harness's calls carry no arguments built from a definition")
+        }
+        Property::NoNameCollision => Some("the harness runs one client against one server"),
+        _ => None,
+    }
+}
+
+/// Whether the harness judges `p` on `scn`: an applicable property the harness can see
+/// ([`not_judged`] says why the others are not).
 pub fn judges(scn: &Scenario, p: Property) -> bool {
-    scn.applicable(p)
-        && !matches!(
-            p,
-            Property::ErrorsNotChanges
-                | Property::ConsumersAgree
-                | Property::ApprovalNotInherited
-                | Property::NoStaleArguments
-                | Property::NoNameCollision
-        )
+    scn.applicable(p) && not_judged(p).is_none()
 }
 
 /// `verdicts` with the properties the harness does not judge on `scn` set to n/a: the shadow

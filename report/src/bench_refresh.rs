@@ -48,7 +48,8 @@ impl Cell<'_> {
         self.on_a_walk() && !self.quiet
     }
 
-    fn get(&self, strategy: &str) -> Option<&RefreshRow> {
+    /// The row of `strategy` in this cell.
+    pub fn get(&self, strategy: &str) -> Option<&RefreshRow> {
         self.rows.iter().copied().find(|r| r.strategy == strategy)
     }
 
@@ -78,7 +79,8 @@ impl Cell<'_> {
             .collect()
     }
 
-    fn label(&self) -> String {
+    /// "parked, P = 1, K = 10" (with " (quiet)" for a quiet cell).
+    pub fn label(&self) -> String {
         format!(
             "{}{}, P = {}, K = {}",
             self.scenario(),
@@ -346,8 +348,7 @@ pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
 
 fn run_line(r: &RunInfo, driver: &str) -> String {
     format!(
-        "*refresh_contention: run started at Unix time {}, {} mode, {} CPUs, {:.0} s; {driver}.*",
-        r.started_unix,
+        "*refresh_contention: {} mode, {} CPUs, {:.0} s; {driver}.*",
         if r.quick { "quick" } else { "full" },
         r.cpus,
         r.seconds

@@ -11,6 +11,7 @@
 //! * [`bench`]: the bench figures file the benches write and the report reads;
 //! * [`plot`]: the bench plots;
 //! * [`mutants`]: the mutation report (a cargo-mutants run, imported);
+//! * [`properties`]: the page every property and scenario header links to;
 //! * [`junit`]: JUnit XML of a command's run, for CI (`--junit FILE`);
 //! * [`md`], [`svg`]: helpers.
 
@@ -28,6 +29,8 @@ pub mod model_check;
 pub mod mutants;
 pub mod pages;
 pub mod plot;
+pub mod properties;
 pub mod sim;
 pub mod strategy_table;
 pub mod svg;
+pub mod timings;

@@ -24,9 +24,8 @@ use crate::bench::BenchFile;
 use crate::conformance::{self, Conformance};
 use crate::model_check::{self as mc, SuiteReport};
 use crate::mutants::{self, MutantsReport};
-use crate::{bench_page, diagram, plot, sim};
+use crate::{bench_page, diagram, plot, properties, sim, timings};
 use anyhow::{Context, Result};
-use listsync_harness::matrix::{CellState, Row};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -43,6 +42,9 @@ pub struct Sources {
     pub mutants_run: Option<PathBuf>,
     /// The survivors' explanations (`docs/mutants-survivors.json`).
     pub mutants_explained: PathBuf,
+    /// `listsync audit`'s list of the properties a session log cannot show, for the
+    /// properties page (the session crate's `audit::not_judged`).
+    pub audit_not_judged: properties::NotJudged,
 }
 
 /// Diagram directories under `reports/`, for the corpus and the simulator's traces.
@@ -91,12 +93,30 @@ pub fn regenerate(args: &Sources) -> Result<Written> {
         }
     }
     let mut w = Written::default();
+    std::fs::write(
+        out.join(properties::PAGE),
+        properties::render(args.audit_not_judged),
+    )?;
+    w.pages.push(properties::PAGE.into());
     let check = model_check_into(out, &mut w)?;
     let corpus = corpus_diagrams(out, &args.traces, &mut w);
-    let sims = sim_page(out, &mut w)?;
+    let sims = sim_page(out, check.as_ref(), &mut w)?;
     let conf = conformance_page(out, &mut w)?;
     let bench = bench_pages(out, &args.bench_figures, &mut w)?;
     let muts = mutants_page(out, args, &mut w)?;
+    let deep = std::fs::read_to_string(out.join(mc::DEEP_FILE))
+        .ok()
+        .and_then(|t| mc::parse(&t).ok());
+    std::fs::write(
+        out.join(timings::PAGE),
+        timings::render(&timings::Inputs {
+            check: check.as_ref(),
+            deep: deep.as_ref(),
+            sims: &sims,
+            conf: conf.as_ref(),
+        }),
+    )?;
+    w.pages.push(timings::PAGE.into());
     index(
         out,
         &Inputs {
@@ -277,7 +297,7 @@ fn corpus_diagrams(out: &Path, traces: &Path, w: &mut Written) -> Vec<String> {
     names
 }
 
-fn sim_page(out: &Path, w: &mut Written) -> Result<Vec<sim::Summary>> {
+fn sim_page(out: &Path, check: Option<&SuiteReport>, w: &mut Written) -> Result<Vec<sim::Summary>> {
     let mut sums = Vec::new();
     let mut files = json_files(&out.join("sim"));
     if out.join("sim.json").exists() {
@@ -317,7 +337,7 @@ fn sim_page(out: &Path, w: &mut Written) -> Result<Vec<sim::Summary>> {
         let rel = format!("{SIM_DIAGRAMS}/{}.svg", stem(file));
         w.has(&rel).then_some(rel)
     };
-    std::fs::write(out.join("sim.md"), sim::render(&sums, &link))?;
+    std::fs::write(out.join("sim.md"), sim::render(&sums, check, &link))?;
     w.pages.push("sim.md".into());
     Ok(sums)
 }
@@ -416,32 +436,6 @@ fn bench_pages(out: &Path, figures: &Path, w: &mut Written) -> Result<BenchFile>
     Ok(bench)
 }
 
-/// The conformance matrix's headline: rows, runs, reference rows clean, third-party rows with a
-/// violation, known-bad strategies caught.
-fn conformance_headline(v: &Conformance) -> String {
-    let rows = &v.rows;
-    let violated = |r: &Row| r.cells.values().any(|c| c.state == CellState::Violated);
-    let is_ref = |r: &Row| r.key.imp == "reference";
-    let refs = rows.iter().filter(|r| is_ref(r)).count();
-    let refs_bad = rows.iter().filter(|r| is_ref(r) && violated(r)).count();
-    let others: Vec<&Row> = rows
-        .iter()
-        .filter(|r| !is_ref(r) && !r.runs.is_empty())
-        .collect();
-    let others_bad = others.iter().filter(|r| violated(r)).count();
-    let validation: Vec<_> = v.validation.iter().filter(|x| x.shows.is_some()).collect();
-    let caught = validation.iter().filter(|x| x.caught).count();
-    let runs = v.runs.len();
-    format!(
-        "{} rows, {runs} runs; reference rows violating a property: {refs_bad} of {refs}; \
-         third-party rows that ran and violate at least one property: {others_bad} of {}; \
-         known-bad corpus traces caught when replayed: {caught} of {}",
-        rows.len(),
-        others.len(),
-        validation.len()
-    )
-}
-
 /// What the index summarizes: each page's parsed input.
 struct Inputs<'a> {
     check: Option<&'a SuiteReport>,
@@ -450,6 +444,68 @@ struct Inputs<'a> {
     conf: Option<&'a Conformance>,
     bench: &'a BenchFile,
     muts: Option<&'a MutantsReport>,
+}
+
+/// The index's pages this module writes (others under `reports/` are linked as they are).
+const OURS: [&str; 9] = [
+    "README.md",
+    properties::PAGE,
+    timings::PAGE,
+    "model-check.md",
+    "sim.md",
+    "conformance.md",
+    "bench.md",
+    "mutants.md",
+    "conformance-suite.md",
+];
+
+/// The index's longest headline, in characters of its visible text.
+pub const HEADLINE_MAX: usize = 300;
+
+/// The text a reader sees of a Markdown headline: link targets and emphasis left out.
+pub fn visible(md: &str) -> String {
+    let mut out = String::new();
+    let mut chars = md.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' | '`' | '[' => {}
+            ']' if chars.peek() == Some(&'(') => {
+                for d in chars.by_ref() {
+                    if d == ')' {
+                        break;
+                    }
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The conformance suite's verdict line, from its page (written by `listsync conformance-suite`,
+/// not regenerated here): the page's bold line of counts.
+fn suite_headline(out: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(out.join("conformance-suite.md")).ok()?;
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("**") && l.contains("checks passed"))?;
+    let counts = line.trim_matches('*').trim_end_matches('.');
+    let unexplained_zero = counts.contains("(0 without an explanation)");
+    Some(format!(
+        "{}: {counts}{}",
+        if counts.contains(" 0 failed") {
+            "**Pass**"
+        } else if unexplained_zero {
+            "**Pass with known gaps**"
+        } else {
+            "**FAIL**"
+        },
+        if unexplained_zero && !counts.contains(" 0 failed") {
+            " (each failure explained on the page)"
+        } else {
+            ""
+        }
+    ))
 }
 
 fn index(out: &Path, inputs: &Inputs<'_>, w: &Written) -> Result<()> {
@@ -466,111 +522,100 @@ fn index(out: &Path, inputs: &Inputs<'_>, w: &Written) -> Result<()> {
     let _ = writeln!(
         s,
         "Generated by `listsync report` from the JSON the instruments wrote; do not edit by \
-         hand. Regenerate with `cargo run --release -- report` (after `listsync check`, \
-         `listsync sim --report reports/sim.json`, `listsync matrix`, or `cargo bench`).\n"
+         hand. Regenerate with `listsync report` (after `listsync check`, `listsync sim \
+         --report reports/sim/NAME.json`, `listsync matrix`, or `cargo bench`); it reads only \
+         the committed JSON, so running it twice writes the same bytes. Every property and \
+         scenario name links to [its definition](properties.md); the run times are on \
+         [one page](timings.md).\n"
     );
-    let _ = writeln!(s, "| page | what | headline |");
-    let _ = writeln!(s, "|---|---|---|");
-    let mc_head = match check {
-        Some(m) => {
-            let reference = m
-                .configs
-                .iter()
-                .filter(|c| c.is_reference())
-                .collect::<Vec<_>>();
-            format!(
-                "{} configurations, {} unique states; {} of {} reference configurations hold every applicable property; {} counterexamples; {}",
-                m.configs.len(),
-                m.total_unique_states,
-                reference.iter().filter(|c| c.as_expected).count(),
-                reference.len(),
-                m.violations().len(),
-                if m.all_as_expected {
-                    "every verdict as expected"
-                } else {
-                    "**some verdicts differ**"
-                }
-            )
-        }
-        None => "not run yet (`listsync check`)".into(),
+    let _ = writeln!(s, "| page | verdict |");
+    let _ = writeln!(s, "|---|---|");
+    let mut row = |page: &str, file: &str, head: String| {
+        let _ = writeln!(s, "| [{page}]({file}) | {head} |");
     };
-    let _ = writeln!(
-        s,
-        "| [model check](model-check.md) | exhaustive model checking of every configuration; each counterexample as a sequence diagram | {mc_head} |"
+    row(
+        "model check",
+        "model-check.md",
+        check.map_or_else(
+            || "not run yet (`listsync check`)".into(),
+            |m| format!("{}.", mc::headline(m)),
+        ),
     );
-    let sim_head = if sims.is_empty() {
-        "not run yet (`listsync sim --report reports/sim.json`)".to_owned()
-    } else {
-        let runs: u64 = sims.iter().map(|x| x.doc.runs).sum();
-        let expected = sims.iter().filter(|x| x.doc.as_expected).count();
-        format!(
-            "{} summaries, {runs} simulated runs; {expected} of {} as expected",
-            sims.len(),
-            sims.len()
-        )
-    };
-    let _ = writeln!(
-        s,
-        "| [simulation](sim.md) | seeded simulation of the shipped machines under fault plans; shrunk failures | {sim_head} |"
-    );
-    let _ = writeln!(
-        s,
-        "| [conformance](conformance.md) | the trace corpus and scenarios replayed against our runtime and real SDKs | {} |",
-        match conf {
-            Some(v) => conformance_headline(v),
-            None => "not run yet (`listsync matrix`)".into(),
-        }
-    );
-    let mut bench_head = Vec::new();
-    if let Some(g) = &bench.refresh {
-        bench_head.extend(bench_page::headline_refresh(&g.rows));
-    }
-    if let Some(g) = &bench.churn {
-        bench_head.extend(bench_page::headline_churn(&g.rows));
-    }
-    let _ = writeln!(
-        s,
-        "| [benchmarks](bench.md) | refresh contention, snapshot reads under churn, fan-out, model-checking throughput, replay throughput, cluster convergence | {} |",
-        if bench_head.is_empty() {
-            "not run yet (`cargo bench`)".to_owned()
+    row(
+        "simulation",
+        "sim.md",
+        if sims.is_empty() {
+            "not run yet (`listsync sim --report reports/sim/NAME.json`)".to_owned()
         } else {
-            bench_head.join("<br>")
-        }
+            format!("{}.", sim::headline(sims))
+        },
     );
-
-    let _ = writeln!(
-        s,
-        "| [mutation score](mutants.md) | bugs injected into the shipped decision logic (cargo-mutants), and how many the suite catches | {} |",
+    row(
+        "conformance matrix",
+        "conformance.md",
+        conf.map_or_else(
+            || "not run yet (`listsync matrix`)".into(),
+            |v| format!("{}.", conformance::headline(v)),
+        ),
+    );
+    if let Some(h) = suite_headline(out) {
+        row("official conformance suite", "conformance-suite.md", h);
+    }
+    row(
+        "mutation score",
+        "mutants.md",
         muts.map_or_else(
             || "not run yet (`scripts/mutants.sh`)".to_owned(),
-            mutants::headline
-        )
+            mutants::headline,
+        ),
     );
-
-    // Pages other tools write straight into reports/ (not regenerated here).
-    let ours = [
-        "README.md",
-        "model-check.md",
-        "sim.md",
-        "conformance.md",
+    row(
+        "benchmarks",
         "bench.md",
-        "mutants.md",
-    ];
+        if let Some((_, summary)) = bench_page::index_table(bench) {
+            format!(
+                "{summary}: [the table below](#benchmarks-at-a-glance), [the frontier \
+                 plot](plots/refresh-frontier.svg)"
+            )
+        } else {
+            "not run yet (`cargo bench`)".to_owned()
+        },
+    );
+    row(
+        "properties",
+        properties::PAGE,
+        "what each property and scenario name means, and where each can be judged".to_owned(),
+    );
+    row(
+        "timings",
+        timings::PAGE,
+        "how long each run took, apart from the verdicts".to_owned(),
+    );
+    // Pages other tools write straight into reports/ (not regenerated here).
     let mut others: Vec<String> = std::fs::read_dir(out)
         .map(|d| {
             d.flatten()
                 .filter_map(|e| file_name(&e.path()))
-                .filter(|n| n.ends_with(".md") && !ours.contains(&n.as_str()))
+                .filter(|n| n.ends_with(".md") && !OURS.contains(&n.as_str()))
                 .collect()
         })
         .unwrap_or_default();
     others.sort();
     for o in others {
+        row(
+            stem_md(&o),
+            &o,
+            "written by another tool, linked as is".to_owned(),
+        );
+    }
+    if let Some((t, _)) = bench_page::index_table(bench) {
+        let _ = writeln!(s, "\n## Benchmarks at a glance\n");
         let _ = writeln!(
             s,
-            "| [{}]({o}) | written by another tool, linked as is | |",
-            stem_md(&o)
+            "The reference (ours) against the best other point of the same run; **loses** marks \
+             where it does worse. Details and every strategy: [bench.md](bench.md).\n"
         );
+        let _ = write!(s, "{t}");
     }
 
     let _ = writeln!(s, "\n## Sequence diagrams\n");
@@ -587,7 +632,8 @@ fn index(out: &Path, inputs: &Inputs<'_>, w: &Written) -> Result<()> {
             if w.has(&rel) {
                 let _ = writeln!(
                     s,
-                    "- `{config}` violates `{p}`: [diagram]({rel}) · [trace](traces/{file})"
+                    "- `{config}` violates {}: [diagram]({rel}) · [trace](traces/{file})",
+                    properties::property(p)
                 );
             }
         }

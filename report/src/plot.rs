@@ -18,6 +18,16 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(200, 40, 120),
 ];
 
+/// Font sizes as plotters takes them. Its SVG backend writes a size S as S / 1.24 px, and a
+/// page shows the frontier plot scaled to about 0.9 of its width: these keep every text at
+/// 12 px or more as shown (tick labels the smallest: 17 / 1.24 · 0.89 ≈ 12.2 px).
+const TICK: u32 = 17;
+const CAPTION: u32 = 18;
+const TITLE: u32 = 20;
+
+/// Ticks per axis: few enough that labels never touch (see the plot tests).
+const TICKS: usize = 4;
+
 fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("plot: {e:?}")
 }
@@ -30,6 +40,15 @@ fn strategies(rows: &[RefreshRow]) -> Vec<String> {
         }
     }
     v
+}
+
+/// An axis range around `lo..hi` from a power of ten to a higher one (at least a decade), so
+/// that a log axis always has at least two labelled ticks.
+fn decades(lo: f64, hi: f64) -> std::ops::Range<f64> {
+    let a = 10f64.powf((lo / 1.2).log10().floor());
+    let b = 10f64.powf((hi * 1.2).log10().ceil()).max(a * 10.0);
+    // Just outside the powers of ten, so that their ticks are inside the range.
+    a * 0.98..b * 1.02
 }
 
 /// The coalescing frontier: one panel per cell (rows: parked and served × P; columns: K),
@@ -50,14 +69,14 @@ pub fn refresh_frontier(rows: &[RefreshRow]) -> Result<String> {
     let (cols, nrows) = (ks.len().max(1), lines.len().max(1));
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (380 * cols as u32, 300 * nrows as u32 + 90))
+        let root = SVGBackend::with_string(&mut buf, (380 * cols as u32, 300 * nrows as u32 + 110))
             .into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let (head, body) = root.split_vertically(34);
         head.draw(&Text::new(
-            "List round trips per burst (mean) against last mutation → final list (median, ms)",
-            (12, 10),
-            ("sans-serif", 17).into_font().style(FontStyle::Bold),
+            "Round trips per burst (mean) against ms to the final list (median)",
+            (12, 8),
+            ("sans-serif", TITLE).into_font().style(FontStyle::Bold),
         ))
         .map_err(err)?;
         let (grid, legend) = body.split_vertically(300 * nrows as u32);
@@ -92,10 +111,18 @@ pub fn refresh_frontier(rows: &[RefreshRow]) -> Result<String> {
             if pts.is_empty() {
                 continue;
             }
+            // How the reference fares against the debounce points, in the caption.
+            let mark = match cell.undominated() {
+                Some(u) if !u.is_empty() => " · loses",
+                Some(_) if !cell.tied().is_empty() => " · ties",
+                Some(_) => " · wins",
+                None => "",
+            };
+            let (xr, yr) = (decades(x0, x1), decades(y0, y1));
             let mut chart = ChartBuilder::on(panel)
                 .caption(
                     format!(
-                        "{}{}, P = {pages}, K = {k}",
+                        "{}{}, P = {pages}, K = {k}{mark}",
                         match (spacing, served) {
                             (0, false) => "parked".to_owned(),
                             (0, true) => "served".to_owned(),
@@ -103,51 +130,67 @@ pub fn refresh_frontier(rows: &[RefreshRow]) -> Result<String> {
                         },
                         if quiet { " (quiet)" } else { "" }
                     ),
-                    ("sans-serif", 14),
+                    ("sans-serif", CAPTION),
                 )
-                .margin(10)
-                .x_label_area_size(34)
-                .y_label_area_size(48)
-                .build_cartesian_2d(
-                    (x0 / 2.0..x1 * 2.0).log_scale(),
-                    (y0 / 2.0..y1 * 2.0).log_scale(),
-                )
+                .margin(12)
+                .margin_right(30)
+                .x_label_area_size(44)
+                .y_label_area_size(58)
+                .build_cartesian_2d(xr.log_scale(), yr.log_scale())
                 .map_err(err)?;
             chart
                 .configure_mesh()
+                .x_labels(TICKS)
+                .y_labels(TICKS)
                 .x_desc("ms to final list")
                 .y_desc("round trips")
+                .label_style(("sans-serif", TICK))
+                .axis_desc_style(("sans-serif", TICK))
                 .x_label_formatter(&|x| crate::md::num(*x))
                 .y_label_formatter(&|y| crate::md::num(*y))
                 .light_line_style(RGBColor(235, 235, 235))
                 .draw()
                 .map_err(err)?;
+            // The reference last and as a ring, so that points on top of it leave it visible.
+            let mut pts = pts;
+            pts.sort_by_key(|(at, _, _)| names[*at] == crate::bench_refresh::REFERENCE);
             for (at, x, y) in pts {
                 let color = PALETTE[at % PALETTE.len()];
-                let size = if names[at] == crate::bench_refresh::REFERENCE {
-                    7
+                if names[at] == crate::bench_refresh::REFERENCE {
+                    chart
+                        .draw_series(std::iter::once(Circle::new(
+                            (x, y),
+                            9,
+                            color.stroke_width(3),
+                        )))
+                        .map_err(err)?;
                 } else {
-                    5
-                };
-                chart
-                    .draw_series(std::iter::once(Circle::new((x, y), size, color.filled())))
-                    .map_err(err)?;
+                    chart
+                        .draw_series(std::iter::once(Circle::new((x, y), 5, color.filled())))
+                        .map_err(err)?;
+                }
             }
         }
         // One legend for every panel.
         let per_row = 4usize;
         for (i, name) in names.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
-            let x = 20 + (i % per_row) as i32 * 230;
-            let y = 14 + (i / per_row) as i32 * 22;
-            legend
-                .draw(&Circle::new((x, y), 5, color.filled()))
-                .map_err(err)?;
+            let x = 20 + (i % per_row) as i32 * 280;
+            let y = 16 + (i / per_row) as i32 * 28;
+            if name == crate::bench_refresh::REFERENCE {
+                legend
+                    .draw(&Circle::new((x, y), 8, color.stroke_width(3)))
+                    .map_err(err)?;
+            } else {
+                legend
+                    .draw(&Circle::new((x, y), 5, color.filled()))
+                    .map_err(err)?;
+            }
             legend
                 .draw(&Text::new(
                     name.clone(),
-                    (x + 12, y - 7),
-                    ("sans-serif", 14),
+                    (x + 14, y - 9),
+                    ("sans-serif", TICK),
                 ))
                 .map_err(err)?;
         }
@@ -156,7 +199,9 @@ pub fn refresh_frontier(rows: &[RefreshRow]) -> Result<String> {
     Ok(buf)
 }
 
-/// Read-latency percentiles per store, one panel per reader count.
+/// Read-latency percentiles per store, one panel per reader count, stacked. The maximum is left
+/// out (it is in the page's table): a single read descheduled for milliseconds would flatten
+/// every percentile below it.
 pub fn read_latency(rows: &[ChurnRow]) -> Result<String> {
     let mut readers: Vec<u32> = rows
         .iter()
@@ -171,32 +216,24 @@ pub fn read_latency(rows: &[ChurnRow]) -> Result<String> {
             stores.push(r.store.clone());
         }
     }
-    let labels = ["p50", "p90", "p99", "p99.9", "max"];
-    let pick = |r: &ChurnRow| {
-        [
-            r.read_ns.p50,
-            r.read_ns.p90,
-            r.read_ns.p99,
-            r.read_ns.p999,
-            r.read_ns.max,
-        ]
-    };
+    let labels = ["p50", "p90", "p99", "p99.9"];
+    let pick = |r: &ChurnRow| [r.read_ns.p50, r.read_ns.p90, r.read_ns.p99, r.read_ns.p999];
     let all: Vec<f64> = rows.iter().flat_map(pick).filter(|v| *v > 0.0).collect();
     let lo = all.iter().copied().fold(f64::INFINITY, f64::min).max(1.0) / 2.0;
     let hi = all.iter().copied().fold(10.0, f64::max) * 3.0;
     let mut buf = String::new();
     {
-        let width = 520 * readers.len().max(1) as u32;
-        let root = SVGBackend::with_string(&mut buf, (width, 420)).into_drawing_area();
+        let height = 340 * readers.len().max(1) as u32 + 40;
+        let root = SVGBackend::with_string(&mut buf, (900, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let (head, body) = root.split_vertically(34);
+        let (head, body) = root.split_vertically(40);
         head.draw(&Text::new(
-            "Snapshot read latency while a writer publishes continuously (ns, log scale)",
+            "Snapshot read latency, a writer publishing meanwhile (ns, log scale)",
             (12, 10),
-            ("sans-serif", 18).into_font().style(FontStyle::Bold),
+            ("sans-serif", TITLE).into_font().style(FontStyle::Bold),
         ))
         .map_err(err)?;
-        let panels = body.split_evenly((1, readers.len().max(1)));
+        let panels = body.split_evenly((readers.len().max(1), 1));
         for (panel, m) in panels.iter().zip(&readers) {
             let mut chart = ChartBuilder::on(panel)
                 .caption(
@@ -204,19 +241,22 @@ pub fn read_latency(rows: &[ChurnRow]) -> Result<String> {
                         "{m} reader thread{} + 1 writer",
                         if *m == 1 { "" } else { "s" }
                     ),
-                    ("sans-serif", 15),
+                    ("sans-serif", CAPTION),
                 )
                 .margin(12)
-                .x_label_area_size(40)
+                .x_label_area_size(36)
                 .y_label_area_size(70)
-                .build_cartesian_2d(-0.3f64..4.3f64, (lo..hi).log_scale())
+                .build_cartesian_2d(-0.3f64..3.3f64, (lo..hi).log_scale())
                 .map_err(err)?;
             chart
                 .configure_mesh()
-                .x_labels(5)
+                .x_labels(4)
+                .y_labels(TICKS)
+                .label_style(("sans-serif", TICK))
+                .axis_desc_style(("sans-serif", TICK))
                 .x_label_formatter(&|x| {
                     let i = x.round();
-                    if (x - i).abs() < 0.01 && (0.0..5.0).contains(&i) {
+                    if (x - i).abs() < 0.01 && (0.0..4.0).contains(&i) {
                         labels[i as usize].to_owned()
                     } else {
                         String::new()
@@ -257,7 +297,7 @@ pub fn read_latency(rows: &[ChurnRow]) -> Result<String> {
                 .position(SeriesLabelPosition::UpperLeft)
                 .background_style(WHITE.mix(0.85))
                 .border_style(RGBColor(180, 180, 180))
-                .label_font(("sans-serif", 13))
+                .label_font(("sans-serif", TICK))
                 .draw()
                 .map_err(err)?;
         }

@@ -131,7 +131,7 @@ pub fn render(small: &SuiteReport, at_size: Option<&SuiteReport>, sims: &[SimSum
         .collect();
     let _ = write!(s, "| strategy | L states |");
     for p in &props {
-        let _ = write!(s, " {p} |");
+        let _ = write!(s, " {} |", crate::properties::property(*p));
     }
     let _ = write!(s, "\n|---|---:|");
     for _ in &props {

@@ -174,6 +174,35 @@ pub fn audit(log: &SessionLog) -> Audit {
     }
 }
 
+/// Why an audit never judges `p` from a session log (its verdict is always "not applicable"),
+/// or `None` when it may: what these properties are about is not on the wire. Reports print it.
+pub fn not_judged(p: Property) -> Option<&'static str> {
+    Some(match p {
+        Property::AuthIsolation => {
+            "one authorization context per connection; what a client caches is not on the wire"
+        }
+        Property::NoSpuriousNotify => {
+            "the server's catalog is not on the wire: a list_changed followed by the same list may announce a change to another context, or one undone since"
+        }
+        Property::ConsumersAgree => {
+            "what the application's listing shows is not on the wire, and a client may call a tool by a name it knows from elsewhere"
+        }
+        Property::ApprovalNotInherited => {
+            "a user's approvals, and what a client's listing shows, are not on the wire"
+        }
+        Property::NoStaleArguments => {
+            "which definition a call's arguments were built for is not on the wire (only our clients say so, in _meta)"
+        }
+        Property::NoNameCollision => {
+            "a recorded session is one connection to one server; the names an application shows for several servers are not on its wire"
+        }
+        Property::ErrorsNotChanges => {
+            "why a client lists again is not on the wire: a list request after a failed call may be the application's or a timer's"
+        }
+        _ => return None,
+    })
+}
+
 fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
     if let Some((detail, lines, conns)) = seen.violations.get(&p) {
         let mut detail = detail.clone();
@@ -193,37 +222,13 @@ fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
         };
     }
     let (status, detail) = match p {
+        _ if not_judged(p).is_some() => (
+            Status::NotApplicable,
+            not_judged(p).unwrap_or_default().into(),
+        ),
         Property::NoStaleOverwrite if !seen.observed.contains(&p) => (
             Status::NotApplicable,
             "no list was under way when a list_changed of its kind arrived; otherwise what a client publishes is not on the wire (responses on one link arrive in the order served)".into(),
-        ),
-        Property::AuthIsolation => (
-            Status::NotApplicable,
-            "one authorization context per connection; what a client caches is not on the wire".into(),
-        ),
-        Property::NoSpuriousNotify => (
-            Status::NotApplicable,
-            "the server's catalog is not on the wire: a list_changed followed by the same list may announce a change to another context, or one undone since".into(),
-        ),
-        Property::ConsumersAgree => (
-            Status::NotApplicable,
-            "what the application's listing shows is not on the wire, and a client may call a tool by a name it knows from elsewhere".into(),
-        ),
-        Property::ApprovalNotInherited => (
-            Status::NotApplicable,
-            "a user's approvals, and what a client's listing shows, are not on the wire".into(),
-        ),
-        Property::NoStaleArguments => (
-            Status::NotApplicable,
-            "which definition a call's arguments were built for is not on the wire (only our clients say so, in _meta)".into(),
-        ),
-        Property::NoNameCollision => (
-            Status::NotApplicable,
-            "a recorded session is one connection to one server; the names an application shows for several servers are not on its wire".into(),
-        ),
-        Property::ErrorsNotChanges => (
-            Status::NotApplicable,
-            "why a client lists again is not on the wire: a list request after a failed call may be the application's or a timer's".into(),
         ),
         Property::ListenThenList if wire.listened.is_empty() => (
             Status::NotApplicable,
