@@ -127,6 +127,7 @@ pub fn run_once(
     let home = private.path().join("home");
     std::fs::create_dir_all(&home).map_err(|e| fail("home", &e))?;
     let log = dir.join("session.jsonl");
+    std::fs::create_dir_all(dir.join("requests")).map_err(|e| fail("requests", &e))?;
     let script = match plan.call_script() {
         Some(text) => {
             let p = dir.join("server-script.toml");
@@ -164,6 +165,7 @@ pub fn run_once(
             plan: plan.clone(),
             tool_prefix: host.manifest.tool_prefix.clone(),
             on_change: Some(hook),
+            keep_bodies: Some(dir.join("requests")),
         })
         .await
         .map_err(|e| fail("model server", &e))?;

@@ -77,7 +77,7 @@ pub struct ModelRequest {
     pub tools: Vec<String>,
     /// The offered list: the server's tools among them (the host's prefix removed), in order.
     pub offered: Vec<String>,
-    /// The tool results in its last user message.
+    /// The tool results in its user messages after the last assistant message.
     pub results: Vec<ToolResult>,
     /// What the model answered.
     pub reply: Reply,
@@ -110,6 +110,8 @@ pub struct ModelSettings {
     pub tool_prefix: String,
     /// Called with each turn's `before` ops.
     pub on_change: Option<ChangeHook>,
+    /// Where to keep each request's body as it came (`request-NNN.json`), as evidence.
+    pub keep_bodies: Option<std::path::PathBuf>,
 }
 
 struct State {
@@ -269,6 +271,12 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Full<Bytes>>
         let turn = tools_field.map(|_| rec.turns().count() + 1);
         (seq, turn)
     };
+    if let Some(dir) = &st.settings.keep_bodies {
+        let path = dir.join(format!("request-{seq:03}.json"));
+        if let Err(e) = std::fs::write(&path, &body) {
+            tracing::warn!("model server: {}: {e}", path.display());
+        }
+    }
     let planned = turn.and_then(|k| st.settings.plan.turns.get(k - 1).cloned());
     let mut changed = Vec::new();
     if let Some(t) = &planned
@@ -386,18 +394,20 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Full<Bytes>>
     r
 }
 
-/// The tool results of the request's last user message.
+/// The tool results of the request's user messages after the last assistant message.
 fn tool_results(v: &Value) -> Vec<ToolResult> {
-    let Some(last) = v
-        .get("messages")
-        .and_then(Value::as_array)
-        .and_then(|m| m.last())
-    else {
+    let Some(messages) = v.get("messages").and_then(Value::as_array) else {
         return Vec::new();
     };
-    let Some(blocks) = last.get("content").and_then(Value::as_array) else {
-        return Vec::new();
-    };
+    let from = messages
+        .iter()
+        .rposition(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+        .map_or(0, |i| i + 1);
+    let blocks: Vec<&Value> = messages[from..]
+        .iter()
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten()
+        .collect();
     blocks
         .iter()
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
