@@ -2,8 +2,9 @@
 //! JSON or as a server-sent event stream when the request asks `"stream": true`), answering each
 //! model turn as the host plan says and recording, for every request, the tools the host offered
 //! (the **offered list**) and the tool results it passed back. A request counts as a model turn
-//! when it offers tools (a `tools` array, even empty); other requests (a host's side calls, such
-//! as a title or a quota check) get a short text answer and are recorded as side requests.
+//! when it offers tools (a `tools` array, even empty) and its conversation starts with the plan's
+//! prompt; other requests (a host's side calls: warm-ups, sub-agents, titles) get a short text
+//! answer and are recorded as side requests.
 //! `count_tokens` gets a well-formed count; any other path is answered 404 and logged.
 //!
 //! A `before` change of a turn is handed to the [`ChangeHook`] when the turn's request arrives;
@@ -117,6 +118,8 @@ pub struct ModelSettings {
 struct State {
     settings: ModelSettings,
     recording: Mutex<Recording>,
+    /// Requests and model turns numbered so far.
+    counters: Mutex<(usize, usize)>,
 }
 
 /// A running model server.
@@ -135,6 +138,7 @@ impl ModelServer {
         let state = Arc::new(State {
             settings,
             recording: Mutex::new(Recording::default()),
+            counters: Mutex::new((0, 0)),
         });
         let (tx, mut rx) = tokio::sync::watch::channel(false);
         let st = state.clone();
@@ -173,13 +177,16 @@ impl ModelServer {
         format!("http://{}", self.addr)
     }
 
-    /// A copy of what it recorded so far.
+    /// A copy of what it recorded so far, requests in arrival order.
     pub fn recording(&self) -> Recording {
-        self.state
+        let mut r = self
+            .state
             .recording
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone()
+            .clone();
+        r.requests.sort_by_key(|q| q.seq);
+        r
     }
 
     /// Stops accepting; returns what it recorded.
@@ -264,12 +271,15 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Full<Bytes>>
         .map(str::to_owned)
         .collect();
     let results = tool_results(&v);
-    // Which turn: the count of turns so far, plus one.
+    // Its number and turn, taken at arrival (a host may have several requests open at once).
+    let is_turn = tools_field.is_some() && starts_with_prompt(&v, &st.settings.plan.prompt);
     let (seq, turn) = {
-        let rec = st.recording.lock().unwrap_or_else(|p| p.into_inner());
-        let seq = rec.requests.len();
-        let turn = tools_field.map(|_| rec.turns().count() + 1);
-        (seq, turn)
+        let mut c = st.counters.lock().unwrap_or_else(|p| p.into_inner());
+        c.0 += 1;
+        if is_turn {
+            c.1 += 1;
+        }
+        (c.0 - 1, is_turn.then_some(c.1))
     };
     if let Some(dir) = &st.settings.keep_bodies {
         let path = dir.join(format!("request-{seq:03}.json"));
@@ -392,6 +402,28 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Full<Bytes>>
         hyper::header::HeaderValue::from_static("text/event-stream"),
     );
     r
+}
+
+/// Whether the conversation starts with the plan's prompt: its first message is the user's and
+/// carries the prompt (as its text, or in one of its text blocks). A host's side requests
+/// (warm-ups, sub-agents, titles) start otherwise.
+fn starts_with_prompt(v: &Value, prompt: &str) -> bool {
+    let Some(first) = v
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.first())
+    else {
+        return false;
+    };
+    match first.get("content") {
+        Some(Value::String(s)) => s.contains(prompt),
+        Some(Value::Array(blocks)) => blocks.iter().any(|b| {
+            b.get("text")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.contains(prompt))
+        }),
+        _ => false,
+    }
 }
 
 /// The tool results of the request's user messages after the last assistant message.
