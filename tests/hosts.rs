@@ -51,7 +51,11 @@ fn the_stale_host_is_caught_by_the_properties_it_breaks() {
         }
         // It offers what it dispatches (both stale), and the MCP side re-lists as it should:
         // the harness blames the offered list, not the wire.
-        assert_eq!(status(&r, HostProperty::ConsumersAgree), Status::HoldsAsObserved, "{text}");
+        assert_eq!(
+            status(&r, HostProperty::ConsumersAgree),
+            Status::HoldsAsObserved,
+            "{text}"
+        );
         assert!(r.runs.iter().all(|x| !x.audit.violated()), "{text}");
         assert!(r.violated());
         // The evidence: a turn after the removal still offers the removed tool.
@@ -73,7 +77,11 @@ fn the_careful_host_passes_every_plan() {
         let r = run("careful", plan, out.path());
         let text = listsync_host::render(&r);
         for p in HostProperty::ALL {
-            assert_eq!(status(&r, p), Status::HoldsAsObserved, "{plan}: {p:?}\n{text}");
+            assert_eq!(
+                status(&r, p),
+                Status::HoldsAsObserved,
+                "{plan}: {p:?}\n{text}"
+            );
         }
         assert!(!r.violated(), "{text}");
         assert_eq!(r.runs[0].judgement.max_lag, Some((0, false)), "{text}");
@@ -97,8 +105,14 @@ fn the_command_exits_1_on_the_stale_host_and_writes_junit() {
     let stale = run("stale");
     let text = String::from_utf8_lossy(&stale.stdout);
     assert_eq!(stale.status.code(), Some(1), "{text}");
-    assert!(text.contains("no_offer_of_removed        violated"), "{text}");
-    assert!(text.contains("offered [echo, greet, time] host's list [greet, time]"), "{text}");
+    assert!(
+        text.contains("no_offer_of_removed        violated"),
+        "{text}"
+    );
+    assert!(
+        text.contains("offered [echo, greet, time] host's list [greet, time]"),
+        "{text}"
+    );
     let xml = std::fs::read_to_string(&junit).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap();
     let failed: Vec<&str> = doc
@@ -121,5 +135,7 @@ fn the_command_exits_1_on_the_stale_host_and_writes_junit() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("known hosts: careful, claude-code, stale"));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("known hosts: careful, claude-code, stale")
+    );
 }

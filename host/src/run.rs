@@ -11,7 +11,7 @@ use listsync_harness::hosts::model_server::{ChangeHook, ModelServer, ModelSettin
 use listsync_harness::hosts::plan::Plan;
 use listsync_rt::control::admin;
 use listsync_session::log::What;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -256,7 +256,7 @@ pub fn run_once(
 }
 
 /// Whether the log has its connection's close.
-fn closed(log: &PathBuf) -> bool {
+fn closed(log: &Path) -> bool {
     listsync_session::log::read(log).is_ok_and(|l| {
         l.entries
             .iter()
