@@ -195,7 +195,11 @@ fn the_installed_binary_works_from_an_empty_directory() {
     assert!(trees[0].join("traces/naive.json").is_file());
     assert!(trees[0].join("harness/adapters/provision.sh").is_file());
     // `listsync host`: the host manifests and plans.
-    assert!(trees[0].join("harness/hosts/claude-code/host.toml").is_file());
+    assert!(
+        trees[0]
+            .join("harness/hosts/claude-code/host.toml")
+            .is_file()
+    );
     assert!(trees[0].join("harness/hosts/plans/in-call.toml").is_file());
     assert!(
         trees[0]
