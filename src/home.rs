@@ -22,13 +22,15 @@ use std::sync::OnceLock;
 static ADAPTERS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/harness/adapters");
 static CORPUS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/traces");
 static SUITE_PIN: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/harness/conformance-suite");
+static HOSTS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/harness/hosts");
 
 /// (root-relative directory, its embedded copy).
-fn embedded() -> [(&'static str, &'static Dir<'static>); 3] {
+fn embedded() -> [(&'static str, &'static Dir<'static>); 4] {
     [
         ("harness/adapters", &ADAPTERS),
         ("traces", &CORPUS),
         ("harness/conformance-suite", &SUITE_PIN),
+        ("harness/hosts", &HOSTS),
     ]
 }
 

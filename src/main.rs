@@ -8,6 +8,7 @@ mod change;
 mod check;
 mod explore;
 mod home;
+mod host_cmd;
 mod matrix_cmd;
 mod record_cmd;
 mod replay_cmd;
@@ -119,6 +120,17 @@ enum Cmd {
     Record(record_cmd::Args),
     /// Judge recorded session logs per property; exit 1 on any violation.
     Audit(audit_cmd::Args),
+    /// Runs a host (Claude Code, our own stale and careful hosts, any host with a manifest)
+    /// against a scripted model and the reference server, and judges what it offered the model
+    /// and dispatched (docs/hosts.md).
+    Host(host_cmd::Args),
+    /// Our own hosts under test: `stale` (offers the first tool list forever) or `careful`
+    /// (offers the current list at every turn), started by `listsync host stale|careful`.
+    #[command(hide = true)]
+    OwnHost {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Adapters of your own: `adapter check FILE` checks one's control protocol.
     Adapter {
         #[command(subcommand)]
@@ -161,6 +173,8 @@ fn main() -> ExitCode {
         Cmd::ConformanceSuite(args) => suite_cmd::run(args),
         Cmd::Record(args) => record_cmd::run(args),
         Cmd::Audit(args) => audit_cmd::run(args),
+        Cmd::Host(args) => host_cmd::run(args),
+        Cmd::OwnHost { args } => host_cmd::own_host(args),
         Cmd::Adapter { cmd } => adapter_cmd::run(cmd),
         Cmd::Trace {
             cmd: TraceCmd::Show { file, quiet },

@@ -194,6 +194,13 @@ fn the_installed_binary_works_from_an_empty_directory() {
     assert_eq!(trees.len(), 1, "{trees:?}");
     assert!(trees[0].join("traces/naive.json").is_file());
     assert!(trees[0].join("harness/adapters/provision.sh").is_file());
+    // `listsync host`: the host manifests and plans.
+    assert!(
+        trees[0]
+            .join("harness/hosts/claude-code/host.toml")
+            .is_file()
+    );
+    assert!(trees[0].join("harness/hosts/plans/in-call.toml").is_file());
     assert!(
         trees[0]
             .join("harness/conformance-suite/package-lock.json")

@@ -14,6 +14,7 @@ pub mod exercises;
 pub mod expected;
 pub mod findings;
 pub mod history;
+pub mod hosts;
 pub mod jsonrpc;
 pub mod limited_file;
 pub mod manifest;

@@ -39,6 +39,7 @@ pub fn session_log(report: &RunReport) -> SessionLog {
         server: vec![report.server.clone()],
         // A replayed run has no wall clock worth keeping: its entries carry the run's own.
         started_unix_ms: 0,
+        started_unix_us: None,
     };
     let mut entries = Vec::new();
     let mut push = |t_us: u64, what: What| {

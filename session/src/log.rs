@@ -50,6 +50,19 @@ pub struct Header {
     pub server: Vec<String>,
     /// Wall-clock start, milliseconds since the Unix epoch (entries carry time since then).
     pub started_unix_ms: u64,
+    /// The same start in microseconds (written since the host harness lines a log up with the
+    /// scripted model's clock; absent in older logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_us: Option<u64>,
+}
+
+impl Header {
+    /// Wall-clock start in microseconds since the Unix epoch (`started_unix_us`, else from
+    /// `started_unix_ms`).
+    pub fn start_us(&self) -> u64 {
+        self.started_unix_us
+            .unwrap_or(self.started_unix_ms.saturating_mul(1000))
+    }
 }
 
 /// Which way a message travelled.
@@ -327,16 +340,18 @@ impl Writer {
         transport: Transport,
         server: Vec<String>,
     ) -> std::io::Result<Self> {
-        let started_unix_ms = std::time::SystemTime::now()
+        // The wall clock and the monotonic clock of the entries, read together.
+        let started = Instant::now();
+        let since_epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-            .unwrap_or(0);
+            .unwrap_or_default();
         let header = Header {
             format: FORMAT.into(),
             version: VERSION,
             transport,
             server,
-            started_unix_ms,
+            started_unix_ms: u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX),
+            started_unix_us: Some(u64::try_from(since_epoch.as_micros()).unwrap_or(u64::MAX)),
         };
         serde_json::to_writer(&mut out, &header)?;
         out.write_all(b"\n")?;
@@ -345,7 +360,7 @@ impl Writer {
             inner: Mutex::new(WriterState {
                 out,
                 seq: 0,
-                started: Instant::now(),
+                started,
                 failed: false,
             }),
         })

@@ -1,0 +1,265 @@
+//! One run of a host: provisions it (once), starts the scripted model server, writes the MCP
+//! configuration naming `listsync record --out LOG -- listsync serve --stdio --admin-socket S
+//! ...` as the server, starts the host with its manifest's command and environment (HOME an
+//! empty private directory, PATH kept, nothing else of ours), waits for it within its bound,
+//! waits for the log's `close`, and judges the run.
+
+use crate::judge;
+use crate::{HostError, HostRef, Options, RunResult};
+use listsync_harness::hosts::manifest::{Expand, HostManifest};
+use listsync_harness::hosts::model_server::{ChangeHook, ModelServer, ModelSettings};
+use listsync_harness::hosts::plan::Plan;
+use listsync_rt::control::admin;
+use listsync_session::log::What;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Whether `prog` is on PATH (or is a path that exists).
+fn on_path(prog: &str) -> bool {
+    if prog.contains('/') {
+        return Path::new(prog).exists();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+}
+
+fn base_expand(host: &HostRef, opts: &Options) -> Expand {
+    Expand {
+        listsync: opts.listsync.clone(),
+        hosts: opts.hosts_dir.clone(),
+        version: host.version.clone(),
+        cache: opts.cache.clone(),
+        ..Expand::default()
+    }
+}
+
+/// Runs the manifest's provisioning (if any); what it printed last on stdout.
+pub fn provision(host: &HostRef, opts: &Options) -> Result<String, HostError> {
+    let m = &host.manifest;
+    if let Some(missing) = m.needs.iter().find(|p| !on_path(p)) {
+        return Err(HostError::Skipped(format!(
+            "{} needs {missing}, which is not on PATH",
+            host.label()
+        )));
+    }
+    if m.provision.is_empty() {
+        return Ok(String::new());
+    }
+    let argv = base_expand(host, opts).argv(&m.provision);
+    tracing::info!("provisioning {} ({})", host.label(), argv.join(" "));
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| {
+            HostError::Failed(format!("provisioning {}: {}: {e}", host.label(), argv[0]))
+        })?;
+    if !out.status.success() {
+        return Err(HostError::Failed(format!(
+            "provisioning {} failed ({})",
+            host.label(),
+            out.status
+        )));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text.lines().last().unwrap_or_default().trim().to_owned())
+}
+
+/// The server's command line for a run.
+fn server_argv(
+    opts: &Options,
+    plan: &Plan,
+    log: &Path,
+    socket: &Path,
+    script: Option<&Path>,
+) -> Result<Vec<String>, HostError> {
+    let exe = opts.listsync.to_string_lossy().into_owned();
+    let mut argv = vec![
+        exe.clone(),
+        "record".into(),
+        "--out".into(),
+        log.to_string_lossy().into_owned(),
+        "--".into(),
+        exe,
+        "serve".into(),
+        "--stdio".into(),
+        "--era".into(),
+        opts.era.clone(),
+        "--page-size".into(),
+        plan.page_size.to_string(),
+        "--admin-socket".into(),
+        socket.to_string_lossy().into_owned(),
+    ];
+    if let Some(initial) = &plan.initial {
+        let ops = admin::ops_of_args(initial)
+            .map_err(|e| HostError::Failed(format!("plan {}: initial: {e}", plan.name)))?;
+        argv.push("--initial".into());
+        argv.push(ops.to_string());
+    }
+    if let Some(s) = script {
+        argv.push("--script".into());
+        argv.push(s.to_string_lossy().into_owned());
+    }
+    Ok(argv)
+}
+
+/// Runs the host once under the plan, its files in `dir` (emptied first).
+pub fn run_once(
+    host: &HostRef,
+    plan: &Plan,
+    opts: &Options,
+    provisioned: &str,
+    index: usize,
+    dir: &Path,
+) -> Result<RunResult, HostError> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| HostError::Failed(format!("{what}: {e}"));
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).map_err(|e| fail(&dir.display().to_string(), &e))?;
+    // The host runs in a directory of its own: every path it is given is absolute.
+    let dir = &std::path::absolute(dir).map_err(|e| fail(&dir.display().to_string(), &e))?;
+    // The admin socket and HOME in a private directory of their own (a socket path is short).
+    let private = tempfile::Builder::new()
+        .prefix("listsync-host-")
+        .tempdir()
+        .map_err(|e| fail("temporary directory", &e))?;
+    let socket = private.path().join("admin.sock");
+    let home = private.path().join("home");
+    std::fs::create_dir_all(&home).map_err(|e| fail("home", &e))?;
+    let log = dir.join("session.jsonl");
+    std::fs::create_dir_all(dir.join("requests")).map_err(|e| fail("requests", &e))?;
+    let script = match plan.call_script() {
+        Some(text) => {
+            let p = dir.join("server-script.toml");
+            std::fs::write(&p, text).map_err(|e| fail(&p.display().to_string(), &e))?;
+            Some(p)
+        }
+        None => None,
+    };
+    let server = server_argv(opts, plan, &log, &socket, script.as_deref())?;
+    let mcp_config = dir.join("mcp.json");
+    std::fs::write(
+        &mcp_config,
+        serde_json::to_string_pretty(&HostManifest::mcp_config(&server)).unwrap_or_default(),
+    )
+    .map_err(|e| fail("mcp.json", &e))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| fail("runtime", &e))?;
+    let started = Instant::now();
+    let (exit, recording) = rt.block_on(async {
+        let sock = socket.clone();
+        let hook: ChangeHook = Arc::new(move |ops: Vec<String>| {
+            let sock = sock.clone();
+            Box::pin(async move {
+                let ops = admin::ops_of_args(&ops)?;
+                admin::change_by_socket(&sock, ops, Duration::from_secs(10))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+        });
+        let model = ModelServer::start(ModelSettings {
+            plan: plan.clone(),
+            tool_prefix: host.manifest.tool_prefix.clone(),
+            on_change: Some(hook),
+            keep_bodies: Some(dir.join("requests")),
+        })
+        .await
+        .map_err(|e| fail("model server", &e))?;
+        let x = Expand {
+            provisioned: provisioned.to_owned(),
+            model_url: model.url(),
+            mcp_config: mcp_config.clone(),
+            prompt: plan.prompt.clone(),
+            home: home.clone(),
+            server: server.clone(),
+            ..base_expand(host, opts)
+        };
+        let argv = x.argv(&host.manifest.command);
+        let env = x.env(&host.manifest.env);
+        std::fs::write(dir.join("host-command.txt"), argv.join("\n"))
+            .map_err(|e| fail("host-command.txt", &e))?;
+        let stdout =
+            std::fs::File::create(dir.join("host.stdout")).map_err(|e| fail("host.stdout", &e))?;
+        let stderr =
+            std::fs::File::create(dir.join("host.stderr")).map_err(|e| fail("host.stderr", &e))?;
+        let mut cmd = tokio::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .env_clear()
+            .envs(
+                std::env::var_os("PATH")
+                    .map(|p| ("PATH".to_owned(), p.to_string_lossy().into_owned())),
+            )
+            .envs(env)
+            .current_dir(private.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| fail(&argv[0], &e))?;
+        let bound = host.manifest.timeout().map_err(HostError::Failed)?;
+        let exit = match tokio::time::timeout(bound, child.wait()).await {
+            Ok(Ok(s)) => s.to_string(),
+            Ok(Err(e)) => format!("wait failed: {e}"),
+            Err(_) => {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                format!("killed after {} s (its bound)", bound.as_secs())
+            }
+        };
+        // `record` writes the connection's close once the server has exited (it gives the
+        // server 2 s, then SIGTERM, 2 s more, then SIGKILL).
+        let deadline = Instant::now() + Duration::from_secs(6);
+        while Instant::now() < deadline && !closed(&log) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok::<_, HostError>((exit, model.stop()))
+    })?;
+    let seconds = started.elapsed().as_secs_f64();
+    std::fs::write(
+        dir.join("model.json"),
+        serde_json::to_string_pretty(&recording).unwrap_or_default(),
+    )
+    .map_err(|e| fail("model.json", &e))?;
+    let session = listsync_session::log::read(&log).map_err(|e| {
+        HostError::Failed(format!(
+            "{}: the session log cannot be read ({e}); the host's output is in {}",
+            host.label(),
+            dir.display()
+        ))
+    })?;
+    let audit = listsync_session::audit::audit(&session);
+    let wire = listsync_session::wire::observe(&session.entries);
+    let judgement = judge::judge(&session, &wire, &recording, opts.catch_up);
+    std::fs::write(
+        dir.join("judgement.json"),
+        serde_json::to_string_pretty(&judgement).unwrap_or_default(),
+    )
+    .map_err(|e| fail("judgement.json", &e))?;
+    Ok(RunResult {
+        index,
+        dir: dir.to_path_buf(),
+        host_exit: exit,
+        seconds,
+        audit,
+        side_requests: recording
+            .requests
+            .iter()
+            .filter(|r| r.turn.is_none())
+            .count(),
+        other_paths: recording.other_paths.clone(),
+        judgement,
+    })
+}
+
+/// Whether the log has its connection's close.
+fn closed(log: &Path) -> bool {
+    listsync_session::log::read(log).is_ok_and(|l| {
+        l.entries
+            .iter()
+            .any(|e| matches!(e.what, What::Close { .. }))
+    })
+}

@@ -1,0 +1,99 @@
+//! `listsync host HOST [--plan P]... [--era E] [--repeat N] [--catch-up N] [--junit F] [--out DIR]`:
+//! runs a host under test (`listsync_host::run_host`) against the scripted model and the
+//! reference server, and prints per property holds / violated / not observed with the offered
+//! list per turn as evidence; exit 1 on a violation, 0 with a skip line when the host needs a
+//! program that is missing. `listsync own-host stale|careful ...` is our own two hosts.
+
+use listsync_harness::hosts::plan::Plan;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `listsync host`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The host: NAME[@VERSION] of harness/hosts/NAME/host.toml (claude-code, stale, careful),
+    /// or the path of a host manifest.
+    host: String,
+    /// Host plan: a built-in (between-turns, in-call, paged) or a plan file; repeat for several
+    /// [default: every built-in plan].
+    #[arg(long, value_name = "PLAN")]
+    plan: Vec<String>,
+    /// Protocol era of the server.
+    #[arg(long, default_value = "2025-11-25")]
+    era: String,
+    /// Runs per plan (a verdict that varies between runs is timing-dependent).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Model turns the offered list may lag behind the host's re-list.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    catch_up: usize,
+    /// Also write a JUnit XML report (one testcase per plan × property).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Where each run's files go (DIR/HOST/PLAN/N/: session log, model recording, host output).
+    #[arg(long, value_name = "DIR", default_value = "target/listsync/host")]
+    out: PathBuf,
+}
+
+/// Runs the host under each plan.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.repeat == 0 || args.repeat > 100 {
+        anyhow::bail!("--repeat must be 1 to 100");
+    }
+    let home = crate::home::home()?;
+    let hosts_dir = home.tree.join("harness/hosts");
+    let host = listsync_host::HostRef::find(&args.host, &hosts_dir).map_err(anyhow::Error::msg)?;
+    let names: Vec<String> = if args.plan.is_empty() {
+        listsync_harness::hosts::plan::BUILTIN
+            .iter()
+            .map(|(n, _)| (*n).to_owned())
+            .collect()
+    } else {
+        args.plan.clone()
+    };
+    let plans = names
+        .iter()
+        .map(|n| Plan::load(n))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
+    let cache = match &home.adapter_cache {
+        Some(a) => a.with_file_name("hosts"),
+        None => home.tree.join(".cache/hosts"),
+    };
+    let opts = listsync_host::Options {
+        listsync: std::env::current_exe()?,
+        hosts_dir,
+        cache,
+        era: args.era.clone(),
+        repeat: args.repeat,
+        catch_up: args.catch_up,
+        out: args.out.clone(),
+    };
+    let mut reports = Vec::new();
+    for plan in &plans {
+        match listsync_host::run_host(&host, plan, &opts) {
+            Ok(r) => {
+                print!("{}", listsync_host::render(&r));
+                reports.push(r);
+            }
+            Err(e @ listsync_host::HostError::Skipped(_)) => {
+                println!("host {}: {e}", host.label());
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(e) => anyhow::bail!("{e}"),
+        }
+    }
+    if let Some(f) = &args.junit {
+        listsync_report::junit::write(f, &[listsync_host::junit(&reports)])?;
+    }
+    Ok(if reports.iter().any(listsync_host::HostReport::violated) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `listsync own-host stale|careful --model URL [--prompt TEXT] -- SERVER...`.
+pub fn own_host(args: Vec<String>) -> anyhow::Result<ExitCode> {
+    Ok(ExitCode::from(listsync_own_host::main_with(&args)))
+}
