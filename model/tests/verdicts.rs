@@ -46,6 +46,7 @@ const STATES: &[(&str, usize)] = &[
     ("stale-dispatch", 76),
     ("cluster-notify-before-visible", 7187),
     ("lying-registry", 196),
+    ("lying-client", 40),
     ("notify-on-noop", 426),
     ("refresh-on-any-error", 125),
     ("two-registries", 64),
