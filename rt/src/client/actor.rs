@@ -982,6 +982,11 @@ impl Actor {
                     h.record(e);
                 }
             }
+            // Watchers (the control channel's `history` and `refresh_started`) are told the
+            // observed walks too, not the machine's word on them.
+            for e in ended.into_iter().chain(lost) {
+                self.notice(ClientNotice::Event(e));
+            }
             let reasons: Vec<(Kind, listsync_core::history::Restart)> = out
                 .iter()
                 .filter_map(|o| match o {
@@ -1011,9 +1016,11 @@ impl Actor {
                             .find(|(k, _)| matches!(&msg.req, Request::List { kind, .. } if kind == k))
                             .map(|(_, r)| *r),
                     )
-                    && let Some(h) = &self.settings.history
                 {
-                    h.record(&e);
+                    if let Some(h) = &self.settings.history {
+                        h.record(&e);
+                    }
+                    self.notice(ClientNotice::Event(e));
                 }
                 self.carry(o);
             }
@@ -1121,7 +1128,7 @@ impl Actor {
         }
     }
 
-    fn event(&mut self, e: Event) {
+    fn event(&mut self, mut e: Event) {
         // The machine's word on its refreshes, walks and publishes is not history: those are
         // observed (`step`).
         let claim = matches!(
@@ -1134,6 +1141,7 @@ impl Actor {
         if !claim && let Some(h) = &self.settings.history {
             h.record(&e);
         }
+        let mut read = None;
         match &e {
             Event::Published {
                 kind,
@@ -1148,6 +1156,7 @@ impl Actor {
                     .machine
                     .snapshot_for(*kind, *auth)
                     .map_or((0, Arc::from([])), |s| (s.epoch, s.items.clone()));
+                read = Some(items.clone());
                 self.views.publish(
                     Listing {
                         kind: *kind,
@@ -1202,7 +1211,17 @@ impl Actor {
             },
             _ => {}
         }
-        self.notice(ClientNotice::Event(e));
+        // Watchers (the control channel's `published`) are told what the readers read; of the
+        // walks, what was observed (`step`).
+        if let (Event::Published { items, .. }, Some(read)) = (&mut e, read) {
+            *items = read;
+        }
+        if !matches!(
+            e,
+            Event::RefreshStarted { .. } | Event::WalkRestarted { .. } | Event::RefreshEnded { .. }
+        ) {
+            self.notice(ClientNotice::Event(e));
+        }
     }
 
     /// A refresh of `kind` completed: the list is current unless its snapshot is stale.
