@@ -1472,15 +1472,18 @@ impl CatalogClient {
         let refresh = self.next_refresh;
         self.next_refresh += 1;
         let id = self.id;
-        self.event(
-            out,
-            Event::RefreshStarted {
-                client: id,
-                kind,
-                auth,
-                refresh,
-            },
-        );
+        // lying-client: reports none of its walks.
+        if self.cfg.strategy != ClientStrategy::LyingClient {
+            self.event(
+                out,
+                Event::RefreshStarted {
+                    client: id,
+                    kind,
+                    auth,
+                    refresh,
+                },
+            );
+        }
         let first_req = self.send(
             Request::List { kind, cursor: None },
             auth,
@@ -1664,8 +1667,13 @@ impl CatalogClient {
         }
         let outcome = if publish {
             l.guard = Some(w.first_req);
+            // lying-client: its readers keep the list it held, its event names the new one.
+            let read = match (&l.snapshot, strategy) {
+                (Some(cur), ClientStrategy::LyingClient) => cur.items.clone(),
+                _ => items.clone(),
+            };
             l.snapshot = Some(Snapshot {
-                items: items.clone(),
+                items: read,
                 version: w.version,
                 catalog: w.catalog,
                 epoch,

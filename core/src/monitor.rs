@@ -692,7 +692,37 @@ impl Monitor {
                     );
                 }
             }
-            Event::WalkRestarted { .. } => {}
+            Event::WalkRestarted {
+                client,
+                kind,
+                refresh,
+                ..
+            } => {
+                // A walk begun again lists afresh from the first page: the list is fetched as of
+                // now, as when a refresh starts (the walk's context is its refresh's).
+                let from = (*client, *kind, AuthCtx(0));
+                let auth = self
+                    .windows
+                    .range(from..)
+                    .take_while(|((c, k, _), _)| c == client && k == kind)
+                    .find(|(_, ws)| ws.iter().any(|w| w.refresh == *refresh && !w.ended))
+                    .map(|((_, _, a), _)| *a);
+                if let Some(auth) = auth {
+                    let at = self.latest_version();
+                    let key = (*client, *kind, auth);
+                    if self.keys.get(&key).is_none_or(|k| k.refresh_started_at != at) {
+                        Shared::make_mut(&mut self.keys)
+                            .entry(key)
+                            .or_default()
+                            .refresh_started_at = at;
+                    }
+                }
+                if self.acked_unlisted.get(client).is_some_and(|a| a.contains(*kind))
+                    && let Some(acked) = Shared::make_mut(&mut self.acked_unlisted).get_mut(client)
+                {
+                    *acked = acked.iter().filter(|k| k != kind).collect();
+                }
+            }
             Event::RefreshEnded {
                 client,
                 kind,

@@ -357,6 +357,10 @@ pub trait Recorder {
     fn wants_notes(&self) -> bool {
         true
     }
+    /// What a client machine says about itself (that it started, restarted or ended a
+    /// refresh, or published a list): an explanation of what it did, never evidence; the
+    /// world judges from what it observes instead. Default: ignored.
+    fn claim(&mut self, _e: &Event) {}
     /// A note.
     fn note(&mut self, note: Note);
     /// A message was put on `link` of `client`'s connection (schedulers use this to plan its
@@ -392,6 +396,9 @@ impl Recorder for Log {
     fn event(&mut self, e: &Event) {
         self.events.push(e.clone());
         self.lines.push(e.to_string());
+    }
+    fn claim(&mut self, e: &Event) {
+        self.lines.push(format!("(the client says) {e}"));
     }
     fn note(&mut self, note: Note) {
         self.lines.push(note.to_string());

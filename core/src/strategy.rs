@@ -60,6 +60,12 @@ pub enum ClientStrategy {
     /// one's tools shadow the other's (each connection is kept as `reference` keeps it).
     #[serde(rename = "prefix-from-server-info")]
     PrefixFromServerInfo,
+    /// Keeps its lists as `reference` does, but lies about them: after a walk it publishes, its
+    /// readers still read the list it held before, while its event names the new one; and it
+    /// reports none of its walks. Only a judge that reads the client's snapshot as its readers
+    /// read it, and counts walks on the wire, catches it (the twin of `lying-registry`).
+    #[serde(rename = "lying-client")]
+    LyingClient,
 }
 
 /// How a server applies mutations, paginates, notifies and dispatches.
@@ -145,6 +151,7 @@ names!(
     KnownToolsSurvive = "known-tools-survive",
     ApprovalByName = "approval-by-name",
     PrefixFromServerInfo = "prefix-from-server-info",
+    LyingClient = "lying-client",
 );
 
 names!(
@@ -179,6 +186,7 @@ impl ClientStrategy {
             ClientStrategy::KnownToolsSurvive => Some(Property::NoCallToRemoved),
             ClientStrategy::ApprovalByName => Some(Property::ApprovalNotInherited),
             ClientStrategy::PrefixFromServerInfo => Some(Property::NoNameCollision),
+            ClientStrategy::LyingClient => Some(Property::Converges),
         }
     }
 
@@ -194,6 +202,7 @@ impl ClientStrategy {
                 | ClientStrategy::KnownToolsSurvive
                 | ClientStrategy::ApprovalByName
                 | ClientStrategy::PrefixFromServerInfo
+                | ClientStrategy::LyingClient
         )
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::aggregate;
 use crate::client::{CallError, CatalogClient, ClientInput, ClientOutput};
-use crate::history::{ClientId, Event};
+use crate::history::{ClientId, Event, RefreshOutcome, Restart};
 use crate::machine::ClientMachine;
 use crate::monitor::Monitor;
 use crate::property::{Property, Verdict, Verdicts};
@@ -17,9 +17,9 @@ use crate::record::{Note, Recorder, note};
 use crate::scenario::{Scenario, Transport};
 use crate::server::{Registry, ServerInput, ServerOutput};
 use crate::shared::Shared;
-use crate::vocab::{AuthCtx, Catalog, Item, Kind, KindSet, Name};
+use crate::vocab::{AuthCtx, Catalog, Item, ItemList, Kind, KindSet, Name};
 use crate::wire::{
-    ClientMsg, ErrorReason, Lane, Notification, Request, Response, RpcError, ServerMsg,
+    ClientMsg, ErrorReason, Lane, Notification, ReqId, Request, Response, RpcError, ServerMsg,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -68,6 +68,167 @@ impl Links {
         } else {
             &mut self.down
         }
+    }
+}
+
+/// What the observer has seen of one client's list requests on the wire: the walks over a
+/// list's pages are judged from these, never from what the client says it does. A first-page
+/// request (no cursor) begins again the open walk of that list that already had an answer (a page
+/// in hand, or an error), or else starts a walk of its own (walks may run side by side); a
+/// request with a cursor continues the open walk that has pages in hand; the answer without a
+/// next cursor that reaches the client ends the walk its request belonged to, unless the walk
+/// began again since (that answer is stale).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Watch {
+    /// List requests on the wire whose answer has not reached the client: (request id, kind,
+    /// context, the first-page request of the walk's attempt it belongs to).
+    asked: Vec<(ReqId, Kind, AuthCtx, ReqId)>,
+    /// Walks begun and not ended.
+    open: Vec<OpenWalk>,
+    /// Walks seen to start so far (the next one's name).
+    started: u32,
+}
+
+/// A walk the observer saw begin and not end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct OpenWalk {
+    kind: Kind,
+    auth: AuthCtx,
+    /// The walk's name: how many walks of the client's the observer saw start before it.
+    refresh: u32,
+    /// The first-page request of its current attempt (itself, or the one that began it again).
+    head: ReqId,
+    /// Whether an answer of the current attempt (a page, or an error) reached the client.
+    answered: bool,
+}
+
+impl Watch {
+    /// The latest open walk of (kind, auth) with an answer in hand, if any.
+    fn answered_walk(&mut self, kind: Kind, auth: AuthCtx) -> Option<&mut OpenWalk> {
+        self.open
+            .iter_mut()
+            .rev()
+            .find(|w| w.kind == kind && w.auth == auth && w.answered)
+    }
+
+    /// Observes list request `msg` put on the wire; returns the walk event it shows (a walk
+    /// started or begun again), if any. `reason`: the client's own word on why it began again,
+    /// used as the event's label only.
+    pub fn asks(
+        &mut self,
+        client: ClientId,
+        msg: &ClientMsg,
+        reason: Option<Restart>,
+    ) -> Option<Event> {
+        let Request::List { kind, cursor } = &msg.req else {
+            return None;
+        };
+        let (kind, auth) = (*kind, msg.auth);
+        let (head, e) = match (cursor, self.answered_walk(kind, auth)) {
+            (Some(_), Some(w)) => (w.head, None),
+            // A cursor of no walk the observer saw answered: it continues nothing.
+            (Some(_), None) => (msg.id, None),
+            (None, Some(w)) => {
+                w.head = msg.id;
+                w.answered = false;
+                (
+                    msg.id,
+                    Some(Event::WalkRestarted {
+                        client,
+                        kind,
+                        refresh: w.refresh,
+                        reason: reason.unwrap_or(Restart::NotifiedMidWalk),
+                    }),
+                )
+            }
+            (None, None) => {
+                let refresh = self.started;
+                self.started += 1;
+                self.open.push(OpenWalk {
+                    kind,
+                    auth,
+                    refresh,
+                    head: msg.id,
+                    answered: false,
+                });
+                (
+                    msg.id,
+                    Some(Event::RefreshStarted {
+                        client,
+                        kind,
+                        auth,
+                        refresh,
+                    }),
+                )
+            }
+        };
+        self.asked.push((msg.id, kind, auth, head));
+        e
+    }
+
+    /// Observes answer `msg` reaching the client: the walk it ends (kind, context, name), if
+    /// any: its request's walk, still on the same attempt, answered by a last page.
+    pub fn answered(&mut self, msg: &ServerMsg) -> Option<(Kind, AuthCtx, u32)> {
+        let ServerMsg::Response { id, resp } = msg else {
+            return None;
+        };
+        let i = self.asked.iter().position(|(r, ..)| r == id)?;
+        let (_, kind, auth, head) = self.asked.remove(i);
+        let j = self
+            .open
+            .iter()
+            .position(|w| w.kind == kind && w.auth == auth && w.head == head)?;
+        match resp {
+            Response::Page(p) if p.next.is_none() => {
+                let w = self.open.remove(j);
+                Some((w.kind, w.auth, w.refresh))
+            }
+            _ => {
+                self.open[j].answered = true;
+                None
+            }
+        }
+    }
+
+    /// The observed end of walk `ending` ([`answered`](Self::answered)) of `client`, given the
+    /// publishes observed in the step that took its last page: published if its list's readers
+    /// read another list since, else discarded.
+    pub fn ended(client: ClientId, ending: (Kind, AuthCtx, u32), published: &[Event]) -> Event {
+        let (kind, auth, refresh) = ending;
+        let shown = published.iter().any(
+            |e| matches!(e, Event::Published { kind: k, auth: a, .. } if *k == kind && *a == auth),
+        );
+        Event::RefreshEnded {
+            client,
+            kind,
+            auth,
+            refresh,
+            outcome: if shown {
+                RefreshOutcome::Published
+            } else {
+                RefreshOutcome::Discarded
+            },
+        }
+    }
+
+    /// Whether it has seen nothing in progress.
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty() && self.asked.is_empty()
+    }
+
+    /// The connection was cut: every open walk ends failed, nothing asked will be answered.
+    pub fn cut(&mut self, client: ClientId) -> Vec<Event> {
+        self.asked.clear();
+        self.open
+            .drain(..)
+            .map(|w| Event::RefreshEnded {
+                client,
+                kind: w.kind,
+                auth: w.auth,
+                refresh: w.refresh,
+                outcome: RefreshOutcome::Failed,
+            })
+            .collect()
     }
 }
 
@@ -292,6 +453,8 @@ pub struct World<C = CatalogClient> {
     pub clients: Vec<Shared<C>>,
     /// Messages in flight, per client.
     pub links: Vec<Shared<Links>>,
+    /// What the observer saw of each client's list requests (its walks).
+    pub watch: Vec<Shared<Watch>>,
     /// Next scripted batch.
     pub next_batch: u8,
     /// Next scripted auth change.
@@ -370,6 +533,7 @@ impl<C: ClientMachine> World<C> {
         let mut w = World {
             clients,
             links: vec![Shared::default(); scn.clients.len()],
+            watch: vec![Shared::default(); scn.clients.len()],
             next_batch: 0,
             next_auth: 0,
             calls_done: BTreeSet::new(),
@@ -461,6 +625,16 @@ impl<C: ClientMachine> World<C> {
         self.route_server(scn, vec![failure], rec);
     }
 
+    /// Client `c`'s connection is gone with what was on it: the walks it had open end failed.
+    fn lose_walks(&mut self, c: ClientId, rec: &mut dyn Recorder) {
+        if self.watch[c as usize].is_empty() {
+            return;
+        }
+        for e in Shared::make_mut(&mut self.watch[c as usize]).cut(c) {
+            self.observe(&e, rec);
+        }
+    }
+
     /// Whether the world is a cluster (nodes sharing a store through a bus).
     pub fn is_cluster(&self) -> bool {
         !self.bus.is_empty()
@@ -528,18 +702,57 @@ impl<C: ClientMachine> World<C> {
         input: ClientInput,
         rec: &mut dyn Recorder,
     ) -> Vec<Event> {
+        self.client_step_ending(scn, c, input, None, rec)
+    }
+
+    /// Steps client `c` with `input` and observes what follows: each list its readers now read
+    /// otherwise than before (a publish, dated by the committed version it equals), the walk
+    /// `ending` (a last page that reached it with this input) with what became of it, and each
+    /// message it puts on the wire. What the client says about itself (its history events of
+    /// refreshes, walks and publishes) is recorded as its claim, never judged.
+    fn client_step_ending(
+        &mut self,
+        scn: &Scenario,
+        c: ClientId,
+        input: ClientInput,
+        ending: Option<(Kind, AuthCtx, u32)>,
+        rec: &mut dyn Recorder,
+    ) -> Vec<Event> {
+        let contexts = scn.auth_contexts();
+        let before = readers_see(&*self.clients[c as usize], &contexts);
         let mut out = Vec::new();
         self.client_mut(c).step(input, &mut out);
+        let monitor = Shared::make_mut(&mut self.monitor);
+        let published = observe_publishes(c, &*self.clients[c as usize], before, |k, a, items| {
+            monitor.latest_version_of(k, a, items)
+        });
         let tools_published = scn.aggregate.is_some()
-            && out.iter().any(|o| {
+            && published.iter().any(|e| {
                 matches!(
-                    o,
-                    ClientOutput::Event(Event::Published {
+                    e,
+                    Event::Published {
                         kind: Kind::Tools,
                         ..
-                    })
+                    }
                 )
             });
+        let ended = ending.map(|ending| Watch::ended(c, ending, &published));
+        for e in published.iter().chain(&ended) {
+            self.observe(e, rec);
+        }
+        // The client's word on why a walk began again: a label for the observed restart.
+        let reason = |kind: Kind| {
+            out.iter().find_map(|o| match o {
+                ClientOutput::Event(Event::WalkRestarted {
+                    kind: k, reason, ..
+                }) if *k == kind => Some(*reason),
+                _ => None,
+            })
+        };
+        let reasons: Vec<(Kind, Restart)> = Kind::ALL
+            .into_iter()
+            .filter_map(|k| reason(k).map(|r| (k, r)))
+            .collect();
         let failed = observe_call_failure(c, &out);
         let cfg = &scn.clients[c as usize];
         let routed = if cfg.calls_by_name {
@@ -549,8 +762,25 @@ impl<C: ClientMachine> World<C> {
         };
         for o in out {
             match o {
+                ClientOutput::Event(
+                    e @ (Event::Published { .. }
+                    | Event::RefreshStarted { .. }
+                    | Event::WalkRestarted { .. }
+                    | Event::RefreshEnded { .. }),
+                ) => rec.claim(&e),
                 ClientOutput::Event(e) => self.observe(&e, rec),
                 ClientOutput::Send(msg) => {
+                    let reason = match &msg.req {
+                        Request::List { kind, .. } => {
+                            reasons.iter().find(|(k, _)| k == kind).map(|(_, r)| *r)
+                        }
+                        _ => None,
+                    };
+                    if let Some(e) =
+                        Shared::make_mut(&mut self.watch[c as usize]).asks(c, &msg, reason)
+                    {
+                        self.observe(&e, rec);
+                    }
                     note(rec, || Note::ClientSends {
                         client: c,
                         msg: msg.clone(),
@@ -853,6 +1083,7 @@ impl<C: ClientMachine> World<C> {
                 // The client's own hash leaves its id out (and is computed once per change).
                 self.clients[i].hash(&mut h);
                 self.links[i].hash(&mut h);
+                self.watch[i].hash(&mut h);
                 self.is_cut(c).hash(&mut h);
                 self.node_of[i].hash(&mut h);
                 self.nodes[usize::from(self.node_of[i])].hash_session(c, &mut h);
@@ -871,6 +1102,7 @@ impl<C: ClientMachine> World<C> {
         }
         let mut clients = self.clients.clone();
         let mut links = self.links.clone();
+        let mut watch = self.watch.clone();
         let mut cut = BTreeSet::new();
         let mut node_of = self.node_of.clone();
         for (old, new) in map.iter().enumerate() {
@@ -878,6 +1110,7 @@ impl<C: ClientMachine> World<C> {
             clients[*new as usize] =
                 self.clients[old].hashing_like(self.clients[old].with_id(*new));
             links[*new as usize] = self.links[old].clone();
+            watch[*new as usize] = self.watch[old].clone();
             if self.is_cut(old as ClientId) {
                 cut.insert(*new);
             }
@@ -895,6 +1128,7 @@ impl<C: ClientMachine> World<C> {
             bus_used: self.bus_used,
             clients,
             links,
+            watch,
             next_batch: self.next_batch,
             next_auth: self.next_auth,
             calls_done: self.calls_done.clone(),
@@ -1210,6 +1444,7 @@ impl<C: ClientMachine> World<C> {
                 }
                 self.bus_used[2] += 1;
                 self.links[client as usize] = Shared::default();
+                self.lose_walks(client, rec);
                 let mut out = Vec::new();
                 self.node(client)
                     .step(ServerInput::Disconnect(client), &mut out);
@@ -1284,7 +1519,8 @@ impl<C: ClientMachine> World<C> {
                     if let Some(e) = observe_notice(client, approval, &msg) {
                         self.observe(&e, rec);
                     }
-                    self.client_step(scn, client, ClientInput::Receive(msg), rec);
+                    let ending = Shared::make_mut(&mut self.watch[client as usize]).answered(&msg);
+                    self.client_step_ending(scn, client, ClientInput::Receive(msg), ending, rec);
                 }
             }
             Step::Duplicate { client, link } | Step::Drop { client, link } => {
@@ -1464,6 +1700,7 @@ impl<C: ClientMachine> World<C> {
                 self.used[2] += 1;
                 self.cut.insert(client);
                 self.links[client as usize] = Shared::default();
+                self.lose_walks(client, rec);
                 note(rec, || Note::ConnectionCut { client });
                 let mut out = Vec::new();
                 self.node(client)
@@ -1531,6 +1768,45 @@ pub fn observe_notice(client: ClientId, approval: bool, msg: &ServerMsg) -> Opti
         }
         _ => None,
     }
+}
+
+/// The lists a client's readers can read now: every kind under each of `contexts`, as
+/// [`ClientMachine::snapshot_for`] gives it to them.
+pub fn readers_see<C: ClientMachine>(
+    m: &C,
+    contexts: &BTreeSet<AuthCtx>,
+) -> Vec<((Kind, AuthCtx), Option<ItemList>)> {
+    contexts
+        .iter()
+        .flat_map(|a| Kind::ALL.into_iter().map(move |k| (k, *a)))
+        .map(|(k, a)| ((k, a), m.snapshot_for(k, a).map(|s| s.items.clone())))
+        .collect()
+}
+
+/// The observed publishes of one step of client `client`: each list its readers read now
+/// otherwise than `before` the step ([`readers_see`]), dated by `date` (the latest committed
+/// version whose list it equals, which the observer knows; None if none). A list that readers can
+/// no longer read is no publish (it is judged at quiescence). What the client says it published
+/// is not used. The world and the runtime observe publishes with this one function.
+pub fn observe_publishes<C: ClientMachine>(
+    client: ClientId,
+    m: &C,
+    before: Vec<((Kind, AuthCtx), Option<ItemList>)>,
+    mut date: impl FnMut(Kind, AuthCtx, &[Item]) -> Option<u64>,
+) -> Vec<Event> {
+    before
+        .into_iter()
+        .filter_map(|((kind, auth), was)| {
+            let now = m.snapshot_for(kind, auth).map(|s| s.items.clone())?;
+            (Some(&now) != was.as_ref()).then(|| Event::Published {
+                client,
+                kind,
+                auth,
+                version: date(kind, auth, &now),
+                items: now,
+            })
+        })
+        .collect()
 }
 
 /// Scripted entry `i` (a tool call, an approval) of `script`, marked taken in `done`; an error if

@@ -13,7 +13,7 @@
 //! | `ListenAcked` | a `notifications/subscriptions/acknowledged` delivered to the client |
 //! | `RefreshStarted` / `RefreshEnded` | the client adapter's reports: its core `history` entries when it sends them (our runtime), else `refresh_started`, ended by the next `published` or `refresh_failed` of that kind (oldest first) |
 //! | `Published` | the client adapter's `published` events |
-//! | `Dispatched` | the server adapter's `dispatched` events (`present` as the adapter read its SDK's registry) |
+//! | `Dispatched` | the server adapter's `dispatched` events (`present` as the adapter read its SDK's registry; an event without it is not judged, and the notes say so) |
 //! | `Quiescent` | the harness released everything and the run settled |
 //!
 //! Items are compared across SDKs as (name, description): the catalog, probes and published
@@ -286,7 +286,7 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
                             },
                             Some(None) | None => {
                                 notes.push(format!(
-                                    "record {}: no probe result for this {k} list_changed; visibility assumed",
+                                    "record {}: no probe result for this {k} list_changed; notify_after_commit not judged for it (counted as visible)",
                                     r.seq
                                 ));
                                 announces
@@ -350,10 +350,14 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
                             .get("tool")
                             .and_then(Value::as_str)
                             .unwrap_or_default();
-                        let present = event
-                            .get("present")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(true);
+                        // A report without `present` is not judged (never taken as present).
+                        let Some(present) = event.get("present").and_then(Value::as_bool) else {
+                            notes.push(format!(
+                                "record {}: the dispatch of {tool} says nothing of whether the tool was present; no_call_to_removed not judged for it",
+                                r.seq
+                            ));
+                            continue;
+                        };
                         push(
                             &mut out,
                             r.seq,

@@ -214,6 +214,7 @@ fn must_reach(name: &str) -> &'static [Situation] {
         "clear-then-fetch"
         | "first-page-only"
         | "flag-cleared-after-await"
+        | "lying-client"
         | "notify-before-commit" => &[NotifyDuringRefresh],
         "listen-without-relist" => &[ChangeWhileAckInFlight],
         "notify-per-mutation" => &[BurstDuringRefresh],
@@ -710,6 +711,17 @@ pub fn all() -> Vec<Config> {
         s,
         "listing before the listen stream is acknowledged, and not after, misses a change in between",
         &[ListenThenList, Converges, NoLostWakeup],
+    ));
+
+    let mut s = Spec::bad("lying-client");
+    s.client = ClientStrategy::LyingClient;
+    s.transport = Transport::Http;
+    s.page_size = 0;
+    s.script.truncate(1);
+    out.push(cfg(
+        s.build(),
+        "a client whose readers keep its older list while its events name the newer one, and that reports none of its walks: judged from what its readers read and from its requests on the wire, it never converges",
+        &[Converges],
     ));
 
     // ---- known-bad server strategies -------------------------------------------------------

@@ -2,7 +2,7 @@
 //! one stdio client.
 
 use listsync_core::client::{ClientConfig, Pacing};
-use listsync_core::record::Log;
+use listsync_core::record::Recorder;
 use listsync_core::scenario::{Faults, Scenario, Transport};
 use listsync_core::server::ServerConfig;
 use listsync_core::strategy::ClientStrategy;
@@ -11,7 +11,7 @@ use listsync_core::world::{Step, World};
 
 /// Delivers every message in flight (the first deliverable one each time), recording into
 /// `log`, until nothing is in flight.
-pub fn settle(w: &mut World, scn: &Scenario, log: &mut Log) {
+pub fn settle(w: &mut World, scn: &Scenario, log: &mut impl Recorder) {
     for _ in 0..100 {
         let mut steps = Vec::new();
         w.enabled(scn, &mut steps);

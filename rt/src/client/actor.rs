@@ -20,12 +20,13 @@ use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Name};
 use listsync_core::wire::{
     Caps, ClientMsg, Notification, ReqId, Request, Response, ServerMsg, SubId,
 };
+use listsync_core::world::{Watch, observe_publishes, readers_see};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, ServerNotification,
     ServerPeerInfo, SubscriptionFilter,
 };
 use rmcp::service::{Peer, RoleClient};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -151,6 +152,10 @@ pub(crate) struct Actor {
     next_listen: SubId,
     queue: VecDeque<ClientInput>,
     seq: u64,
+    /// What the actor saw of its machine's list requests on the wire (its walks, as history).
+    watch: Watch,
+    /// The authorization contexts the machine has been in (whose lists its readers read).
+    contexts: BTreeSet<AuthCtx>,
     pages: BTreeMap<Kind, u64>,
     ttl_gen: BTreeMap<Kind, u64>,
     /// Latest pacing timer per list (an older one that fires is ignored).
@@ -355,6 +360,8 @@ impl Actor {
             next_listen: 0,
             queue: VecDeque::new(),
             seq: 0,
+            watch: Watch::default(),
+            contexts: BTreeSet::new(),
             pages: BTreeMap::new(),
             ttl_gen: BTreeMap::new(),
             walk_gen: BTreeMap::new(),
@@ -955,17 +962,66 @@ impl Actor {
             {
                 h.record(&e);
             }
+            // What the history holds of the machine's lists and walks is observed: the lists
+            // its readers read before and after the step, and its list requests on the wire
+            // (the machine's own events of them are its claims, not recorded).
+            let id = self.machine.id();
+            self.contexts.insert(self.machine.auth());
+            let before = readers_see(&self.machine, &self.contexts);
+            let ending = match &input {
+                ClientInput::Receive(msg) => self.watch.answered(msg),
+                _ => None,
+            };
+            let cut = matches!(input, ClientInput::Disconnected);
             self.machine.step(input, &mut out);
+            let published = observe_publishes(id, &self.machine, before, |_, _, _| None);
+            let ended = ending.map(|e| Watch::ended(id, e, &published));
+            let lost = if cut { self.watch.cut(id) } else { Vec::new() };
+            if let Some(h) = &self.settings.history {
+                for e in published.iter().chain(&ended).chain(&lost) {
+                    h.record(e);
+                }
+            }
+            // Watchers (the control channel's `history` and `refresh_started`) are told the
+            // observed walks too, not the machine's word on them.
+            for e in ended.into_iter().chain(lost) {
+                self.notice(ClientNotice::Event(e));
+            }
+            let reasons: Vec<(Kind, listsync_core::history::Restart)> = out
+                .iter()
+                .filter_map(|o| match o {
+                    ClientOutput::Event(Event::WalkRestarted { kind, reason, .. }) => {
+                        Some((*kind, *reason))
+                    }
+                    _ => None,
+                })
+                .collect();
             // A call's routing, and a failed call with the list requests it made the client
             // send, are observed from what the step put on the wire.
-            let id = self.machine.id();
             let routed = if self.settings.client.calls_by_name {
                 Vec::new()
             } else {
                 listsync_core::world::observe_call_routing(id, approval, &out)
             };
             let failed = listsync_core::world::observe_call_failure(id, &out);
+            // In the order of the outputs: a walk seen starting after the wake-up or the
+            // acknowledgement that caused it.
             for o in out {
+                if let ClientOutput::Send(msg) = &o
+                    && let Some(e) = self.watch.asks(
+                        id,
+                        msg,
+                        reasons
+                            .iter()
+                            .find(|(k, _)| matches!(&msg.req, Request::List { kind, .. } if kind == k))
+                            .map(|(_, r)| *r),
+                    )
+                {
+                    if let Some(h) = &self.settings.history {
+                        h.record(&e);
+                    }
+                    self.notice(ClientNotice::Event(e));
+                }
                 self.carry(o);
             }
             if let Some(h) = &self.settings.history {
@@ -1072,28 +1128,40 @@ impl Actor {
         }
     }
 
-    fn event(&mut self, e: Event) {
-        if let Some(h) = &self.settings.history {
+    fn event(&mut self, mut e: Event) {
+        // The machine's word on its refreshes, walks and publishes is not history: those are
+        // observed (`step`).
+        let claim = matches!(
+            e,
+            Event::Published { .. }
+                | Event::RefreshStarted { .. }
+                | Event::WalkRestarted { .. }
+                | Event::RefreshEnded { .. }
+        );
+        if !claim && let Some(h) = &self.settings.history {
             h.record(&e);
         }
+        let mut read = None;
         match &e {
             Event::Published {
                 kind,
                 auth,
-                items,
                 version,
                 ..
             } => {
                 self.seq += 1;
-                let epoch = self
+                // What the handle's readers read is the machine's snapshot, not what its
+                // event names.
+                let (epoch, items) = self
                     .machine
                     .snapshot_for(*kind, *auth)
-                    .map_or(0, |s| s.epoch);
+                    .map_or((0, Arc::from([])), |s| (s.epoch, s.items.clone()));
+                read = Some(items.clone());
                 self.views.publish(
                     Listing {
                         kind: *kind,
                         auth: *auth,
-                        items: items.clone(),
+                        items,
                         version: *version,
                         epoch,
                         seq: self.seq,
@@ -1143,7 +1211,17 @@ impl Actor {
             },
             _ => {}
         }
-        self.notice(ClientNotice::Event(e));
+        // Watchers (the control channel's `published`) are told what the readers read; of the
+        // walks, what was observed (`step`).
+        if let (Event::Published { items, .. }, Some(read)) = (&mut e, read) {
+            *items = read;
+        }
+        if !matches!(
+            e,
+            Event::RefreshStarted { .. } | Event::WalkRestarted { .. } | Event::RefreshEnded { .. }
+        ) {
+            self.notice(ClientNotice::Event(e));
+        }
     }
 
     /// A refresh of `kind` completed: the list is current unless its snapshot is stale.
