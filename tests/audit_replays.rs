@@ -167,6 +167,11 @@ const REACH: &[(&str, &[Property], &str)] = &[
         "no list after the early list_changed shows the old content and a later one the new",
     ),
     (
+        "lying-client",
+        &[],
+        "the wire shows walks that fetched the newest list; that its readers keep the older one happens inside the client",
+    ),
+    (
         "lying-registry",
         &[],
         "as notify-before-commit: the list the client made still agreed with what followed",

@@ -235,7 +235,7 @@ impl Notices {
             ClientNotice::NotificationsDropped { count } => {
                 format!("{count} notifications dropped (too many distinct ones pending)")
             }
-            ClientNotice::Event(Event::RefreshEnded { kind, outcome, .. }) => {
+            ClientNotice::Claimed(Event::RefreshEnded { kind, outcome, .. }) => {
                 if *outcome != RefreshOutcome::Failed {
                     self.failures.remove(kind);
                     return (None, None);
@@ -661,7 +661,7 @@ mod tests {
             kind: Kind::Tools,
             error: listsync_core::client::ClientError::TooManyPages(9),
         };
-        let ended = ClientNotice::Event(Event::RefreshEnded {
+        let ended = ClientNotice::Claimed(Event::RefreshEnded {
             client: 0,
             kind: Kind::Tools,
             auth: AuthCtx(0),
@@ -692,7 +692,7 @@ mod tests {
     /// whether to give up, and its count is the reconnects it made.
     #[test]
     fn a_refresh_ended_by_a_lost_connection_does_not_give_up() {
-        let ended = ClientNotice::Event(Event::RefreshEnded {
+        let ended = ClientNotice::Claimed(Event::RefreshEnded {
             client: 0,
             kind: Kind::Tools,
             auth: AuthCtx(0),

@@ -9,14 +9,16 @@
 //! takes that version, before the notifications that announce it. Arrival order across processes is
 //! not causal order (a client may publish a version before the control event of the node that took
 //! it has been read), so each `Committed` is placed just before the first client event that needs
-//! it: a publication of that version (or newer), or a quiescence point at that version. Commits are
+//! it: a publication of the list that version shows (the earliest commit not yet placed that shows it,
+//! unless one placed already does; publications are observed from the clients' readers and carry
+//! no version), or a quiescence point at that version. Commits are
 //! deduplicated by version (every node reports every version it takes), and the test fails if two
 //! nodes report different catalogs for one version. Node session ids are renamed per node (every
 //! node numbers its sessions from the same base).
 
 use super::rig::Rig;
 use listsync_core::history::{ClientId, Event};
-use listsync_core::vocab::Catalog;
+use listsync_core::vocab::{Catalog, Digest};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -37,7 +39,9 @@ impl Rig {
         }
         let quiescent: HashMap<usize, u64> = self.quiescent.iter().copied().collect();
         let mut out = Vec::new();
-        let mut pending = commits.into_iter().peekable();
+        let commits: Vec<(u64, Arc<Catalog>)> = commits.into_iter().collect();
+        // Commits placed so far: `commits[..placed]`.
+        let mut placed = 0;
         let mut ni = 0;
         for (i, e) in client_events.iter().enumerate() {
             while ni < arrived.len() && arrived[ni].at <= i {
@@ -47,17 +51,33 @@ impl Rig {
                 ni += 1;
             }
             let need = match e {
-                Event::Published { version, .. } => {
-                    version.expect("the reference server puts the version in every list result")
+                Event::Published {
+                    kind, auth, items, ..
+                } => {
+                    // A publish is observed (what the client's readers read), undated: it needs
+                    // the commit of the list it shows, unless a placed commit shows it already.
+                    let d = Digest::of(items);
+                    let shows = |c: &Catalog| Digest::of(&c.visible(*kind, *auth)) == d;
+                    if commits[..placed].iter().any(|(_, c)| shows(c)) {
+                        0
+                    } else {
+                        commits[placed..]
+                            .iter()
+                            .find(|(_, c)| shows(c))
+                            .map_or(0, |(v, _)| *v)
+                    }
                 }
                 Event::Quiescent { .. } => quiescent[&i],
                 _ => 0,
             };
-            while let Some((v, _)) = pending.peek()
-                && *v <= need
+            while let Some((version, catalog)) = commits.get(placed)
+                && *version <= need
             {
-                let (version, catalog) = pending.next().expect("peeked");
-                out.push(Event::Committed { version, catalog });
+                out.push(Event::Committed {
+                    version: *version,
+                    catalog: catalog.clone(),
+                });
+                placed += 1;
             }
             out.push(e.clone());
         }
@@ -66,7 +86,14 @@ impl Rig {
                 out.push(rename(a.node, &a.event));
             }
         }
-        out.extend(pending.map(|(version, catalog)| Event::Committed { version, catalog }));
+        out.extend(
+            commits[placed..]
+                .iter()
+                .map(|(version, catalog)| Event::Committed {
+                    version: *version,
+                    catalog: catalog.clone(),
+                }),
+        );
         out
     }
 

@@ -982,9 +982,9 @@ impl Actor {
                     h.record(e);
                 }
             }
-            // Watchers (the control channel's `history` and `refresh_started`) are told the
-            // observed walks too, not the machine's word on them.
-            for e in ended.into_iter().chain(lost) {
+            // Watchers (the control channel's `published`, `history` and `refresh_started`) are
+            // told what was observed, not the machine's word on it.
+            for e in published.into_iter().chain(ended).chain(lost) {
                 self.notice(ClientNotice::Event(e));
             }
             let reasons: Vec<(Kind, listsync_core::history::Restart)> = out
@@ -1128,7 +1128,7 @@ impl Actor {
         }
     }
 
-    fn event(&mut self, mut e: Event) {
+    fn event(&mut self, e: Event) {
         // The machine's word on its refreshes, walks and publishes is not history: those are
         // observed (`step`).
         let claim = matches!(
@@ -1141,7 +1141,6 @@ impl Actor {
         if !claim && let Some(h) = &self.settings.history {
             h.record(&e);
         }
-        let mut read = None;
         match &e {
             Event::Published {
                 kind,
@@ -1156,7 +1155,6 @@ impl Actor {
                     .machine
                     .snapshot_for(*kind, *auth)
                     .map_or((0, Arc::from([])), |s| (s.epoch, s.items.clone()));
-                read = Some(items.clone());
                 self.views.publish(
                     Listing {
                         kind: *kind,
@@ -1211,15 +1209,12 @@ impl Actor {
             },
             _ => {}
         }
-        // Watchers (the control channel's `published`) are told what the readers read; of the
-        // walks, what was observed (`step`).
-        if let (Event::Published { items, .. }, Some(read)) = (&mut e, read) {
-            *items = read;
-        }
-        if !matches!(
-            e,
-            Event::RefreshStarted { .. } | Event::WalkRestarted { .. } | Event::RefreshEnded { .. }
-        ) {
+        // Watchers (the control channel's `published`, `history`) are told what was observed
+        // (`step`): the lists the readers read, the walks on the wire. The machine's word on its
+        // refreshes and publishes goes to them as its claim.
+        if claim {
+            self.notice(ClientNotice::Claimed(e));
+        } else {
             self.notice(ClientNotice::Event(e));
         }
     }

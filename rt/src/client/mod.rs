@@ -272,8 +272,14 @@ pub enum ClientNotice {
         /// Why.
         why: String,
     },
-    /// A history event of this client (refresh started, published, ...).
+    /// A history event of this client, as observed (a list its readers now read, a walk seen
+    /// starting or ending on the wire, a wake-up, ...).
     Event(Event),
+    /// The client machine's own account of its refreshes (started, begun again, ended, and
+    /// how) and publishes: what it says it did, for display (`watch` counts failed attempts by
+    /// it); histories record what was observed instead (the walks on the wire, the lists its
+    /// readers read).
+    Claimed(Event),
     /// Something wrong the client tolerated (a server child printing non-JSON on stdout).
     Warning(String),
     /// Anything worth a log line.

@@ -90,6 +90,8 @@ pub fn forward_notices(mut rx: mpsc::UnboundedReceiver<ClientNotice>, out: Outbo
                     out.log(format!("gave up after {retries} reconnects: {why}"))
                 }
                 ClientNotice::Log(m) => out.log(m),
+                // The machine's word on its refreshes: the channel reports what was observed.
+                ClientNotice::Claimed(_) => {}
                 ClientNotice::Event(e) => {
                     match &e {
                         Event::RefreshStarted { kind, .. } => {
