@@ -974,7 +974,12 @@ impl Actor {
             };
             let cut = matches!(input, ClientInput::Disconnected);
             self.machine.step(input, &mut out);
-            let published = observe_publishes(id, &self.machine, before, |_, _, _| None);
+            // Dated by the version the server named on the pages the list came from: a label
+            // for watchers (the control channel's `published`); no verdict reads it, the
+            // monitor matches the items against the commits it observed.
+            let published = observe_publishes(id, &self.machine, before, |k, a, _| {
+                self.machine.snapshot_for(k, a).and_then(|s| s.version)
+            });
             let ended = ending.map(|e| Watch::ended(id, e, &published));
             let lost = if cut { self.watch.cut(id) } else { Vec::new() };
             if let Some(h) = &self.settings.history {
