@@ -60,6 +60,13 @@ pub fn provision(host: &HostRef, opts: &Options) -> Result<String, HostError> {
         .map_err(|e| {
             HostError::Failed(format!("provisioning {}: {}: {e}", host.label(), argv[0]))
         })?;
+    // Exit status 3: a toolchain it needs is missing (the script said which).
+    if out.status.code() == Some(3) {
+        return Err(HostError::Skipped(format!(
+            "provisioning {} found a toolchain it needs missing (see the line above)",
+            host.label()
+        )));
+    }
     if !out.status.success() {
         return Err(HostError::Failed(format!(
             "provisioning {} failed ({})",

@@ -3,7 +3,8 @@
 # idempotently (a stamp holding the requirements), with pip's cache inside the hosts' cache, and
 # prints the environment's directory as its last line on stdout. Progress goes to stderr.
 # Usage: python.sh CACHE_DIR NAME VERSION MIN_PYTHON REQUIREMENT...
-# (MIN_PYTHON like 3.10: the first of python3.14, python3.13, ..., python3 that is at least it.)
+# (MIN_PYTHON like 3.10: the first of python3.14, python3.13, ..., python3 that is at least it;
+# exit status 3 when there is none.)
 set -euo pipefail
 CACHE="${1:?usage: python.sh CACHE_DIR NAME VERSION MIN_PYTHON REQUIREMENT...}"
 NAME="${2:?usage}"; VERSION="${3:?usage}"; MIN="${4:?usage}"; shift 4
@@ -29,7 +30,8 @@ for cand in python3.14 python3.13 python3.12 python3.11 python3.10 python3 \
     PY="$p"; break
   fi
 done
-[[ -n "$PY" ]] || { say "error: no Python >= $MIN found (python3.N on PATH or a pyenv version)"; exit 1; }
+# Exit status 3: a toolchain is missing (listsync host prints a skip line).
+[[ -n "$PY" ]] || { say "skipped: no Python >= $MIN found (python3.N on PATH or a pyenv version)"; exit 3; }
 say "installing $WANT into $DIR with $("$PY" --version 2>&1) (pip, first use) ..."
 rm -f "$DIR/.stamp"
 rm -rf "$DIR/venv"
