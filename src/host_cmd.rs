@@ -1,8 +1,10 @@
-//! `listsync host HOST [--plan P]... [--era E] [--repeat N] [--catch-up N] [--junit F] [--out DIR]`:
-//! runs a host under test (`listsync_host::run_host`) against the scripted model and the
-//! reference server, and prints per property holds / violated / not observed with the offered
-//! list per turn as evidence; exit 1 on a violation, 0 with a skip line when the host needs a
-//! program that is missing. `listsync own-host stale|careful ...` is our own two hosts.
+//! `listsync host HOST [--plan P]... [--era E] [--repeat N] [--catch-up N] [--junit F] [--out DIR]
+//! [--report DIR]`: runs a host under test (`listsync_host::run_host`) against the scripted model
+//! and the reference server, and prints per property holds / violated / not observed with the
+//! offered list per turn as evidence; exit 1 on a violation, 0 with a skip line when the host
+//! needs a program that is missing. `--report DIR` keeps a summary and run 1 of each plan under
+//! `DIR/hosts/` (`listsync_host::keep`) and renders the verdict table of `DIR/hosts.md` from
+//! every summary there (`listsync_report::hosts`). `listsync own-host stale|careful ...` is our own two hosts.
 
 use listsync_harness::hosts::plan::Plan;
 use std::path::PathBuf;
@@ -33,6 +35,11 @@ pub struct Args {
     /// Where each run's files go (DIR/HOST/PLAN/N/: session log, model recording, host output).
     #[arg(long, value_name = "DIR", default_value = "target/listsync/host")]
     out: PathBuf,
+    /// Keep the runs' summary (DIR/hosts/HOST-VERSION.json) and run 1 of each plan
+    /// (DIR/hosts/HOST-VERSION/PLAN/), and render DIR/hosts.md's verdict table from every
+    /// summary in DIR/hosts (e.g. `--report reports`).
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
 }
 
 /// Runs the host under each plan.
@@ -82,6 +89,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Err(e) => anyhow::bail!("{e}"),
         }
+    }
+    if let Some(dir) = &args.report {
+        let file =
+            listsync_host::keep::keep(&host, &reports, &opts, dir).map_err(anyhow::Error::msg)?;
+        listsync_report::hosts::update_page(dir)?;
+        eprintln!(
+            "listsync host: kept {} and rendered {}",
+            file.display(),
+            dir.join("hosts.md").display()
+        );
     }
     if let Some(f) = &args.junit {
         listsync_report::junit::write(f, &[listsync_host::junit(&reports)])?;

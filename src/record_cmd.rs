@@ -2,7 +2,9 @@
 //! an MCP client in place of the server command (`listsync_session::record`); `listsync record
 //! --out FILE --http 127.0.0.1:PORT --upstream URL`: the Streamable HTTP reverse proxy to point
 //! an MCP client at instead of the server's URL (`listsync_session::http`), until SIGINT or
-//! SIGTERM.
+//! SIGTERM. With `--numbered`, each start of the stdio proxy takes the first free number N
+//! (0, 1, ...) and writes `{n}` in `--out` and in the server command as N: a host that starts
+//! its server more than once (a probe, then the session) gets one log, and one server, per start.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,6 +27,11 @@ pub struct Args {
     /// own: whoever reaches it reaches the server).
     #[arg(long, requires = "http")]
     allow_non_loopback: bool,
+    /// Each start takes the first number N (0, 1, ...) whose log does not exist yet, and `{n}`
+    /// in --out and in the server command stands for it (stdio): one log per start of a host's
+    /// server.
+    #[arg(long, conflicts_with = "http")]
+    numbered: bool,
     /// The server command and its arguments (stdio).
     #[arg(last = true, required_unless_present = "http", conflicts_with = "http")]
     command: Vec<String>,
@@ -59,14 +66,43 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map_err(anyhow::Error::msg)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let status = rt.block_on(listsync_session::record::record_stdio(
-        &args.out,
-        &args.command,
-    ));
+    let (out, command) = if args.numbered {
+        numbered(&args.out, &args.command)?
+    } else {
+        (args.out, args.command)
+    };
+    let status = rt.block_on(listsync_session::record::record_stdio(&out, &command));
     // Reading stdin blocks a thread that shutdown would otherwise wait for.
     rt.shutdown_background();
     let status = status.map_err(anyhow::Error::msg)?;
     Ok(ExitCode::from(
         status.code().map_or(1, |c| u8::try_from(c).unwrap_or(1)),
     ))
+}
+
+/// The first free number's log (claimed by creating it) and the command with `{n}` replaced.
+fn numbered(out: &std::path::Path, command: &[String]) -> anyhow::Result<(PathBuf, Vec<String>)> {
+    let template = out.to_string_lossy();
+    if !template.contains("{n}") {
+        anyhow::bail!("--numbered: --out {template} has no {{n}}");
+    }
+    for n in 0..10_000u32 {
+        let path = PathBuf::from(template.replace("{n}", &n.to_string()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(_) => {
+                let command = command
+                    .iter()
+                    .map(|a| a.replace("{n}", &n.to_string()))
+                    .collect();
+                return Ok((path, command));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => anyhow::bail!("{}: {e}", path.display()),
+        }
+    }
+    anyhow::bail!("--numbered: no free number for {template}")
 }

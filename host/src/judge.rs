@@ -242,8 +242,11 @@ pub fn judge(log: &SessionLog, wire: &Wire, rec: &Recording, bound: usize) -> Ho
                     }
                 }
                 if gone {
-                    seen[idx(HostProperty::ClearResultForRemoved)] = true;
                     seen[idx(HostProperty::NoCallToRemoved)] = true;
+                    // Observed when a result came back, or a next turn came without one; a
+                    // host whose loop ended with the call (an exception) shows nothing.
+                    seen[idx(HostProperty::ClearResultForRemoved)] |=
+                        result.is_some() || k + 1 < turns.len();
                     match &result {
                         Some((true, _)) => {}
                         Some((false, text)) => flag(
@@ -386,8 +389,11 @@ fn unobserved_text(p: HostProperty) -> String {
         HostProperty::OfferedCatchesUp => {
             "no model turn came after a re-list that changed the list".into()
         }
-        HostProperty::NoOfferOfRemoved | HostProperty::ClearResultForRemoved => {
+        HostProperty::NoOfferOfRemoved => {
             "no model turn came after a re-list that removed a tool".into()
+        }
+        HostProperty::ClearResultForRemoved => {
+            "no call of a removed tool was answered to the model (none made, or the host's loop ended with it)".into()
         }
         HostProperty::NoCallToRemoved => {
             "the model called no tool removed from the host's list".into()

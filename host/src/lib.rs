@@ -10,6 +10,7 @@
 //! session crate (log, wire reading, audit) and the runtime (the admin socket's client).
 
 pub mod judge;
+pub mod keep;
 mod run;
 
 use judge::{HostJudgement, HostProperty};

@@ -1,8 +1,13 @@
 //! One run of a host: provisions it (once), starts the scripted model server, writes the MCP
-//! configuration naming `listsync record --out LOG -- listsync serve --stdio --admin-socket S
-//! ...` as the server, starts the host with its manifest's command and environment (HOME an
-//! empty private directory, PATH kept, nothing else of ours), waits for it within its bound,
-//! waits for the log's `close`, and judges the run.
+//! configuration naming `listsync record --numbered --out session.{n}.jsonl -- listsync serve
+//! --stdio --admin-socket admin-{n}.sock ...` as the server, starts the host with its
+//! manifest's command and environment (HOME an empty private directory, PATH kept, nothing else
+//! of ours), waits for it within its bound, waits for each log's `close`, merges the logs into
+//! one (`session.jsonl`, one connection per start of the server), and judges the run.
+//!
+//! A host may start its server more than once (the MCP TypeScript SDK 2 probes with
+//! `server/discover` on a first process, ends it, and starts another): each start has its own
+//! log and admin socket, and the plan's changes go to the newest server that answers.
 
 use crate::judge;
 use crate::{HostError, HostRef, Options, RunResult};
@@ -55,6 +60,13 @@ pub fn provision(host: &HostRef, opts: &Options) -> Result<String, HostError> {
         .map_err(|e| {
             HostError::Failed(format!("provisioning {}: {}: {e}", host.label(), argv[0]))
         })?;
+    // Exit status 3: a toolchain it needs is missing (the script said which).
+    if out.status.code() == Some(3) {
+        return Err(HostError::Skipped(format!(
+            "provisioning {} found a toolchain it needs missing (see the line above)",
+            host.label()
+        )));
+    }
     if !out.status.success() {
         return Err(HostError::Failed(format!(
             "provisioning {} failed ({})",
@@ -78,6 +90,7 @@ fn server_argv(
     let mut argv = vec![
         exe.clone(),
         "record".into(),
+        "--numbered".into(),
         "--out".into(),
         log.to_string_lossy().into_owned(),
         "--".into(),
@@ -123,10 +136,11 @@ pub fn run_once(
         .prefix("listsync-host-")
         .tempdir()
         .map_err(|e| fail("temporary directory", &e))?;
-    let socket = private.path().join("admin.sock");
+    let socket = private.path().join("admin-{n}.sock");
     let home = private.path().join("home");
     std::fs::create_dir_all(&home).map_err(|e| fail("home", &e))?;
     let log = dir.join("session.jsonl");
+    let log_each = dir.join("session.{n}.jsonl");
     std::fs::create_dir_all(dir.join("requests")).map_err(|e| fail("requests", &e))?;
     let script = match plan.call_script() {
         Some(text) => {
@@ -136,7 +150,7 @@ pub fn run_once(
         }
         None => None,
     };
-    let server = server_argv(opts, plan, &log, &socket, script.as_deref())?;
+    let server = server_argv(opts, plan, &log_each, &socket, script.as_deref())?;
     let mcp_config = dir.join("mcp.json");
     std::fs::write(
         &mcp_config,
@@ -155,15 +169,21 @@ pub fn run_once(
             let sock = sock.clone();
             Box::pin(async move {
                 let ops = admin::ops_of_args(&ops)?;
-                admin::change_by_socket(&sock, ops, Duration::from_secs(10))
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
+                // The newest server that answers (an earlier start may have left its socket).
+                let mut last = "no server has started".to_owned();
+                for s in numbered(&sock).into_iter().rev() {
+                    match admin::change_by_socket(&s, ops.clone(), Duration::from_secs(10)).await {
+                        Ok(_) => return Ok(()),
+                        Err(e) => last = e.to_string(),
+                    }
+                }
+                Err(last)
             })
         });
         let model = ModelServer::start(ModelSettings {
             plan: plan.clone(),
             tool_prefix: host.manifest.tool_prefix.clone(),
+            own_tools: host.manifest.own_tools.clone(),
             on_change: Some(hook),
             keep_bodies: Some(dir.join("requests")),
         })
@@ -213,7 +233,7 @@ pub fn run_once(
         // `record` writes the connection's close once the server has exited (it gives the
         // server 2 s, then SIGTERM, 2 s more, then SIGKILL).
         let deadline = Instant::now() + Duration::from_secs(6);
-        while Instant::now() < deadline && !closed(&log) {
+        while Instant::now() < deadline && !numbered(&log_each).iter().all(|l| closed(l)) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Ok::<_, HostError>((exit, model.stop()))
@@ -224,6 +244,13 @@ pub fn run_once(
         serde_json::to_string_pretty(&recording).unwrap_or_default(),
     )
     .map_err(|e| fail("model.json", &e))?;
+    merge_logs(&numbered(&log_each), &log).map_err(|e| {
+        HostError::Failed(format!(
+            "{}: the session logs cannot be merged ({e}); the host's output is in {}",
+            host.label(),
+            dir.display()
+        ))
+    })?;
     let session = listsync_session::log::read(&log).map_err(|e| {
         HostError::Failed(format!(
             "{}: the session log cannot be read ({e}); the host's output is in {}",
@@ -262,4 +289,54 @@ fn closed(log: &Path) -> bool {
             .iter()
             .any(|e| matches!(e.what, What::Close { .. }))
     })
+}
+
+/// The existing files of a `{n}` template, in order of N (0, 1, ... up to the first missing).
+fn numbered(template: &Path) -> Vec<std::path::PathBuf> {
+    let t = template.to_string_lossy();
+    (0..)
+        .map(|n: u32| std::path::PathBuf::from(t.replace("{n}", &n.to_string())))
+        .take_while(|p| p.exists())
+        .collect()
+}
+
+/// Merges the logs of each start of the server into one log at `out`: the first's header (its
+/// start the earliest), start N's entries as connection N, times made relative to that start,
+/// entries in time order and numbered again. The per-start logs are removed once merged.
+fn merge_logs(parts: &[std::path::PathBuf], out: &Path) -> Result<(), String> {
+    use listsync_session::log::Entry;
+    let mut logs = Vec::new();
+    for p in parts {
+        logs.push(listsync_session::log::read(p).map_err(|e| format!("{}: {e}", p.display()))?);
+    }
+    let Some(first) = logs.first() else {
+        return Err("the server was never started".into());
+    };
+    let start = logs.iter().map(|l| l.header.start_us()).min().unwrap_or(0);
+    let mut header = first.header.clone();
+    header.started_unix_ms = start / 1000;
+    header.started_unix_us = Some(start);
+    let mut entries: Vec<Entry> = Vec::new();
+    for (n, l) in logs.iter().enumerate() {
+        let shift = l.header.start_us() - start;
+        let conn = u32::try_from(n).unwrap_or(u32::MAX);
+        entries.extend(l.entries.iter().map(|e| Entry {
+            t_us: e.t_us + shift,
+            conn,
+            ..e.clone()
+        }));
+    }
+    entries.sort_by_key(|e| (e.t_us, e.conn, e.seq));
+    let mut text = serde_json::to_string(&header).map_err(|e| e.to_string())?;
+    text.push('\n');
+    for (i, e) in entries.iter_mut().enumerate() {
+        e.seq = i as u64;
+        text.push_str(&serde_json::to_string(e).map_err(|e| e.to_string())?);
+        text.push('\n');
+    }
+    std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
+    for p in parts {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
 }

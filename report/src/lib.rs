@@ -12,6 +12,7 @@
 //! * [`plot`]: the bench plots;
 //! * [`mutants`]: the mutation report (a cargo-mutants run, imported);
 //! * [`properties`]: the page every property and scenario header links to;
+//! * [`hosts`]: the verdict table of the hosts page (`listsync host --report`);
 //! * [`junit`]: JUnit XML of a command's run, for CI (`--junit FILE`);
 //! * [`md`], [`svg`]: helpers.
 
@@ -23,6 +24,7 @@ pub mod bench_sim;
 pub mod conformance;
 pub mod conformance_suite;
 pub mod diagram;
+pub mod hosts;
 pub mod junit;
 pub mod md;
 pub mod model_check;

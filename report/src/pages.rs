@@ -12,6 +12,8 @@
 //! * a sequence diagram (`diagrams/**.svg`) of every counterexample trace: the model's
 //!   (`reports/traces/`), the corpus (`traces/`) and the simulator's shrunk ones
 //!   (`reports/sim-traces/`), linked from the pages' tables;
+//! * the verdict table of `hosts.md` from `hosts/*.json` (`listsync host --report`; the page's
+//!   prose is written by hand, [`crate::hosts`]);
 //! * the index `README.md` with the headline numbers.
 //!
 //! A missing input gives a page that says how to produce it; an unreadable one is reported and
@@ -104,6 +106,11 @@ pub fn regenerate(args: &Sources) -> Result<Written> {
     let conf = conformance_page(out, &mut w)?;
     let bench = bench_pages(out, &args.bench_figures, &mut w)?;
     let muts = mutants_page(out, args, &mut w)?;
+    // The hosts page's prose is written by hand; its verdict table is rendered here too.
+    if out.join("hosts").is_dir() {
+        crate::hosts::update_page(out)?;
+        w.pages.push("hosts.md".into());
+    }
     let deep = std::fs::read_to_string(out.join(mc::DEEP_FILE))
         .ok()
         .and_then(|t| mc::parse(&t).ok());

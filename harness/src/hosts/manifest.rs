@@ -33,6 +33,10 @@ pub struct HostManifest {
     /// How the host names a server tool: this prefix, then the tool's name.
     #[serde(default)]
     pub tool_prefix: String,
+    /// Tools the host offers the model of its own, named as in `tools` (mcp-use's tools for
+    /// the server's resources and prompts): not server tools, left out of the offered list.
+    #[serde(default)]
+    pub own_tools: Vec<String>,
     /// The host's command line for one run.
     pub command: Vec<String>,
     /// Its environment (added to a cleared one that keeps PATH only).

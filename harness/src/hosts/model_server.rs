@@ -76,7 +76,8 @@ pub struct ModelRequest {
     pub stream: bool,
     /// The host's own names of every tool offered, in order.
     pub tools: Vec<String>,
-    /// The offered list: the server's tools among them (the host's prefix removed), in order.
+    /// The offered list: the server's tools among them (the host's prefix removed, the host's
+    /// own tools left out), in order.
     pub offered: Vec<String>,
     /// The tool results in its user messages after the last assistant message.
     pub results: Vec<ToolResult>,
@@ -109,6 +110,8 @@ pub struct ModelSettings {
     pub plan: Plan,
     /// How the host names a server tool: this prefix and the tool's name (`mcp__listsync__`).
     pub tool_prefix: String,
+    /// The host's own tools (not the server's), left out of the offered list.
+    pub own_tools: Vec<String>,
     /// Called with each turn's `before` ops.
     pub on_change: Option<ChangeHook>,
     /// Where to keep each request's body as it came (`request-NNN.json`), as evidence.
@@ -267,6 +270,7 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Full<Bytes>>
     let prefix = &st.settings.tool_prefix;
     let offered: Vec<String> = tools
         .iter()
+        .filter(|t| !st.settings.own_tools.contains(t))
         .filter_map(|t| t.strip_prefix(prefix.as_str()))
         .map(str::to_owned)
         .collect();
@@ -426,14 +430,28 @@ fn starts_with_prompt(v: &Value, prompt: &str) -> bool {
     }
 }
 
-/// The tool results of the request's user messages after the last assistant message.
+/// The tool results after the last assistant message the scripted model wrote (one with a
+/// `tool_use` of ours, `toolu_...`; else the last assistant message): a host may put messages of
+/// its own in between (pydantic-ai announces a new tool with a `search_tools` call and its
+/// result of its own making).
 fn tool_results(v: &Value) -> Vec<ToolResult> {
     let Some(messages) = v.get("messages").and_then(Value::as_array) else {
         return Vec::new();
     };
+    let is_assistant = |m: &Value| m.get("role").and_then(Value::as_str) == Some("assistant");
+    let ours = |m: &Value| {
+        m.get("content").and_then(Value::as_array).is_some_and(|a| {
+            a.iter().any(|b| {
+                b.get("id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|id| id.starts_with("toolu_"))
+            })
+        })
+    };
     let from = messages
         .iter()
-        .rposition(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+        .rposition(|m| is_assistant(m) && ours(m))
+        .or_else(|| messages.iter().rposition(is_assistant))
         .map_or(0, |i| i + 1);
     let blocks: Vec<&Value> = messages[from..]
         .iter()
@@ -464,4 +482,34 @@ fn tool_results(v: &Value) -> Vec<ToolResult> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_are_read_after_the_scripted_models_last_call() {
+        // pydantic-ai puts a call and a result of its own after the model's call.
+        let v = json!({"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01_000", "name": "x"}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01_000",
+                "content": [{"type": "text", "text": "done"}]}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "host_1", "name": "search_tools"}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "host_1", "is_error": true,
+                "content": "found"}]},
+        ]});
+        let r = tool_results(&v);
+        let ids: Vec<&str> = r.iter().map(|x| x.tool_use_id.as_str()).collect();
+        assert_eq!(ids, ["toolu_01_000", "host_1"]);
+        assert_eq!(r[0].text, "done");
+        assert!(!r[0].is_error && r[1].is_error);
+        // Without a call of ours, the last assistant message bounds them.
+        let v = json!({"messages": [
+            {"role": "assistant", "content": "hi"},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "t"}]},
+        ]});
+        assert_eq!(tool_results(&v).len(), 1);
+    }
 }
