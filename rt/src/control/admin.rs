@@ -10,8 +10,9 @@
 //! sees it`), or `content:URI=TEXT` for a resource's content. Both become the same JSON op and
 //! are checked by [`super::parse_op`], the control protocol's one codec.
 
-use super::{Channel, Handler, MAX_LINE, parse_op, read_line};
+use super::{Channel, Handler, MAX_LINE, parse_op};
 use crate::server::Server;
+use listsync_control::{Incoming, Line, read_line};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -176,7 +177,7 @@ pub async fn change_by_socket(
             .await
             .map_err(|e| ChangeError::Failed(format!("admin socket {shown}: {e}")))?;
         let (r, mut w) = stream.into_split();
-        let mut line = json!({"type": "cmd", "cmd": "mutate", "id": 1, "ops": ops}).to_string();
+        let mut line = listsync_control::command(1, "mutate", json!({ "ops": ops })).to_string();
         line.push('\n');
         w.write_all(line.as_bytes())
             .await
@@ -188,7 +189,7 @@ pub async fn change_by_socket(
                 .await
                 .map_err(|e| ChangeError::Failed(format!("admin socket {shown}: {e}")))?;
             let text = match got {
-                Some(super::Line::Text(t)) => t,
+                Some(Line::Text(t)) => t,
                 Some(_) => continue,
                 None => {
                     return Err(ChangeError::Failed(format!(
@@ -196,13 +197,8 @@ pub async fn change_by_socket(
                     )));
                 }
             };
-            let Ok(v) = serde_json::from_str::<Value>(&text) else {
-                continue;
-            };
-            if v.get("type").and_then(Value::as_str) == Some("reply")
-                && v.get("id") == Some(&json!(1))
-            {
-                return changed(&v);
+            if let Ok(Incoming::Reply { id: Some(1), body }) = Incoming::decode(&text) {
+                return changed(&body);
             }
         }
     };

@@ -149,7 +149,7 @@ fn command(catalog: ClientHandle, cmd: String, v: Value) -> Reply {
                 Ok(r) => Ok(json!({"is_error": r.is_error, "text": r.text})),
                 Err(CallError::Rpc(e)) => Err(Failure {
                     error: e.to_string(),
-                    code: Some(e.code),
+                    code: Some(e.code.into()),
                 }),
                 Err(CallError::NotInSnapshot) => Err(Failure::new(
                     "tool is not in the client's snapshot (the reference client does not call it)",
