@@ -208,7 +208,7 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
     let stop = CancellationToken::new();
     let admin_socket = match &args.admin_socket {
         Some(path) => {
-            let socket = listsync_rt::control::admin::listen(server.clone(), path)
+            let socket = listsync_rt::admin::listen(server.clone(), path)
                 .await
                 .with_context(|| format!("admin socket {}", path.display()))?;
             eprintln!(

@@ -3,7 +3,8 @@
 //! `refresh_started`, `refresh_failed`, `published`, `marked_stale`, `call_done`, and `history`
 //! (each core history event of the client, as `{"entry": <event>}`).
 
-use super::{Channel, Failure, Handler, Outbox, ReadyInfo, Reply, item_json, str_field};
+use super::{Channel, Failure, Handler, Outbox, ReadyInfo, Reply, str_field};
+use crate::admin::item_json;
 use crate::client::{ClientHandle, ClientNotice};
 use listsync_core::client::CallError;
 use listsync_core::history::Event;

@@ -1,27 +1,21 @@
 //! The harness control channel (`docs/harness-protocol.md`, version 1) for both roles of the
-//! reference runtime, on the protocol's one codec ([`listsync_control`]): the adapter connects,
-//! sends `ready`, and serves commands; events go out unsolicited. Also the admin socket and op
-//! arguments of `listsync change`, which speak the same protocol's server role.
+//! reference runtime (feature `harness`), on the protocol's one codec ([`listsync_control`]): the
+//! adapter connects, sends `ready`, and serves commands; events go out unsolicited. The server
+//! role's catalog commands are the admin socket's ([`crate::admin`]); the gates and the events
+//! are this module's.
 
-pub mod admin;
 mod client_role;
 mod server_role;
 
+/// The admin socket, under the path it had when it lived here.
+pub use crate::admin;
+pub use crate::admin::{parse_op, parse_ops};
 pub use client_role::{connect as connect_client, run_client};
-pub use server_role::{parse_op, parse_ops, run_server};
+pub use server_role::{run_server, server_command};
 
 pub use listsync_control::{Channel, Failure, Handler, MAX_LINE, Outbox, Reply, str_field};
 
 use serde_json::{Map, Value, json};
-
-/// An item as the control protocol shows it: name, description, and the full definition.
-pub(crate) fn item_json(item: &listsync_core::vocab::Item) -> Value {
-    json!({
-        "name": &*item.name,
-        "description": crate::items::description_of(&item.def),
-        "def": &*item.def,
-    })
-}
 
 /// The information every `ready` event carries.
 #[derive(Clone, Debug)]
