@@ -6,6 +6,8 @@
 //!   handler, version-bound pagination, one coalesced `list_changed` per batch after commit);
 //! * [`client::ClientHandle`]: the reference client (one actor task stepping the catalog machine,
 //!   wait-free snapshot reads, a change stream, retries and reconnects);
+//! * [`serve`]: the reference server as `listsync serve` runs it (catalog, transport, admin
+//!   socket, script, control channel, shutdown);
 //! * [`watch`]: the reference client watching a server (or several, their tools combined),
 //!   each change and failure said as a line (`listsync watch`);
 //! * [`fixtures`]: the items and trigger tools the official conformance suite expects;
@@ -45,6 +47,7 @@ pub mod pace;
 mod panic;
 #[cfg(feature = "harness")]
 pub mod script;
+pub mod serve;
 pub mod server;
 pub mod sniff;
 pub mod watch;
