@@ -14,6 +14,7 @@
 
 mod node;
 
+use crate::harness_env as env;
 use anyhow::{Context, bail};
 use listsync_core::server::{DEFAULT_RETAIN_VERSIONS, ServerConfig};
 use listsync_core::strategy::ServerStrategy;
@@ -196,11 +197,6 @@ fn options(args: Args) -> anyhow::Result<ServeOptions> {
         stop_after_script,
         node: args.cluster.node_options(),
     })
-}
-
-/// A variable of the harness protocol's environment, unset when empty.
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 /// The HTTP endpoint's security options from the flags.
