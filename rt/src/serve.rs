@@ -128,6 +128,11 @@ pub async fn serve(opts: ServeOptions, say: Say) -> std::io::Result<()> {
         call_effects: fixtures.map(Fixtures::effects),
         ..ServerSettings::default()
     };
+    // Said on HTTP and in the control channel's `ready`; unused with neither.
+    #[cfg_attr(
+        not(any(feature = "http", feature = "harness")),
+        allow(unused_variables)
+    )]
     let (era, strategy, page_size) = (
         settings.core.era,
         settings.core.strategy,
