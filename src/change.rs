@@ -5,7 +5,7 @@
 //! refuses changes nothing, is one line, and exit status 1.
 
 use anyhow::bail;
-use listsync_rt::control::admin::{self, ChangeError};
+use listsync_rt::admin::{self, ChangeError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

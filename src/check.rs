@@ -7,10 +7,9 @@
 //! change only on purpose.
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use listsync_core::property::Property;
 use listsync_model::suite;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -274,13 +273,5 @@ fn at_size(args: &Args) -> Result<ExitCode> {
 }
 
 fn progress_bar(len: u64) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let b = ProgressBar::new(len);
-    b.set_style(
-        ProgressStyle::with_template("{spinner} [{pos}/{len}] {msg}").expect("valid template"),
-    );
-    b.enable_steady_tick(Duration::from_millis(120));
-    b
+    crate::progress::bar(len, "{spinner} [{pos}/{len}] {msg}")
 }

@@ -10,6 +10,7 @@ mod explore;
 mod home;
 mod host_cmd;
 mod matrix_cmd;
+mod progress;
 mod record_cmd;
 mod replay_cmd;
 mod report_cmd;
@@ -187,4 +188,11 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// A variable of the harness protocol's environment (docs/harness-protocol.md: `LISTSYNC_ERA`,
+/// `LISTSYNC_PAGE_SIZE`, `LISTSYNC_CONTROL`, ...), the default of the flag it names; unset when
+/// empty.
+fn harness_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
 }

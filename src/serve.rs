@@ -1,32 +1,33 @@
 //! `listsync serve`: the reference MCP server (core's registry over rmcp) on stdio or Streamable
-//! HTTP, optionally driven by the harness control channel. Settings come from flags, else from
-//! the harness environment (`LISTSYNC_ERA`, `LISTSYNC_PAGE_SIZE`, `LISTSYNC_CONTROL`,
-//! `LISTSYNC_INITIAL`); the strategy is a flag only, so a known-bad server is never picked up
-//! from the environment. Without `--initial`, `--fixtures` or `--empty` it serves the demo
-//! catalog and says so. Logs go to stderr; on stdio, stdout is MCP. With `--redis URL --node
-//! NAME` the server is one node of a multi-instance server whose catalog lives in Redis
-//! ([`node`]). The HTTP endpoint's security options (tokens, origins, caps) are documented in the
-//! README's "Security" section. `--script FILE|PRESET` runs a schedule of batches
-//! ([`listsync_rt::script`]); `--admin-socket PATH` and `--admin-token-file FILE` (HTTP) let
-//! `listsync change` send batches by hand (docs/test-your-client.md).
+//! HTTP, optionally driven by the harness control channel ([`listsync_rt::serve`] runs it; this
+//! module reads the flags). Settings come from flags; the harness protocol's environment
+//! (`LISTSYNC_ERA`, `LISTSYNC_PAGE_SIZE`, `LISTSYNC_CONTROL`, `LISTSYNC_INITIAL`,
+//! docs/harness-protocol.md) gives the defaults of the flags it names; the strategy is a flag
+//! only, so a known-bad server is never picked up from the environment. Without `--initial`,
+//! `--fixtures` or `--empty` it serves the demo catalog and says so. Logs go to stderr; on stdio,
+//! stdout is MCP. With `--redis URL --node NAME` the server is one node of a multi-instance
+//! server whose catalog lives in Redis ([`node`]). The HTTP endpoint's security options (tokens,
+//! origins, caps) are documented in the README's "Security" section. `--script FILE|PRESET` runs
+//! a schedule of batches ([`listsync_rt::script`]); `--admin-socket PATH` and
+//! `--admin-token-file FILE` (HTTP) let `listsync change` send batches by hand
+//! (docs/test-your-client.md).
 
 mod node;
 
+use crate::harness_env as env;
 use anyhow::{Context, bail};
 use listsync_core::server::{DEFAULT_RETAIN_VERSIONS, ServerConfig};
 use listsync_core::strategy::ServerStrategy;
-use listsync_core::vocab::{Era, Kind};
-use listsync_rt::control::{self, ReadyInfo};
+use listsync_core::vocab::Era;
 use listsync_rt::fixtures::Fixtures;
+use listsync_rt::serve::{Output, ServeOptions, Transport};
+use listsync_rt::server::fresh_catalog_id;
 use listsync_rt::server::http::{HttpAuth, HttpOptions};
 use listsync_rt::server::tokens::TokenTable;
-use listsync_rt::server::{ServerSettings, fresh_catalog_id};
-use rmcp::ServiceExt;
-use serde_json::json;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tokio_util::sync::CancellationToken;
+use std::sync::Arc;
 
 /// Flags of `listsync serve`.
 #[derive(clap::Args)]
@@ -41,7 +42,8 @@ pub struct Args {
     /// Protocol era [env: LISTSYNC_ERA] [default: 2025-11-25].
     #[arg(long)]
     era: Option<Era>,
-    /// Items per list page, 0 = one page [env: LISTSYNC_PAGE_SIZE] [default: 0].
+    /// Items per list page, 0 = one page [env: LISTSYNC_PAGE_SIZE] [default: the script's, else
+    /// 0].
     #[arg(long)]
     page_size: Option<u16>,
     /// Unix socket of the harness control channel [env: LISTSYNC_CONTROL].
@@ -113,35 +115,38 @@ pub struct Args {
     cluster: node::ClusterArgs,
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
 /// Runs the server until stdin closes (stdio), the control channel closes or says `shutdown`,
 /// or Ctrl-C.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let opts = options(args)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let code = rt.block_on(serve(args))?;
+    let say = Arc::new(|o: Output| match o {
+        Output::Url(url) => println!("{url}"),
+        Output::Diagnostic(line) => eprintln!("{line}"),
+    });
+    let served = rt.block_on(listsync_rt::serve::serve(opts, say));
     // The stdio reader blocks in a thread no cancellation interrupts: do not wait for it.
     rt.shutdown_background();
-    Ok(code)
+    served?;
+    Ok(ExitCode::SUCCESS)
 }
 
-async fn serve(args: Args) -> anyhow::Result<ExitCode> {
+/// What to serve, from the flags (and the harness protocol's environment for their defaults).
+fn options(args: Args) -> anyhow::Result<ServeOptions> {
     let script = match &args.script {
-        Some(s) => Some(std::sync::Arc::new(
+        Some(s) => Some(Arc::new(
             listsync_rt::script::Script::load(s).map_err(anyhow::Error::msg)?,
         )),
         None => None,
     };
-    if args
-        .stop_after_script
-        .is_some_and(|s| !(0.0..=86_400.0).contains(&s))
-    {
-        bail!("--stop-after-script: 0 to 86400 seconds");
-    }
+    let stop_after_script = match args.stop_after_script {
+        Some(s) if !(0.0..=86_400.0).contains(&s) => {
+            bail!("--stop-after-script: 0 to 86400 seconds")
+        }
+        s => s.map(std::time::Duration::from_secs_f64),
+    };
     let era = match (args.era, env("LISTSYNC_ERA")) {
         (Some(e), _) => e,
         (None, Some(e)) => e.parse().map_err(anyhow::Error::msg)?,
@@ -152,36 +157,28 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
         (None, Some(p)) => p.parse().context("LISTSYNC_PAGE_SIZE")?,
         (None, None) => script.as_ref().and_then(|s| s.page_size).unwrap_or(0),
     };
-    let strategy = args.strategy;
-    let given = if args.empty {
-        None
-    } else {
-        args.initial.clone().or_else(|| env("LISTSYNC_INITIAL"))
-    };
-    let demo = !args.empty && given.is_none() && args.fixtures.is_none();
-    let initial = match given {
-        Some(text) => {
+    let initial = match args.initial.clone().or_else(|| env("LISTSYNC_INITIAL")) {
+        Some(text) if !args.empty => {
             let v: serde_json::Value = serde_json::from_str(&text).context("initial ops")?;
-            control::parse_ops(&v).map_err(|f| anyhow::anyhow!("initial ops: {}", f.error))?
+            Some(
+                listsync_rt::admin::parse_ops(&v)
+                    .map_err(|f| anyhow::anyhow!("initial ops: {}", f.error))?,
+            )
         }
-        None => Vec::new(),
+        _ => None,
     };
-    let fixtures = if demo {
-        Some(Fixtures::Demo)
-    } else {
-        args.fixtures
+    let transport = match args.http {
+        Some(_) if args.stdio => bail!("--stdio and --http are exclusive"),
+        Some(addr) => Transport::Http {
+            addr,
+            options: http_options(&args)?,
+        },
+        None => Transport::Stdio,
     };
-    let initial: Vec<_> = match fixtures {
-        Some(f) => f.catalog().into_iter().chain(initial).collect(),
-        None => initial,
-    };
-    let http_options = http_options(&args)?;
-    let control_path = args
-        .control
-        .or_else(|| env("LISTSYNC_CONTROL").map(PathBuf::from));
-    let settings = ServerSettings {
+    Ok(ServeOptions {
+        transport,
         core: ServerConfig {
-            strategy,
+            strategy: args.strategy,
             era,
             page_size,
             ttl_ms: args.ttl_ms,
@@ -189,136 +186,17 @@ async fn serve(args: Args) -> anyhow::Result<ExitCode> {
             catalog_id: fresh_catalog_id(),
             ..ServerConfig::default()
         },
-        call_effects: fixtures.map(Fixtures::effects),
-        ..ServerSettings::default()
-    };
-    let (server, _node) = node::server(&args.cluster, settings, &initial).await?;
-    if demo {
-        let c = server.catalog();
-        let n = |k| c.visible(k, listsync_core::vocab::AuthCtx(0)).len();
-        eprintln!(
-            "listsync serve: serving the demo catalog ({} tools, {} prompt, {} resource, {} \
-             resource template; --initial OPS for your own, --empty for none)",
-            n(Kind::Tools),
-            n(Kind::Prompts),
-            n(Kind::Resources),
-            n(Kind::ResourceTemplates),
-        );
-    }
-    let stop = CancellationToken::new();
-    let admin_socket = match &args.admin_socket {
-        Some(path) => {
-            let socket = listsync_rt::control::admin::listen(server.clone(), path)
-                .await
-                .with_context(|| format!("admin socket {}", path.display()))?;
-            eprintln!(
-                "listsync serve: admin socket {} (listsync change {} OP...)",
-                path.display(),
-                path.display()
-            );
-            Some(socket)
-        }
-        None => None,
-    };
-    if let Some(script) = &script {
-        if !script.description.is_empty() {
-            eprintln!(
-                "listsync serve: script {}: {}",
-                script.origin,
-                one_line(&script.description)
-            );
-        }
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let run = listsync_rt::script::run(server.clone(), script.clone(), tx, stop.clone());
-        let (after, end) = (args.stop_after_script, stop.clone());
-        tokio::spawn(async move {
-            run.await;
-            if let Some(secs) = after {
-                tokio::time::sleep(std::time::Duration::from_secs_f64(secs)).await;
-                end.cancel();
-            }
-        });
-        tokio::spawn(async move {
-            while let Some(line) = rx.recv().await {
-                eprintln!("listsync serve: script: {line}");
-            }
-        });
-    }
-
-    let mut extra = json!({ "page_size": page_size });
-    let transport_done = CancellationToken::new();
-    let mut http = None;
-    if let Some(addr) = args.http {
-        if args.stdio {
-            bail!("--stdio and --http are exclusive");
-        }
-        let endpoint = server.serve_http_with(addr, http_options).await?;
-        let url = endpoint.url();
-        println!("{url}");
-        eprintln!(
-            "listsync serve: Streamable HTTP {era} at {url} ({strategy}, page size {page_size})"
-        );
-        if args.admin_token_file.is_some() {
-            eprintln!(
-                "listsync serve: admin endpoint POST {} (listsync change {url} --token-file FILE OP...)",
-                url.replace("/mcp", "/admin/change")
-            );
-        }
-        extra["transport"] = json!("http");
-        extra["url"] = json!(url);
-        http = Some(endpoint);
-    } else {
-        extra["transport"] = json!("stdio");
-        let service = server.service();
-        let done = transport_done.clone();
-        tokio::spawn(async move {
-            // What the client sends that is not JSON-RPC is said (rmcp skips it silently).
-            let stdin = listsync_rt::sniff::checked_stdin(std::sync::Arc::new(|m| {
-                eprintln!("listsync serve: warning: {m}");
-            }));
-            // A client that floods requests without reading the answers waits for them.
-            let transport = listsync_rt::pace::paced(stdin, tokio::io::stdout());
-            match service.serve(transport).await {
-                Ok(running) => {
-                    let _ = running.waiting().await;
-                }
-                Err(e) => eprintln!("listsync serve: {e}"),
-            }
-            done.cancel();
-        });
-    }
-
-    let outbox = match &control_path {
-        Some(path) => {
-            let info = ReadyInfo {
-                role: "server",
-                era,
-                variant: strategy.to_string(),
-                extra,
-            };
-            let out = control::run_server(server.clone(), path, info, stop.clone())
-                .await
-                .with_context(|| format!("control socket {}", path.display()))?;
-            Some(out)
-        }
-        None => None,
-    };
-
-    tokio::select! {
-        _ = transport_done.cancelled() => {}
-        _ = stop.cancelled() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
-    if let Some(endpoint) = http {
-        endpoint.shutdown().await;
-    }
-    if let Some(socket) = admin_socket {
-        socket.shutdown().await;
-    }
-    if let Some(out) = outbox {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), out.flush()).await;
-    }
-    Ok(ExitCode::SUCCESS)
+        initial,
+        fixtures: args.fixtures,
+        empty: args.empty,
+        admin_socket: args.admin_socket,
+        control: args
+            .control
+            .or_else(|| env("LISTSYNC_CONTROL").map(PathBuf::from)),
+        script,
+        stop_after_script,
+        node: args.cluster.node_options(),
+    })
 }
 
 /// The HTTP endpoint's security options from the flags.
@@ -326,7 +204,7 @@ fn http_options(args: &Args) -> anyhow::Result<HttpOptions> {
     let auth = match (&args.auth_tokens, args.insecure_test_auth) {
         (Some(file), _) => {
             let table = TokenTable::load(file).map_err(anyhow::Error::msg)?;
-            HttpAuth::Tokens(std::sync::Arc::new(table))
+            HttpAuth::Tokens(Arc::new(table))
         }
         (None, true) => {
             eprintln!(
@@ -341,7 +219,7 @@ fn http_options(args: &Args) -> anyhow::Result<HttpOptions> {
         bail!("--max-sessions, --max-connections and --header-timeout must be at least 1");
     }
     let admin = match &args.admin_token_file {
-        Some(file) => Some(std::sync::Arc::new(
+        Some(file) => Some(Arc::new(
             TokenTable::admin(file).map_err(anyhow::Error::msg)?,
         )),
         None => None,
@@ -355,9 +233,4 @@ fn http_options(args: &Args) -> anyhow::Result<HttpOptions> {
         header_timeout: std::time::Duration::from_secs(args.header_timeout),
         ..HttpOptions::default()
     })
-}
-
-/// A paragraph as one line.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

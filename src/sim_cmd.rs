@@ -7,22 +7,11 @@
 //! (see [`listsync_sim::merge`]).
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use listsync_sim::driver::{self, Request};
 use listsync_sim::summary::{Level, Summary};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
-
-/// Simulation level.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum LevelArg {
-    /// core's machines on simulated time and network (no tokio).
-    Machine,
-    /// The runtime's tokio + rmcp code over a simulated transport and clock.
-    Stack,
-}
 
 /// Arguments of `listsync sim`.
 #[derive(clap::Args)]
@@ -30,63 +19,18 @@ pub enum LevelArg {
 pub struct Args {
     #[command(subcommand)]
     cmd: Option<SimCmd>,
-    /// Simulation level.
-    #[arg(long, value_enum, default_value = "machine")]
-    level: LevelArg,
-    /// Number of seeds to run (default: 1000 at the machine level, 200 at the stack level).
-    #[arg(long, conflicts_with = "seed")]
-    seeds: Option<u64>,
-    /// Run this one seed (prints its run; shrinks and writes its violations).
-    #[arg(long)]
-    seed: Option<u64>,
-    /// First seed of the campaign.
-    #[arg(long, default_value_t = 0)]
-    first_seed: u64,
-    /// Run only shard K of M (1-based): every M-th seed starting with the K-th.
-    #[arg(long, value_name = "K/M")]
-    shard: Option<String>,
-    /// Clients per run (default: 1 to 4, drawn per run; with --burst: 1000).
-    #[arg(long)]
-    clients: Option<u32>,
-    /// Scale run: one burst of this many mutations after every client has listed (one a batch;
-    /// at the machine level at most 250 batches, the mutations spread over them).
-    #[arg(long)]
-    burst: Option<u32>,
-    /// Server nodes sharing a store and a change bus (machine level only).
-    #[arg(long)]
-    nodes: Option<u8>,
-    /// Fault plan (none, default, storm, crashy, lossy; default: `default`, or `none` with
-    /// --burst).
-    #[arg(long, value_name = "PLAN")]
-    faults: Option<String>,
-    /// Strategy under test: `reference`, a client strategy or a server strategy.
-    #[arg(long, default_value = "reference")]
-    strategy: String,
+    /// What to run.
+    #[command(flatten)]
+    req: Request,
     /// Print one JSON document instead of the table.
     #[arg(long)]
     json: bool,
     /// Also write the JSON summary to this file.
     #[arg(long)]
     report: Option<PathBuf>,
-    /// Where shrunk traces of violations are written.
-    #[arg(long, default_value = "reports/sim-traces")]
-    out: PathBuf,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
-    /// Do not shrink failures or write traces.
-    #[arg(long)]
-    no_shrink: bool,
-    /// Scale runs over Streamable HTTP instead of stdio.
-    #[arg(long)]
-    http: bool,
     /// List the fault plans and strategies and exit.
     #[arg(long)]
     list: bool,
-    /// With --seed: write the run's recorded history (every step and event; at the stack
-    /// level, every line on the simulated network too) to this file.
-    #[arg(long, value_name = "FILE")]
-    history: Option<PathBuf>,
     /// Also write a JUnit XML report to this file (docs/ci.md).
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
@@ -130,26 +74,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         print!("{}", driver::list());
         return Ok(ExitCode::SUCCESS);
     }
-    let req = Request {
-        level: match args.level {
-            LevelArg::Machine => Level::Machine,
-            LevelArg::Stack => Level::Stack,
-        },
-        seeds: args.seeds,
-        seed: args.seed,
-        first_seed: args.first_seed,
-        shard: args.shard,
-        clients: args.clients,
-        burst: args.burst,
-        nodes: args.nodes,
-        faults: args.faults,
-        strategy: args.strategy,
-        out: args.out,
-        threads: args.threads,
-        no_shrink: args.no_shrink,
-        http: args.http,
-        history: args.history,
-    };
+    let req = args.req;
     req.validate().map_err(anyhow::Error::msg)?;
     let bar = progress_bar(&req, args.json);
     let ran = driver::run(
@@ -201,18 +126,15 @@ fn emit(
 }
 
 fn progress_bar(req: &Request, quiet: bool) -> ProgressBar {
-    if quiet || req.burst.is_some() || req.seed.is_some() || !std::io::stderr().is_terminal() {
+    if quiet || req.burst.is_some() || req.seed.is_some() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new(req.seeds.unwrap_or(match req.level {
+    let seeds = req.seeds.unwrap_or(match req.level {
         Level::Machine => 1000,
         Level::Stack => 200,
-    }));
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {pos}/{len} seeds [{bar:30}] {per_sec} {eta}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
-    bar
+    });
+    crate::progress::bar(
+        seeds,
+        "{spinner} {pos}/{len} seeds [{bar:30}] {per_sec} {eta}",
+    )
 }

@@ -19,6 +19,7 @@
 //! NAME with nothing after `=`, or named servers mixed with `--stdio`, `-- CMD`, an unnamed
 //! `--url` or a control socket is a usage error (exit status 2, one line).
 
+use crate::harness_env as env;
 use anyhow::{Context, bail};
 use listsync_core::aggregate::{self, Member};
 use listsync_core::client::Pacing;
@@ -123,10 +124,6 @@ pub struct Args {
 enum PacingArg {
     Default,
     Off,
-}
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 /// Runs the client until it stops (Ctrl-C, `shutdown`, a lost stdio connection, giving up).

@@ -3,11 +3,12 @@
 //! events arrive unsolicited and are recorded on the run's timeline, as are the commands and
 //! replies themselves. A line that is not JSON, not an object, or of no known type is recorded
 //! as bad input and reported; a silent or vanished adapter turns into a timeout or a closed
-//! channel, never a hang.
+//! channel, never a hang. Lines are encoded and decoded by the protocol's one codec
+//! (`listsync-control`), the one the reference runtime and the Rust adapter speak.
 
-use crate::proxy::{Line, read_line};
 use crate::timeline::{Body, Hub, HubState, Side};
-use serde_json::{Map, Value, json};
+use listsync_control::{Incoming, Line, Malformed, read_line};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -129,14 +130,7 @@ impl Control {
             return Err(CmdError::Closed(cmd.into()));
         }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let mut m = match fields {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        m.insert("type".into(), json!("cmd"));
-        m.insert("id".into(), json!(id));
-        m.insert("cmd".into(), json!(cmd));
-        let obj = Value::Object(m);
+        let obj = listsync_control::command(id, cmd, fields);
         let (tx, rx) = oneshot::channel();
         self.pending
             .lock()
@@ -167,72 +161,68 @@ impl Control {
 
 async fn read_loop(c: Arc<Control>, r: tokio::net::unix::OwnedReadHalf) {
     let mut r = BufReader::new(r);
+    let mut buf = Vec::new();
     let from = format!("control {}", c.side.as_str());
+    let bad = |what: String| {
+        c.hub.record(Body::Bad {
+            from: from.clone(),
+            what,
+        })
+    };
     loop {
-        match read_line(&mut r, MAX_CONTROL_LINE).await {
-            Ok(Line::Data(line)) => {
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let v: Value = match serde_json::from_slice(&line) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        c.hub.record(Body::Bad {
-                            from: from.clone(),
-                            what: format!(
-                                "not JSON ({e}): {}",
-                                String::from_utf8_lossy(&line[..line.len().min(200)])
-                            ),
-                        });
-                        continue;
+        let line = match read_line(&mut r, &mut buf, MAX_CONTROL_LINE).await {
+            Ok(Some(Line::Text(line))) => line,
+            Ok(Some(Line::TooLong(n))) => {
+                bad(format!("a control line of {n} bytes: dropped"));
+                continue;
+            }
+            Ok(Some(Line::NotUtf8)) => {
+                bad("a control line that is not UTF-8: dropped".into());
+                continue;
+            }
+            Ok(None) | Err(_) => break,
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        match Incoming::decode(&line) {
+            Ok(Incoming::Reply { id, body }) => {
+                c.hub.record(Body::Reply {
+                    from: c.side,
+                    reply: body.clone(),
+                });
+                let waiter = id.and_then(|id| {
+                    c.pending
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&id)
+                });
+                match waiter {
+                    Some(w) => {
+                        let _ = w.send(body);
                     }
-                };
-                match v.get("type").and_then(Value::as_str) {
-                    Some("reply") => {
-                        let id = v.get("id").and_then(Value::as_u64);
-                        c.hub.record(Body::Reply {
-                            from: c.side,
-                            reply: v.clone(),
-                        });
-                        let waiter = id.and_then(|id| {
-                            c.pending
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .remove(&id)
-                        });
-                        match waiter {
-                            Some(w) => {
-                                let _ = w.send(v);
-                            }
-                            None => {
-                                c.hub.record(Body::Bad {
-                                    from: from.clone(),
-                                    what: format!("a reply to no pending command (id {:?})", id),
-                                });
-                            }
-                        }
-                    }
-                    Some("event") if v.get("event").and_then(Value::as_str).is_some() => {
-                        c.hub.record(Body::Event {
-                            from: c.side,
-                            event: v,
-                        });
-                    }
-                    _ => {
-                        c.hub.record(Body::Bad {
-                            from: from.clone(),
-                            what: format!("neither a reply nor an event: {}", truncate(&v)),
-                        });
+                    None => {
+                        bad(format!("a reply to no pending command (id {id:?})"));
                     }
                 }
             }
-            Ok(Line::TooLong(n)) => {
-                c.hub.record(Body::Bad {
-                    from: from.clone(),
-                    what: format!("a control line of {n} bytes: dropped"),
+            Ok(Incoming::Event { body, .. }) => {
+                c.hub.record(Body::Event {
+                    from: c.side,
+                    event: body,
                 });
             }
-            Ok(Line::Eof) | Err(_) => break,
+            Err(Malformed::NotJson(e)) => {
+                let shown: String = line.chars().take(200).collect();
+                bad(format!("not JSON ({e}): {shown}"));
+            }
+            Ok(Incoming::Command { body: v, .. }) => {
+                bad(format!("neither a reply nor an event: {}", truncate(&v)));
+            }
+            Err(Malformed::Unknown(_)) => {
+                let v = serde_json::from_str(&line).unwrap_or(Value::Null);
+                bad(format!("neither a reply nor an event: {}", truncate(&v)));
+            }
         }
     }
     c.closed.store(true, Ordering::SeqCst);

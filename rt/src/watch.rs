@@ -16,6 +16,7 @@
 //! with several servers.
 
 use crate::client::{ClientHandle, ClientNotice, ClientSettings, Endpoint, Servers, Status, View};
+#[cfg(feature = "harness")]
 use crate::control::{self, ReadyInfo};
 use listsync_core::aggregate::{self, Member};
 use listsync_core::client::Pacing;
@@ -24,6 +25,7 @@ use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{
     AuthCtx, Era, Item, Kind, KindSet, Name, declares_read_only, fingerprint,
 };
+#[cfg(feature = "harness")]
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -308,6 +310,7 @@ async fn watch_one(
 ) -> std::io::Result<Ended> {
     let (ntx, mut nrx) = mpsc::unbounded_channel();
     let settings = settings(&opts, opts.strategy, ntx);
+    #[cfg_attr(not(feature = "harness"), allow(unused_variables))]
     let WatchOptions {
         era,
         strategy,
@@ -319,16 +322,34 @@ async fn watch_one(
     } = opts;
     // The control channel first: no event may be lost.
     let channel = match &control_path {
+        #[cfg(feature = "harness")]
         Some(path) => Some(control::connect_client(path).await.map_err(|e| {
             std::io::Error::new(e.kind(), format!("control socket {}: {e}", path.display()))
         })?),
+        #[cfg(not(feature = "harness"))]
+        Some(path) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                format!(
+                    "control socket {}: this build has no harness control channel (listsync-rt's \
+                     feature `harness`)",
+                    path.display()
+                ),
+            ));
+        }
         None => None,
     };
+    #[cfg(not(feature = "harness"))]
+    let channel: Option<std::convert::Infallible> = channel;
     let stdio = matches!(endpoint, Endpoint::Stdio);
     let catalog = ClientHandle::spawn(settings, endpoint);
     let stop = CancellationToken::new();
     // Notices are said below and, with a control channel, sent to the harness too.
-    let (ctl_tx, outbox) = match channel {
+    let (ctl_tx, outbox): (
+        Option<mpsc::UnboundedSender<ClientNotice>>,
+        Option<tokio::task::JoinHandle<listsync_control::Outbox>>,
+    ) = match channel {
+        #[cfg(feature = "harness")]
         Some(channel) => {
             let (tx, rx) = mpsc::unbounded_channel();
             let info = ReadyInfo {

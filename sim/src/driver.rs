@@ -20,38 +20,57 @@ use listsync_core::trace::Trace;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// A `listsync sim` invocation.
+/// A `listsync sim` invocation (with the feature `clap`, its flags: the CLI flattens it).
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Request {
     /// Simulation level.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "machine"))]
     pub level: Level,
-    /// Seeds in a campaign (default: 1000 at the machine level, 200 at the stack level).
+    /// Number of seeds to run (default: 1000 at the machine level, 200 at the stack level).
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with = "seed"))]
     pub seeds: Option<u64>,
-    /// Run this one seed instead of a campaign.
+    /// Run this one seed (prints its run; shrinks and writes its violations).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub seed: Option<u64>,
-    /// First seed of a campaign.
+    /// First seed of the campaign.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0))]
     pub first_seed: u64,
-    /// Shard `K/M` of a campaign.
+    /// Run only shard K of M (1-based): every M-th seed starting with the K-th.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "K/M"))]
     pub shard: Option<String>,
-    /// Clients per run (default: drawn per run; with a burst: 1000).
+    /// Clients per run (default: 1 to 4, drawn per run; with --burst: 1000).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub clients: Option<u32>,
-    /// Scale run: one burst of this many mutations.
+    /// Scale run: one burst of this many mutations after every client has listed (one a batch;
+    /// at the machine level at most 250 batches, the mutations spread over them).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub burst: Option<u32>,
-    /// Server nodes (machine level).
+    /// Server nodes sharing a store and a change bus (machine level only).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub nodes: Option<u8>,
-    /// Fault plan name (default: `default`, or `none` with a burst).
+    /// Fault plan (none, default, storm, crashy, lossy; default: `default`, or `none` with
+    /// --burst).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "PLAN"))]
     pub faults: Option<String>,
-    /// Strategy under test.
+    /// Strategy under test: `reference`, a client strategy or a server strategy.
+    #[cfg_attr(feature = "clap", arg(long, default_value = "reference"))]
     pub strategy: String,
-    /// Where evidence (shrunk traces, recorded histories) is written.
+    /// Where shrunk traces of violations (and recorded histories) are written.
+    #[cfg_attr(feature = "clap", arg(long, default_value = "reports/sim-traces"))]
     pub out: PathBuf,
     /// Worker threads (default: all cores).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub threads: Option<usize>,
-    /// Do not shrink failures or write evidence.
+    /// Do not shrink failures or write traces.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub no_shrink: bool,
     /// Scale runs over Streamable HTTP instead of stdio.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub http: bool,
-    /// With `seed`: write the run's recorded history here.
+    /// With --seed: write the run's recorded history (every step and event; at the stack
+    /// level, every line on the simulated network too) to this file.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub history: Option<PathBuf>,
 }
 

@@ -15,6 +15,7 @@ use std::fmt;
 
 /// Simulation level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
     /// core's machines on simulated time and network (no tokio).

@@ -4,10 +4,7 @@
 //! or stale while cut off from Redis) is logged, answered on `GET /health`, and reported on the
 //! control channel as `health` events ([`listsync_rt::control::run_server`]).
 
-use anyhow::Context;
-use listsync_core::vocab::Op;
-use listsync_rt::server::cluster::{Node, NodeOptions};
-use listsync_rt::server::{Server, ServerSettings};
+use listsync_rt::server::cluster::NodeOptions;
 
 /// The multi-instance flags of `listsync serve`.
 #[derive(clap::Args)]
@@ -29,24 +26,14 @@ pub struct ClusterArgs {
     redis_prefix: String,
 }
 
-/// The server to serve: a node of a cluster with --redis, else a standalone server.
-pub async fn server(
-    args: &ClusterArgs,
-    settings: ServerSettings,
-    initial: &[Op],
-) -> anyhow::Result<(Server, Option<Node>)> {
-    let (Some(redis), Some(name)) = (&args.redis, &args.node) else {
-        return Ok((Server::new(settings, initial, None), None));
-    };
-    let mut opts = NodeOptions::new(redis, name);
-    opts.prefix = args.redis_prefix.clone();
-    let node = Node::join(settings, initial, None, opts)
-        .await
-        .with_context(|| format!("node {name}: cannot join the catalog in {redis}"))?;
-    let health = node.server().health();
-    eprintln!(
-        "listsync serve: node {name} joined {redis} (prefix {}): catalog {} at v{}",
-        args.redis_prefix, health.catalog_id, health.version
-    );
-    Ok((node.server().clone(), Some(node)))
+impl ClusterArgs {
+    /// The node to serve as, with --redis and --node (else a standalone server).
+    pub fn node_options(&self) -> Option<NodeOptions> {
+        let (Some(redis), Some(name)) = (&self.redis, &self.node) else {
+            return None;
+        };
+        let mut opts = NodeOptions::new(redis, name);
+        opts.prefix = self.redis_prefix.clone();
+        Some(opts)
+    }
 }

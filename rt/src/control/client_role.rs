@@ -3,7 +3,8 @@
 //! `refresh_started`, `refresh_failed`, `published`, `marked_stale`, `call_done`, and `history`
 //! (each core history event of the client, as `{"entry": <event>}`).
 
-use super::{Channel, Failure, Handler, Outbox, ReadyInfo, Reply, item_json, str_field};
+use super::{Channel, Failure, Handler, Outbox, ReadyInfo, Reply, str_field};
+use crate::admin::item_json;
 use crate::client::{ClientHandle, ClientNotice};
 use listsync_core::client::CallError;
 use listsync_core::history::Event;
@@ -151,7 +152,7 @@ fn command(catalog: ClientHandle, cmd: String, v: Value) -> Reply {
                 Ok(r) => Ok(json!({"is_error": r.is_error, "text": r.text})),
                 Err(CallError::Rpc(e)) => Err(Failure {
                     error: e.to_string(),
-                    code: Some(e.code),
+                    code: Some(e.code.into()),
                 }),
                 Err(CallError::NotInSnapshot) => Err(Failure::new(
                     "tool is not in the client's snapshot (the reference client does not call it)",

@@ -7,61 +7,16 @@
 //! `{"entry": <event>}`, starting with the current commit: a harness rebuilds the server's side
 //! of the history from them).
 
-use super::{Channel, Failure, Handler, Outbox, ReadyInfo, Reply, item_json, str_field};
+use super::{Channel, Failure, Handler, Outbox, ReadyInfo, Reply, str_field};
+use crate::admin;
 use crate::gate::{Phase, Target};
 use crate::server::{Server, ServerNotice};
 use listsync_core::history::Event;
-use listsync_core::vocab::{AuthCtx, Kind, Op, Scope};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-/// Parses one control-protocol op. The description stands for the definition (the server builds
-/// the item from it). `"auth": N` on an `add` scopes the item to authorization context N (this
-/// adapter's addition).
-pub fn parse_op(v: &Value) -> Result<Op, Failure> {
-    let kind =
-        || -> Result<Kind, Failure> { str_field(v, "kind")?.parse::<Kind>().map_err(Failure::new) };
-    let name = || str_field(v, "name").map(|s| s.into());
-    let description = || str_field(v, "description").map(|s| s.into());
-    match str_field(v, "op")? {
-        "add" => Ok(Op::Add {
-            kind: kind()?,
-            name: name()?,
-            def: description()?,
-            scope: match v.get("auth").and_then(Value::as_u64) {
-                Some(n) => Scope::Only(AuthCtx(
-                    u8::try_from(n).map_err(|_| Failure::new("auth out of range"))?,
-                )),
-                None => Scope::Public,
-            },
-        }),
-        "remove" => Ok(Op::Remove {
-            kind: kind()?,
-            name: name()?,
-        }),
-        "update" => Ok(Op::Update {
-            kind: kind()?,
-            name: name()?,
-            def: description()?,
-        }),
-        "set_content" => Ok(Op::SetContent {
-            uri: str_field(v, "uri")?.into(),
-            text: str_field(v, "text")?.into(),
-        }),
-        other => Err(Failure::new(format!("unknown op '{other}'"))),
-    }
-}
-
-/// Parses an array of ops.
-pub fn parse_ops(v: &Value) -> Result<Vec<Op>, Failure> {
-    match v {
-        Value::Array(ops) => ops.iter().map(parse_op).collect(),
-        _ => Err(Failure::new("ops must be an array")),
-    }
-}
 
 fn forward_notices(server: &Server, out: Outbox) {
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -115,38 +70,11 @@ fn forward_notices(server: &Server, out: Outbox) {
     });
 }
 
-/// Runs one server-role command (the harness's channel and the admin socket share it).
-pub(crate) fn command(server: Server, cmd: String, v: Value) -> Reply {
+/// Runs one server-role command of the harness's channel (also served on the admin socket): the
+/// gates here, everything else as [`admin::command`].
+pub fn server_command(server: Server, cmd: String, v: Value) -> Reply {
     Box::pin(async move {
         match cmd.as_str() {
-            "mutate" => {
-                let ops = parse_ops(v.get("ops").unwrap_or(&Value::Null))?;
-                let applied = server.apply_checked(&ops).await?;
-                Ok(json!({"version": applied.version, "notified": applied.notified}))
-            }
-            "notify" => {
-                let kind = str_field(&v, "kind")?;
-                let reached = if kind == "resource_updated" {
-                    let uri = str_field(&v, "uri")?;
-                    server.notify(Kind::Resources, Some(uri)).await
-                } else {
-                    let kind = kind.parse::<Kind>().map_err(Failure::new)?;
-                    server.notify(kind, None).await
-                };
-                Ok(json!({ "sessions": reached }))
-            }
-            "catalog" => {
-                let kind = str_field(&v, "kind")?
-                    .parse::<Kind>()
-                    .map_err(Failure::new)?;
-                let auth = v.get("auth").and_then(Value::as_u64).unwrap_or(0);
-                let items: Vec<Value> = server
-                    .visible(kind, AuthCtx(u8::try_from(auth).unwrap_or(0)))
-                    .iter()
-                    .map(item_json)
-                    .collect();
-                Ok(json!({"items": items, "version": server.version()}))
-            }
             "gate_call" => {
                 let tool = str_field(&v, "tool")?.to_owned();
                 let gate = server.gates().arm(Target::Call { tool }, 1);
@@ -183,8 +111,7 @@ pub(crate) fn command(server: Server, cmd: String, v: Value) -> Reply {
                     Err(Failure::new(format!("no gate {gate}")))
                 }
             }
-            "shutdown" => Ok(json!({})), // the channel stops after replying
-            other => Err(Failure::new(format!("unknown command '{other}'"))),
+            _ => admin::command(server, cmd, v).await,
         }
     })
 }
@@ -214,7 +141,7 @@ pub async fn run_server(
     if health.node.is_some() {
         report_health(&server, out.clone());
     }
-    let handler: Handler = Arc::new(move |cmd, v| command(server.clone(), cmd, v));
+    let handler: Handler = Arc::new(move |cmd, v| server_command(server.clone(), cmd, v));
     tokio::spawn(channel.serve(handler, stop));
     Ok(out)
 }

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 pub const PATH: &str = "/admin/change";
 
 /// Largest admin request body (the control channel's line limit).
-const MAX_BODY: usize = crate::control::MAX_LINE;
+const MAX_BODY: usize = listsync_control::MAX_LINE;
 
 /// Answers one request to [`PATH`].
 pub(crate) async fn handle(
@@ -99,7 +99,7 @@ pub(crate) async fn handle(
     let ops = serde_json::from_slice::<Value>(&bytes)
         .map_err(|e| format!("not JSON: {e}"))
         .and_then(|v| {
-            crate::control::parse_ops(v.get("ops").unwrap_or(&Value::Null))
+            crate::admin::parse_ops(v.get("ops").unwrap_or(&Value::Null))
                 .map_err(|f| format!("ops: {}", f.error))
         });
     let ops = match ops {

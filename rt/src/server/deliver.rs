@@ -106,6 +106,7 @@ impl Shared {
                 }
                 Notification::Acknowledged { .. } => continue,
             };
+            #[cfg(feature = "harness")]
             self.gates
                 .checkpoint(&crate::gate::Target::Notification {
                     method: method.to_owned(),

@@ -18,6 +18,7 @@
 
 use super::reply;
 use super::{Outlet, Shared, lock};
+#[cfg(feature = "harness")]
 use crate::gate::{Phase, Target};
 use crate::panic::catch;
 use listsync_core::history::ClientId;
@@ -162,8 +163,8 @@ impl Handler {
         }
     }
 
-    /// Serves one request through the registry, passing the request gates on the way in and
-    /// out.
+    /// Serves one request through the registry, passing the request gates (feature `harness`)
+    /// on the way in and out.
     async fn serve(
         &self,
         ctx: &RequestContext<RoleServer>,
@@ -184,11 +185,14 @@ impl Handler {
     }
 
     async fn serve_admitted(&self, auth: AuthCtx, req: Request) -> Response {
+        #[cfg(feature = "harness")]
         let method = req.method().to_owned();
+        #[cfg(feature = "harness")]
         let gate = |phase| Target::Request {
             method: method.clone(),
             phase,
         };
+        #[cfg(feature = "harness")]
         self.shared.gates.checkpoint(&gate(Phase::Before)).await;
         let call = match &req {
             Request::CallTool { name, .. } => Some(name.to_string()),
@@ -197,12 +201,14 @@ impl Handler {
         let c = self.conn.session();
         let resp = self.shared.request(c, auth, req).await;
         if let (Some(tool), Response::ToolResult { .. }) = (call, &resp) {
+            #[cfg(feature = "harness")]
             self.shared
                 .gates
                 .checkpoint(&Target::Call { tool: tool.clone() })
                 .await;
             self.shared.notice(super::ServerNotice::CallDone { tool });
         }
+        #[cfg(feature = "harness")]
         self.shared.gates.checkpoint(&gate(Phase::After)).await;
         resp
     }

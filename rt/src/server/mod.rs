@@ -38,6 +38,7 @@ pub use handler::Handler;
 pub use health::HealthReport;
 pub use reply::{CATALOG_KEY, VERSION_BOUND_KEY, VERSION_KEY};
 
+#[cfg(feature = "harness")]
 use crate::gate::{Gates, Parked};
 use crate::history::SharedHistory;
 use crate::items;
@@ -138,6 +139,7 @@ pub enum ServerNotice {
     /// for information, never judged.
     Claim(Event),
     /// A gate parked a request or a call.
+    #[cfg(feature = "harness")]
     Parked(Parked),
     /// A tool handler returned.
     CallDone {
@@ -201,6 +203,7 @@ pub(crate) struct Shared {
     pub(crate) history: Option<SharedHistory>,
     /// The ground truth and what is observed against it (lock order: `registry`, then this).
     observer: Mutex<Observer>,
+    #[cfg(feature = "harness")]
     pub(crate) gates: Gates,
     observers: Mutex<Vec<mpsc::UnboundedSender<ServerNotice>>>,
     /// Notifications handed to transports, in total.
@@ -268,6 +271,7 @@ impl Server {
                 next_req: AtomicU32::new(1),
                 history,
                 observer: Mutex::new(Observer::new()),
+                #[cfg(feature = "harness")]
                 gates: Gates::new(),
                 observers: Mutex::new(Vec::new()),
                 sent: AtomicU32::new(0),
@@ -309,6 +313,7 @@ impl Server {
     }
 
     /// The gates of this server.
+    #[cfg(feature = "harness")]
     pub fn gates(&self) -> &Gates {
         &self.shared.gates
     }
@@ -320,16 +325,19 @@ impl Server {
 
     /// Reports what the server does (history events, gates, sends) to `tx`.
     pub fn observe(&self, tx: mpsc::UnboundedSender<ServerNotice>) {
-        let (ptx, mut prx) = mpsc::unbounded_channel();
-        self.shared.gates.observe(ptx);
-        let fwd = tx.clone();
-        tokio::spawn(async move {
-            while let Some(p) = prx.recv().await {
-                if fwd.send(ServerNotice::Parked(p)).is_err() {
-                    break;
+        #[cfg(feature = "harness")]
+        {
+            let (ptx, mut prx) = mpsc::unbounded_channel();
+            self.shared.gates.observe(ptx);
+            let fwd = tx.clone();
+            tokio::spawn(async move {
+                while let Some(p) = prx.recv().await {
+                    if fwd.send(ServerNotice::Parked(p)).is_err() {
+                        break;
+                    }
                 }
-            }
-        });
+            });
+        }
         lock(&self.shared.observers).push(tx);
     }
 
@@ -416,6 +424,7 @@ impl Server {
         if self.shared.settings.core.strategy.commits_after_notifying() {
             // The known-bad variant: the batch becomes visible only after the notifications
             // went out (a gate can hold it longer).
+            #[cfg(feature = "harness")]
             self.shared
                 .gates
                 .checkpoint(&crate::gate::Target::Commit)

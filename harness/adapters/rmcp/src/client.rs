@@ -7,7 +7,7 @@
 //! other. Nothing is added that rmcp lacks: no single-flight, no version guard; rmcp's response
 //! cache keeps its default configuration.
 
-use crate::control::{Fail, Handler, Outbox, str_field};
+use crate::control::{Channel, Failure, Handler, Outbox, str_field};
 use crate::{Env, RMCP_VERSION};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
@@ -31,7 +31,7 @@ pub struct RmcpClient {
 
 impl RmcpClient {
     /// Re-lists the tools (every page) and publishes the result.
-    async fn refresh(&self, peer: &Peer<RoleClient>, source: &str) -> Result<Vec<Value>, Fail> {
+    async fn refresh(&self, peer: &Peer<RoleClient>, source: &str) -> Result<Vec<Value>, Failure> {
         self.shared
             .out
             .event("refresh_started", json!({"kind": "tools"}));
@@ -57,7 +57,7 @@ impl RmcpClient {
                     "refresh_failed",
                     json!({"kind": "tools", "error": e.to_string()}),
                 );
-                Err(Fail::new(e.to_string()))
+                Err(Failure::new(e.to_string()))
             }
         }
     }
@@ -81,12 +81,12 @@ impl ClientHandler for RmcpClient {
 }
 
 /// Opens a tools listen stream and re-lists on each of its notifications, in order.
-async fn listen(client: RmcpClient, peer: Peer<RoleClient>) -> Result<Value, Fail> {
+async fn listen(client: RmcpClient, peer: Peer<RoleClient>) -> Result<Value, Failure> {
     let filter = SubscriptionFilter::builder().tools_list_changed().build();
     let mut sub = peer
         .listen(filter)
         .await
-        .map_err(|e| Fail::new(e.to_string()))?;
+        .map_err(|e| Failure::new(e.to_string()))?;
     let honored = serde_json::to_value(sub.acknowledged()).unwrap_or(Value::Null);
     tokio::spawn(async move {
         while let Ok(Some(n)) = sub.next().await {
@@ -120,7 +120,7 @@ fn command(client: RmcpClient, peer: Peer<RoleClient>, modern: bool) -> Handler 
                         let items = client.refresh(&peer, "refresh").await?;
                         Ok(json!({"items": items, "pages": null}))
                     }
-                    k => Err(Fail::new(format!(
+                    k => Err(Failure::new(format!(
                         "the rmcp adapter keeps tools only, not '{k}'"
                     ))),
                 },
@@ -149,30 +149,30 @@ fn command(client: RmcpClient, peer: Peer<RoleClient>, modern: bool) -> Handler 
                                 "call_done",
                                 json!({"tool": tool, "is_error": true, "code": e.code.0}),
                             );
-                            Err(Fail {
+                            Err(Failure {
                                 error: e.message.to_string(),
                                 code: Some(i64::from(e.code.0)),
                             })
                         }
-                        Err(e) => Err(Fail::new(e.to_string())),
+                        Err(e) => Err(Failure::new(e.to_string())),
                     }
                 }
                 "listen" if modern => listen(client, peer).await,
-                "listen" => Err(Fail::new(
+                "listen" => Err(Failure::new(
                     "subscriptions/listen needs a 2026-07-28 connection",
                 )),
-                "subscribe" => Err(Fail::new(
+                "subscribe" => Err(Failure::new(
                     "the rmcp adapter does not subscribe to resources",
                 )),
                 "shutdown" => Ok(json!({})),
-                other => Err(Fail::new(format!("unknown command '{other}'"))),
+                other => Err(Failure::new(format!("unknown command '{other}'"))),
             }
         })
     })
 }
 
 /// Runs the client role until stdin closes or the control channel ends.
-pub async fn run(env: Env, out: Outbox, reader: tokio::net::unix::OwnedReadHalf) -> i32 {
+pub async fn run(env: Env, out: Outbox, channel: Channel) -> i32 {
     let variant = env.variant.clone().unwrap_or_else(|| "list-all".into());
     if variant != "list-all" {
         out.log(format!("unknown LISTSYNC_VARIANT '{variant}' (list-all)"));
@@ -226,8 +226,7 @@ pub async fn run(env: Env, out: Outbox, reader: tokio::net::unix::OwnedReadHalf)
         }),
     );
     let ctl = tokio::spawn(crate::control::serve(
-        reader,
-        out.clone(),
+        channel,
         command(client.clone(), peer.clone(), modern),
     ));
     // Initial list, the documented way; on 2026-07-28 after the listen acknowledgement.

@@ -78,7 +78,7 @@ pub fn run() -> i32 {
         }
     };
     let code = rt.block_on(async move {
-        let (out, reader) = match control::connect(&env.control).await {
+        let channel = match control::Channel::connect(std::path::Path::new(&env.control)).await {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(
@@ -88,9 +88,10 @@ pub fn run() -> i32 {
                 return 2;
             }
         };
+        let out = channel.outbox();
         match env.role.as_str() {
-            "server" => server::run(env, out, reader).await,
-            "client" => client::run(env, out, reader).await,
+            "server" => server::run(env, out, channel).await,
+            "client" => client::run(env, out, channel).await,
             other => {
                 out.log(format!(
                     "LISTSYNC_ROLE must be server or client, got '{other}'"

@@ -15,7 +15,7 @@
 //! `"<name>:<description>"`; `dispatched` reports whether the router held the tool when its
 //! handler started.
 
-use crate::control::{Fail, Handler, Outbox, str_field};
+use crate::control::{Channel, Failure, Handler, Outbox, str_field};
 use crate::{Env, RMCP_VERSION};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
@@ -113,7 +113,7 @@ impl RmcpServer {
     }
 
     /// Applies a batch of control ops (checked first: nothing is applied if one does not fit).
-    fn apply(&self, ops: &[Value]) -> Result<(), Fail> {
+    fn apply(&self, ops: &[Value]) -> Result<(), Failure> {
         let mut view: HashMap<String, String> = self
             .current()
             .list_all()
@@ -128,17 +128,17 @@ impl RmcpServer {
         for op in ops {
             let kind = str_field(op, "kind")?;
             if kind != "tools" {
-                return Err(Fail::new(format!(
+                return Err(Failure::new(format!(
                     "the rmcp adapter serves tools only (ToolRouter); '{kind}' is not supported"
                 )));
             }
             let name = str_field(op, "name")?.to_owned();
             match str_field(op, "op")? {
                 "add" if view.contains_key(&name) => {
-                    return Err(Fail::new(format!("tools '{name}' already exists")));
+                    return Err(Failure::new(format!("tools '{name}' already exists")));
                 }
                 "remove" | "update" if !view.contains_key(&name) => {
-                    return Err(Fail::new(format!("tools '{name}' does not exist")));
+                    return Err(Failure::new(format!("tools '{name}' does not exist")));
                 }
                 "add" | "update" => {
                     view.insert(
@@ -149,7 +149,7 @@ impl RmcpServer {
                 "remove" => {
                     view.remove(&name);
                 }
-                other => return Err(Fail::new(format!("unknown op '{other}'"))),
+                other => return Err(Failure::new(format!("unknown op '{other}'"))),
             }
         }
         let mut router = self.live.write().unwrap_or_else(|e| e.into_inner());
@@ -173,7 +173,7 @@ impl RmcpServer {
     }
 
     /// Sends `tools/list_changed` with rmcp's explicit API to the session or every listen sink.
-    async fn notify_tools(&self) -> Result<usize, Fail> {
+    async fn notify_tools(&self) -> Result<usize, Failure> {
         if self.shared.modern {
             let sinks: Vec<SubscriptionSink> = lock(&self.shared.sinks).clone();
             let mut n = 0;
@@ -190,8 +190,8 @@ impl RmcpServer {
                     .notify_tool_list_changed()
                     .await
                     .map(|_| 1)
-                    .map_err(|e| Fail::new(e.to_string())),
-                None => Err(Fail::new("no initialized session to notify yet")),
+                    .map_err(|e| Failure::new(e.to_string())),
+                None => Err(Failure::new("no initialized session to notify yet")),
             }
         }
     }
@@ -252,7 +252,7 @@ fn command(srv: RmcpServer) -> Handler {
                     let ops = v
                         .get("ops")
                         .and_then(Value::as_array)
-                        .ok_or_else(|| Fail::new("mutate needs ops: [...]"))?;
+                        .ok_or_else(|| Failure::new("mutate needs ops: [...]"))?;
                     srv.apply(ops)?;
                     if srv.shared.notify_after_batch && !ops.is_empty() {
                         srv.notify_tools().await?;
@@ -261,14 +261,14 @@ fn command(srv: RmcpServer) -> Handler {
                 }
                 "notify" => match str_field(&v, "kind")? {
                     "tools" => Ok(json!({ "sessions": srv.notify_tools().await? })),
-                    k => Err(Fail::new(format!(
+                    k => Err(Failure::new(format!(
                         "the rmcp adapter notifies tools only, not '{k}'"
                     ))),
                 },
                 "catalog" => match str_field(&v, "kind")? {
                     "tools" => Ok(json!({ "items": srv.catalog() })),
                     "prompts" | "resources" | "resource_templates" => Ok(json!({ "items": [] })),
-                    k => Err(Fail::new(format!("unknown kind '{k}'"))),
+                    k => Err(Failure::new(format!("unknown kind '{k}'"))),
                 },
                 "gate_call" => {
                     let tool = str_field(&v, "tool")?.to_owned();
@@ -282,7 +282,7 @@ fn command(srv: RmcpServer) -> Handler {
                     let gate = v
                         .get("gate")
                         .and_then(Value::as_u64)
-                        .ok_or_else(|| Fail::new("missing gate"))?;
+                        .ok_or_else(|| Failure::new("missing gate"))?;
                     let mut g = lock(&srv.shared.gates);
                     if let Some(tx) = g.parked.remove(&gate) {
                         let _ = tx.send(());
@@ -291,18 +291,18 @@ fn command(srv: RmcpServer) -> Handler {
                         g.released.push(gate);
                         Ok(json!({}))
                     } else {
-                        Err(Fail::new(format!("unknown gate {gate}")))
+                        Err(Failure::new(format!("unknown gate {gate}")))
                     }
                 }
                 "shutdown" => Ok(json!({})),
-                other => Err(Fail::new(format!("unknown command '{other}'"))),
+                other => Err(Failure::new(format!("unknown command '{other}'"))),
             }
         })
     })
 }
 
 /// Runs the server role until stdin closes or the control channel ends.
-pub async fn run(env: Env, out: Outbox, reader: tokio::net::unix::OwnedReadHalf) -> i32 {
+pub async fn run(env: Env, out: Outbox, channel: Channel) -> i32 {
     let variant = env.variant.clone().unwrap_or_else(|| "router".into());
     let notify_after_batch = match variant.as_str() {
         "router" => false,
@@ -374,7 +374,7 @@ pub async fn run(env: Env, out: Outbox, reader: tokio::net::unix::OwnedReadHalf)
             "page_size": env.page_size,
         }),
     );
-    let ctl = tokio::spawn(crate::control::serve(reader, out.clone(), command(srv)));
+    let ctl = tokio::spawn(crate::control::serve(channel, command(srv)));
     tokio::select! {
         _ = ctl => {}
         _ = done_rx.recv() => {}

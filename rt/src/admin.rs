@@ -8,10 +8,13 @@
 //! the shorthand `VERB:KIND:NAME[@CONTEXT][=DESCRIPTION]` (`add:tool:search=Searches the web`,
 //! `remove:prompt:greet`, `update:tool:echo=Echoes, louder`, `add:tool:audit@1=Only context 1
 //! sees it`), or `content:URI=TEXT` for a resource's content. Both become the same JSON op and
-//! are checked by [`super::parse_op`], the control protocol's one codec.
+//! are checked by [`parse_op`].
 
-use super::{Channel, Handler, MAX_LINE, parse_op, read_line};
 use crate::server::Server;
+use listsync_control::{
+    Channel, Failure, Handler, Incoming, Line, MAX_LINE, Reply, read_line, str_field,
+};
+use listsync_core::vocab::{AuthCtx, Kind, Op, Scope};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -124,6 +127,100 @@ pub fn ops_of_args(args: &[String]) -> Result<Value, String> {
     Ok(Value::Array(ops))
 }
 
+/// Parses one control-protocol op. The description stands for the definition (the server builds
+/// the item from it). `"auth": N` on an `add` scopes the item to authorization context N (this
+/// adapter's addition).
+pub fn parse_op(v: &Value) -> Result<Op, Failure> {
+    let kind =
+        || -> Result<Kind, Failure> { str_field(v, "kind")?.parse::<Kind>().map_err(Failure::new) };
+    let name = || str_field(v, "name").map(|s| s.into());
+    let description = || str_field(v, "description").map(|s| s.into());
+    match str_field(v, "op")? {
+        "add" => Ok(Op::Add {
+            kind: kind()?,
+            name: name()?,
+            def: description()?,
+            scope: match v.get("auth").and_then(Value::as_u64) {
+                Some(n) => Scope::Only(AuthCtx(
+                    u8::try_from(n).map_err(|_| Failure::new("auth out of range"))?,
+                )),
+                None => Scope::Public,
+            },
+        }),
+        "remove" => Ok(Op::Remove {
+            kind: kind()?,
+            name: name()?,
+        }),
+        "update" => Ok(Op::Update {
+            kind: kind()?,
+            name: name()?,
+            def: description()?,
+        }),
+        "set_content" => Ok(Op::SetContent {
+            uri: str_field(v, "uri")?.into(),
+            text: str_field(v, "text")?.into(),
+        }),
+        other => Err(Failure::new(format!("unknown op '{other}'"))),
+    }
+}
+
+/// Parses an array of ops.
+pub fn parse_ops(v: &Value) -> Result<Vec<Op>, Failure> {
+    match v {
+        Value::Array(ops) => ops.iter().map(parse_op).collect(),
+        _ => Err(Failure::new("ops must be an array")),
+    }
+}
+
+/// Runs one command of the server role that changes or reads the catalog (`mutate`, `notify`,
+/// `catalog`, `shutdown`): what the admin socket serves, and what the harness channel
+/// ([`crate::control`], feature `harness`) serves besides its gates.
+pub fn command(server: Server, cmd: String, v: Value) -> Reply {
+    Box::pin(async move {
+        match cmd.as_str() {
+            "mutate" => {
+                let ops = parse_ops(v.get("ops").unwrap_or(&Value::Null))?;
+                let applied = server.apply_checked(&ops).await?;
+                Ok(json!({"version": applied.version, "notified": applied.notified}))
+            }
+            "notify" => {
+                let kind = str_field(&v, "kind")?;
+                let reached = if kind == "resource_updated" {
+                    let uri = str_field(&v, "uri")?;
+                    server.notify(Kind::Resources, Some(uri)).await
+                } else {
+                    let kind = kind.parse::<Kind>().map_err(Failure::new)?;
+                    server.notify(kind, None).await
+                };
+                Ok(json!({ "sessions": reached }))
+            }
+            "catalog" => {
+                let kind = str_field(&v, "kind")?
+                    .parse::<Kind>()
+                    .map_err(Failure::new)?;
+                let auth = v.get("auth").and_then(Value::as_u64).unwrap_or(0);
+                let items: Vec<Value> = server
+                    .visible(kind, AuthCtx(u8::try_from(auth).unwrap_or(0)))
+                    .iter()
+                    .map(item_json)
+                    .collect();
+                Ok(json!({"items": items, "version": server.version()}))
+            }
+            "shutdown" => Ok(json!({})), // the channel stops after replying
+            other => Err(Failure::new(format!("unknown command '{other}'"))),
+        }
+    })
+}
+
+/// An item as the control protocol shows it: name, description, and the full definition.
+pub(crate) fn item_json(item: &listsync_core::vocab::Item) -> Value {
+    json!({
+        "name": &*item.name,
+        "description": crate::items::description_of(&item.def),
+        "def": &*item.def,
+    })
+}
+
 /// Why a change was not made.
 #[derive(Debug, thiserror::Error)]
 pub enum ChangeError {
@@ -176,7 +273,7 @@ pub async fn change_by_socket(
             .await
             .map_err(|e| ChangeError::Failed(format!("admin socket {shown}: {e}")))?;
         let (r, mut w) = stream.into_split();
-        let mut line = json!({"type": "cmd", "cmd": "mutate", "id": 1, "ops": ops}).to_string();
+        let mut line = listsync_control::command(1, "mutate", json!({ "ops": ops })).to_string();
         line.push('\n');
         w.write_all(line.as_bytes())
             .await
@@ -188,7 +285,7 @@ pub async fn change_by_socket(
                 .await
                 .map_err(|e| ChangeError::Failed(format!("admin socket {shown}: {e}")))?;
             let text = match got {
-                Some(super::Line::Text(t)) => t,
+                Some(Line::Text(t)) => t,
                 Some(_) => continue,
                 None => {
                     return Err(ChangeError::Failed(format!(
@@ -196,13 +293,8 @@ pub async fn change_by_socket(
                     )));
                 }
             };
-            let Ok(v) = serde_json::from_str::<Value>(&text) else {
-                continue;
-            };
-            if v.get("type").and_then(Value::as_str) == Some("reply")
-                && v.get("id") == Some(&json!(1))
-            {
-                return changed(&v);
+            if let Ok(Incoming::Reply { id: Some(1), body }) = Incoming::decode(&text) {
+                return changed(&body);
             }
         }
     };
@@ -318,8 +410,8 @@ impl Drop for AdminSocket {
 
 /// Listens on a new Unix socket at `path` (mode 0600; an existing path is refused, never
 /// replaced) for admin connections: each speaks the control protocol's server role
-/// (docs/harness-protocol.md: `mutate`, `catalog`, `notify`, gates) with the same codec and
-/// commands as the harness's channel; `shutdown` or closing ends that connection only.
+/// (docs/harness-protocol.md: `mutate`, `catalog`, `notify`, and with the feature `harness` the
+/// gates) with the same codec and commands as the harness's channel; `shutdown` or closing ends that connection only.
 pub async fn listen(server: Server, path: &Path) -> std::io::Result<AdminSocket> {
     if std::fs::symlink_metadata(path).is_ok() {
         return Err(std::io::Error::new(
@@ -337,8 +429,12 @@ pub async fn listen(server: Server, path: &Path) -> std::io::Result<AdminSocket>
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     }
     let stop = CancellationToken::new();
+    // With the harness's gates (feature `harness`), the socket serves them too.
+    #[cfg(feature = "harness")]
     let handler: Handler =
-        Arc::new(move |cmd, v| super::server_role::command(server.clone(), cmd, v));
+        Arc::new(move |cmd, v| crate::control::server_command(server.clone(), cmd, v));
+    #[cfg(not(feature = "harness"))]
+    let handler: Handler = Arc::new(move |cmd, v| command(server.clone(), cmd, v));
     let slots = Arc::new(Semaphore::new(MAX_ADMIN_CONNECTIONS));
     let s = stop.clone();
     let task = tokio::spawn(async move {
