@@ -113,6 +113,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             e.why()
         );
     }
+    for e in &judged.held_this_time {
+        println!(
+            "held this time: {} (violated in some runs only) holds {}: {}",
+            e.row,
+            e.property,
+            e.why()
+        );
+    }
     let failures = m.failures(&expected);
     for f in &failures {
         println!("FAIL: {f}");

@@ -14,6 +14,11 @@
 //! link = "https://example.org/issues/12"                    # optional
 //! ```
 //!
+//! An entry with `sometimes = true` is a cell seen violated in some runs only (a race the
+//! implementation loses under some timings): violated, it is an expected failure; holding, it is
+//! neither a failure nor fixed, and the run says it held this time. Its reason must say what
+//! was measured (how many runs, how many violated).
+//!
 //! A row is named as the report and the JUnit classnames name it ([`crate::matrix::row_name`]).
 //! An entry must name a row of a known adapter and a property that row can violate; a file that
 //! does not parse or names something else is an error naming the file and line.
@@ -48,6 +53,8 @@ struct EntryDoc {
     reason: String,
     #[serde(default)]
     link: Option<String>,
+    #[serde(default)]
+    sometimes: bool,
 }
 
 /// One expected failure.
@@ -61,6 +68,8 @@ pub struct Entry {
     pub reason: String,
     /// Where it is tracked.
     pub link: Option<String>,
+    /// Violated in some runs only (timing-dependent): holding is not "fixed".
+    pub sometimes: bool,
     /// Where the entry is: `FILE:LINE`.
     pub at: String,
 }
@@ -103,6 +112,8 @@ pub struct Judged {
     pub expected: Vec<Entry>,
     /// Listed cells that were judged and did not fail.
     pub fixed: Vec<Fixed>,
+    /// Cells listed as violated in some runs only that held in this one.
+    pub held_this_time: Vec<Entry>,
 }
 
 /// Every expected failure in force, by (row, property).
@@ -240,6 +251,7 @@ impl Expectations {
                 property,
                 reason: e.reason,
                 link: e.link,
+                sometimes: e.sometimes,
                 at: at.clone(),
             };
             if let Some(had) = self.by_cell.insert((row.clone(), property), entry) {
@@ -287,6 +299,9 @@ impl Expectations {
                             .unwrap_or_default()
                     )),
                     (CellState::NotRun, _) | (_, None) => {}
+                    (CellState::Holds, Some(e)) if e.sometimes => {
+                        out.held_this_time.push(e.clone());
+                    }
                     (now, Some(e)) => out.fixed.push(Fixed {
                         entry: e.clone(),
                         now: match now {
@@ -453,6 +468,23 @@ mod tests {
         assert_eq!(j.fixed[0].entry.property, Property::Converges);
         assert_eq!(j.fixed[0].now, "holds");
         assert!(j.fixed[0].to_string().contains("remove its entry at "));
+    }
+
+    #[test]
+    fn a_cell_violated_sometimes_is_expected_when_violated_and_not_fixed_when_it_holds() {
+        let e = load(&format!(
+            "[[expected]]\nrow = \"{PY}\"\nproperty = \"converges\"\nreason = \"r\"\nsometimes = true\n"
+        ))
+        .unwrap();
+        let violated = e.judge(&matrix(&[(PY, Property::Converges, CellState::Violated)]));
+        assert_eq!(violated.expected.len(), 1);
+        assert!(violated.held_this_time.is_empty() && violated.fixed.is_empty());
+        let held = e.judge(&matrix(&[(PY, Property::Converges, CellState::Holds)]));
+        assert!(held.fixed.is_empty() && held.unexpected.is_empty() && held.expected.is_empty());
+        assert_eq!(held.held_this_time.len(), 1);
+        // Diverged is not a timing's doing: still fixed (its entry must go).
+        let diverged = e.judge(&matrix(&[(PY, Property::Converges, CellState::Diverged)]));
+        assert_eq!(diverged.fixed.len(), 1);
     }
 
     #[test]
