@@ -242,7 +242,16 @@ fn at_size(args: &Args) -> Result<ExitCode> {
             },
         );
         bar.finish_and_clear();
-        let traces = out.join("traces").join("at-size").join(how);
+        // The counterexamples stay out of reports/ (no page links them): with
+        // --update-reports they go under target/.
+        let traces = if args.update_reports {
+            PathBuf::from("target/listsync/check")
+        } else {
+            out.clone()
+        }
+        .join("traces")
+        .join("at-size")
+        .join(how);
         run.write_traces(&traces)
             .with_context(|| format!("writing traces to {}", traces.display()))?;
         runs.push(run.report);

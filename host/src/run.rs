@@ -14,7 +14,7 @@ use crate::{HostError, HostRef, Options, RunResult};
 use listsync_harness::hosts::manifest::{Expand, HostManifest};
 use listsync_harness::hosts::model_server::{ChangeHook, ModelServer, ModelSettings};
 use listsync_harness::hosts::plan::Plan;
-use listsync_rt::control::admin;
+use listsync_rt::admin;
 use listsync_session::log::What;
 use std::path::Path;
 use std::sync::Arc;

@@ -33,11 +33,6 @@ pub mod canon;
 pub mod client;
 #[cfg(feature = "harness")]
 pub mod control;
-/// The admin socket under the path it had when it lived in the control module.
-#[cfg(not(feature = "harness"))]
-pub mod control {
-    pub use crate::admin;
-}
 pub mod fixtures;
 #[cfg(feature = "harness")]
 pub mod gate;

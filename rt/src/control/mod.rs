@@ -7,9 +7,6 @@
 mod client_role;
 mod server_role;
 
-/// The admin socket, under the path it had when it lived here.
-pub use crate::admin;
-pub use crate::admin::{parse_op, parse_ops};
 pub use client_role::{connect as connect_client, run_client};
 pub use server_role::{run_server, server_command};
 

@@ -5,12 +5,12 @@
 //! races (`stale-race`, `mid-walk`, `burst`, `call-removal`, `schema-change`; `presets/*.toml`).
 //!
 //! The format (TOML) is documented in docs/test-your-client.md. Ops are the control protocol's
-//! (the shorthand of [`crate::control::admin::op_arg`], or JSON ops as inline tables), checked
+//! (the shorthand of [`crate::admin::op_arg`], or JSON ops as inline tables), checked
 //! when the script is read: a malformed script is refused in one line naming the line and column.
 //! Holding a request or a call uses the server's gates ([`crate::gate`]), as the harness does.
 
-use crate::control::admin::op_arg;
-use crate::control::parse_op;
+use crate::admin::op_arg;
+use crate::admin::parse_op;
 use crate::gate::{Phase, Target};
 use crate::server::{Server, ServerNotice};
 use listsync_core::history::Event;
