@@ -46,3 +46,16 @@ pub mod serve;
 pub mod server;
 pub mod sniff;
 pub mod watch;
+
+/// The error of a control socket asked of a build without the feature `harness`.
+#[cfg(not(feature = "harness"))]
+pub(crate) fn no_control_channel(path: &std::path::Path) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        format!(
+            "control socket {}: this build has no harness control channel (listsync-rt's \
+             feature `harness`)",
+            path.display()
+        ),
+    )
+}

@@ -112,14 +112,7 @@ pub async fn serve(opts: ServeOptions, say: Say) -> std::io::Result<()> {
     };
     #[cfg(not(feature = "harness"))]
     if let Some(path) = &opts.control {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            format!(
-                "control socket {}: this build has no harness control channel (listsync-rt's \
-                 feature `harness`)",
-                path.display()
-            ),
-        ));
+        return Err(crate::no_control_channel(path));
     }
     let (initial, fixtures) = initial_catalog(&opts);
     let demo = fixtures == Some(Fixtures::Demo) && opts.fixtures.is_none();

@@ -327,16 +327,7 @@ async fn watch_one(
             std::io::Error::new(e.kind(), format!("control socket {}: {e}", path.display()))
         })?),
         #[cfg(not(feature = "harness"))]
-        Some(path) => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                format!(
-                    "control socket {}: this build has no harness control channel (listsync-rt's \
-                     feature `harness`)",
-                    path.display()
-                ),
-            ));
-        }
+        Some(path) => return Err(crate::no_control_channel(path)),
         None => None,
     };
     #[cfg(not(feature = "harness"))]
