@@ -22,7 +22,7 @@ pub struct Args {
     plan: Vec<String>,
     /// Protocol era of the server.
     #[arg(long, default_value = "2025-11-25")]
-    era: String,
+    era: listsync_core::vocab::Era,
     /// Runs per plan (a verdict that varies between runs is timing-dependent).
     #[arg(long, default_value_t = 1)]
     repeat: usize,
@@ -71,7 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         listsync: std::env::current_exe()?,
         hosts_dir,
         cache,
-        era: args.era.clone(),
+        era: args.era.as_str().to_owned(),
         repeat: args.repeat,
         catch_up: args.catch_up,
         out: args.out.clone(),

@@ -21,22 +21,28 @@ fn verdicts(name: &str, t: Tally, detail: String) -> Verdicts {
     }
 }
 
+/// The detail shown for one property over a plan's runs: the first violation's, else the first
+/// run's.
+fn shown_detail<'a>(verdicts: impl Iterator<Item = (Status, &'a String)>) -> String {
+    let all: Vec<_> = verdicts.collect();
+    all.iter()
+        .find(|(s, _)| *s == Status::Violated)
+        .or(all.first())
+        .map(|(_, d)| (*d).clone())
+        .unwrap_or_default()
+}
+
 /// The summary of one plan's runs.
 pub fn plan_summary(r: &HostReport) -> PlanSummary {
     let mut host = Vec::new();
     for p in HostProperty::ALL {
         let t = r.tally(p);
-        let all: Vec<_> = r
-            .runs
-            .iter()
-            .filter_map(|x| x.judgement.verdicts.iter().find(|v| v.property == p))
-            .collect();
-        let detail = all
-            .iter()
-            .find(|v| v.status == Status::Violated)
-            .or(all.first())
-            .map(|v| v.detail.clone())
-            .unwrap_or_default();
+        let detail = shown_detail(
+            r.runs
+                .iter()
+                .filter_map(|x| x.judgement.verdicts.iter().find(|v| v.property == p))
+                .map(|v| (v.status, &v.detail)),
+        );
         host.push(verdicts(p.as_str(), t, detail));
     }
     let mut audit = Vec::new();
@@ -45,17 +51,12 @@ pub fn plan_summary(r: &HostReport) -> PlanSummary {
         if t.violated + t.holds == 0 {
             continue;
         }
-        let all: Vec<_> = r
-            .runs
-            .iter()
-            .flat_map(|x| x.audit.verdicts.iter().filter(move |v| v.property == p))
-            .collect();
-        let detail = all
-            .iter()
-            .find(|v| v.status == Status::Violated)
-            .or(all.first())
-            .map(|v| v.detail.clone())
-            .unwrap_or_default();
+        let detail = shown_detail(
+            r.runs
+                .iter()
+                .flat_map(|x| x.audit.verdicts.iter().filter(move |v| v.property == p))
+                .map(|v| (v.status, &v.detail)),
+        );
         audit.push(verdicts(p.as_str(), t, detail));
     }
     let mut host_exits: Vec<Count> = Vec::new();

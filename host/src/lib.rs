@@ -64,7 +64,14 @@ impl HostRef {
         }
         let manifest = HostManifest::read(&file)?;
         let version = match version {
-            Some(v) if manifest.versions.is_empty() || manifest.versions.contains(&v) => v,
+            Some(v) if manifest.versions.contains(&v) => v,
+            Some(_) if manifest.versions.is_empty() => {
+                return Err(format!(
+                    "{spec}: {} pins no version (run it as {})",
+                    file.display(),
+                    manifest.name
+                ));
+            }
             Some(v) => {
                 return Err(format!(
                     "{spec}: version {v} is not pinned in {} (pinned: {})",
