@@ -41,6 +41,13 @@ pub struct Args {
     /// known-bad escapes a property its small world shows it breaking.
     #[arg(long, conflicts_with = "deep")]
     at_size: bool,
+    /// Run the symmetry reduction's soundness runs instead: every configuration of the suite
+    /// (or those named) whose clients are interchangeable, and each single-client known-bad one
+    /// given a twin client, depth-first with and without the
+    /// reduction, compared (verdicts, situations, progress, counterexample replays); writes
+    /// model-check-reduction.json. Run by hand.
+    #[arg(long, conflicts_with_all = ["deep", "at_size"])]
+    reduction: bool,
     /// Stop each configuration once the checker has generated N states (repeats included), if it
     /// has not finished before: a bounded exploration, for worlds too large to finish (the deep
     /// suite). Its "ok" means no violation among the states explored; quiescence is not judged.
@@ -48,6 +55,12 @@ pub struct Args {
     /// unless --deep).
     #[arg(long, value_name = "N")]
     max_states: Option<std::num::NonZeroUsize>,
+    /// Explore with this search instead of each configuration's own: bfs, dfs, dfs_symmetric
+    /// (symmetry reduction where the clients are interchangeable) or walks (random walks,
+    /// never exhaustive). For the deep suite's runs to the end; not with --update-reports of
+    /// the default suite, whose page shows each configuration's own search.
+    #[arg(long, value_parser = parse_search, conflicts_with_all = ["at_size", "reduction"])]
+    search: Option<listsync_model::Search>,
     /// Where to write traces and model-check.json (default: target/listsync/check; with
     /// --update-reports: reports).
     #[arg(long)]
@@ -107,7 +120,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.at_size {
         return at_size(&args);
     }
-    let selected = suite::select(&args.configs, args.deep).map_err(anyhow::Error::msg)?;
+    if args.reduction {
+        return reduction(&args);
+    }
+    let mut selected = suite::select(&args.configs, args.deep).map_err(anyhow::Error::msg)?;
+    if let Some(search) = args.search {
+        if args.update_reports && !args.deep {
+            anyhow::bail!("--search with --update-reports is for the deep suite only");
+        }
+        for c in &mut selected {
+            c.search = search;
+        }
+    }
     if args.update_reports && !args.configs.is_empty() {
         anyhow::bail!("--update-reports regenerates the committed pages: run the whole suite");
     }
@@ -279,6 +303,100 @@ fn at_size(args: &Args) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `listsync check --reduction`: the symmetry reduction with and without, side by side.
+fn reduction(args: &Args) -> Result<ExitCode> {
+    use listsync_model::reduction;
+    if args.update_reports && !args.configs.is_empty() {
+        anyhow::bail!("--update-reports regenerates the committed table: run the whole suite");
+    }
+    let selected = suite::select(&args.configs, false).map_err(anyhow::Error::msg)?;
+    let (with, without) = reduction::twins(selected);
+    let clients = with
+        .iter()
+        .map(|c| (c.name().to_owned(), c.scenario.clients.len()))
+        .collect();
+    if with.is_empty() {
+        anyhow::bail!("none of these configurations has interchangeable clients");
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from(if args.update_reports {
+            "reports"
+        } else {
+            "target/listsync/check"
+        })
+    });
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, usize::from),
+        usize::from,
+    );
+    let max_states = args.max_states.map(std::num::NonZeroUsize::get);
+    let mut runs = Vec::new();
+    for (how, selected) in [("with symmetry", with), ("without", without)] {
+        let bar = progress_bar(selected.len() as u64);
+        let mut current = String::new();
+        let run = suite::run(selected, threads, max_states, &mut |name, states, secs| {
+            if name != current {
+                if !current.is_empty() {
+                    bar.inc(1);
+                }
+                current = name.to_owned();
+                if bar.is_hidden() {
+                    eprintln!("listsync check --reduction: {name} ({how})");
+                }
+            }
+            bar.set_message(format!("{name} ({how}): {states} states, {secs:.1}s"));
+        });
+        bar.finish_and_clear();
+        runs.push(run);
+    }
+    let plain = runs.pop().expect("two runs");
+    let reduced = runs.pop().expect("two runs");
+    let report = reduction::ReductionReport {
+        reduction: "symmetry over interchangeable clients".into(),
+        replays: reduction::replays(&reduced),
+        clients,
+        with: reduced.report,
+        without: plain.report,
+    };
+    std::fs::create_dir_all(&out)?;
+    let json_path = out.join(reduction::FILE);
+    std::fs::write(&json_path, serde_json::to_string_pretty(&report)? + "\n")
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    print!("{}", listsync_report::reduction_table::text_table(&report));
+    if args.update_reports {
+        listsync_report::pages::model_check(&out)?;
+    }
+    let unsound: Vec<String> = report
+        .compare()
+        .into_iter()
+        .filter(|c| !c.sound())
+        .map(|c| c.config)
+        .collect();
+    if unsound.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "listsync check --reduction: the runs differ in {}",
+            unsound.join(", ")
+        );
+        Ok(ExitCode::from(1))
+    }
+}
+
+/// A search by its name in the reports.
+fn parse_search(name: &str) -> Result<listsync_model::Search, String> {
+    use listsync_model::Search;
+    [
+        Search::Bfs,
+        Search::Dfs,
+        Search::DfsSymmetric,
+        Search::Walks,
+    ]
+    .into_iter()
+    .find(|s| s.to_string() == name)
+    .ok_or_else(|| format!("unknown search '{name}' (bfs, dfs, dfs_symmetric, walks)"))
 }
 
 fn progress_bar(len: u64) -> ProgressBar {

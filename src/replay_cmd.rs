@@ -98,8 +98,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 p.subject.to_string().replace([':', '@'], "-")
             ));
             report.id = stem.into();
-            listsync_harness::msglog::write(&log, &report, p.client.kinds)
-                .with_context(|| format!("writing {}", log.display()))?;
+            listsync_harness::msglog::write(
+                &log,
+                &report,
+                p.client.kinds,
+                listsync_harness::msglog::Stamps::Shown,
+            )
+            .with_context(|| format!("writing {}", log.display()))?;
             println!("  message log: {}", log.display());
             if args.session_logs {
                 let session = log.with_extension("session.jsonl");

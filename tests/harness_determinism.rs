@@ -65,7 +65,8 @@ async fn same_every_time(name: &str, against: &str, paths: &Paths) -> RunDigest 
                 "{name} against {against}: run {i} differs from run 0\n{}",
                 listsync_harness::msglog::render(
                     &r,
-                    listsync_core::vocab::KindSet::only(listsync_core::vocab::Kind::Tools)
+                    listsync_core::vocab::KindSet::only(listsync_core::vocab::Kind::Tools),
+                    listsync_harness::msglog::Stamps::Shown,
                 )
             ),
         }

@@ -52,6 +52,7 @@ fn log(r: &RunReport) -> String {
     listsync_harness::msglog::render(
         r,
         listsync_core::vocab::KindSet::only(listsync_core::vocab::Kind::Tools),
+        listsync_harness::msglog::Stamps::Shown,
     )
 }
 

@@ -6,6 +6,7 @@
 //! `Clone + Hash + Eq` data stepped by their drivers.
 
 pub mod aggregate;
+pub mod certain;
 pub mod client;
 pub mod history;
 pub mod machine;

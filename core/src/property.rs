@@ -135,6 +135,15 @@ impl Property {
     pub fn index(self) -> usize {
         self as usize
     }
+
+    /// Whether the property is judged when the world comes to rest (quiescence), not at the
+    /// event that breaks it.
+    pub fn judged_at_rest(self) -> bool {
+        matches!(
+            self,
+            Property::Converges | Property::NoLostWakeup | Property::ListenThenList
+        )
+    }
 }
 
 /// What reports say of a property (`reports/properties.md` is generated from it): kept here,
@@ -236,10 +245,7 @@ impl Property {
             sentence,
             failure,
             checker,
-            at_quiescence: matches!(
-                self,
-                Property::Converges | Property::NoLostWakeup | Property::ListenThenList
-            ),
+            at_quiescence: self.judged_at_rest(),
         }
     }
 }

@@ -1038,17 +1038,13 @@ impl<C: ClientMachine> World<C> {
         if self.monitor.violated(p) {
             return false;
         }
-        match p {
-            Property::Converges | Property::NoLostWakeup | Property::ListenThenList => {
-                !self.quiescent()
-                    || self
-                        .monitor
-                        .check_quiescent(&self.expectations())
-                        .iter()
-                        .all(|(q, _)| *q != p)
-            }
-            _ => true,
-        }
+        !p.judged_at_rest()
+            || !self.quiescent()
+            || self
+                .monitor
+                .check_quiescent(&self.expectations())
+                .iter()
+                .all(|(q, _)| *q != p)
     }
 
     /// Verdicts in this state (as if the run ended here).
@@ -1100,6 +1096,12 @@ impl<C: ClientMachine> World<C> {
         if map.iter().enumerate().all(|(i, m)| *m as usize == i) {
             return self.clone();
         }
+        self.relabel(&map)
+    }
+
+    /// This state with its clients renumbered: client `old` becomes client `map[old]` (a
+    /// permutation), everything that carries a client's id renumbered with it.
+    pub fn relabel(&self, map: &[ClientId]) -> World<C> {
         let mut clients = self.clients.clone();
         let mut links = self.links.clone();
         let mut watch = self.watch.clone();

@@ -1,7 +1,9 @@
 //! The message log of a run as a readable text file: every timeline record on one line
 //! (sequence number, milliseconds since start, what), then the reconstructed history that was
 //! judged and the violations with the records they point at. Paths of the generating machine
-//! are written as placeholders ([`crate::portable`]).
+//! are written as placeholders ([`crate::portable`]). The copies committed under `reports/`
+//! leave the milliseconds out ([`Stamps::Left`]): they change on every run, and a reviewer
+//! of a regenerated report should see only what changed in what happened.
 
 use crate::history::reconstruct;
 use crate::outcome::RunReport;
@@ -21,7 +23,16 @@ fn compact(v: &Value) -> String {
     }
 }
 
-fn line(r: &Record) -> String {
+/// Whether a log shows each record's time since the run started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stamps {
+    /// Shown (a run's own log, under `--out`).
+    Shown,
+    /// Left out (the copies committed under `reports/`).
+    Left,
+}
+
+fn line(r: &Record, stamps: Stamps) -> String {
     let what = match &r.body {
         Body::Msg {
             dir,
@@ -123,15 +134,18 @@ fn line(r: &Record) -> String {
         Body::Bad { from, what } => format!("BAD {from}: {what}"),
         Body::Note { text } => format!("note: {text}"),
     };
-    format!("{:>6} {:>10.1}ms  {what}", r.seq, r.micros as f64 / 1000.0)
+    match stamps {
+        Stamps::Shown => format!("{:>6} {:>10.1}ms  {what}", r.seq, r.micros as f64 / 1000.0),
+        Stamps::Left => format!("{:>6}  {what}", r.seq),
+    }
 }
 
 /// Renders a run's message log, with this machine's paths as placeholders.
-pub fn render(report: &RunReport, kinds: KindSet) -> String {
-    crate::portable::portable(&render_raw(report, kinds))
+pub fn render(report: &RunReport, kinds: KindSet, stamps: Stamps) -> String {
+    crate::portable::portable(&render_raw(report, kinds, stamps))
 }
 
-fn render_raw(report: &RunReport, kinds: KindSet) -> String {
+fn render_raw(report: &RunReport, kinds: KindSet, stamps: Stamps) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -156,9 +170,13 @@ fn render_raw(report: &RunReport, kinds: KindSet) -> String {
     if matches!(report.target, crate::outcome::Target::Trace { .. }) {
         let _ = writeln!(s, "# outcome: {}", crate::replay::headline(report));
     }
-    let _ = writeln!(s, "# columns: record, time since start, what\n");
+    let columns = match stamps {
+        Stamps::Shown => "record, time since start, what",
+        Stamps::Left => "record, what (times left out of this committed copy)",
+    };
+    let _ = writeln!(s, "# columns: {columns}\n");
     for r in &report.records {
-        let _ = writeln!(s, "{}", line(r));
+        let _ = writeln!(s, "{}", line(r, stamps));
     }
     let h = reconstruct(&report.records, kinds);
     let _ = writeln!(s, "\n# history judged by core's checkers (record → event)");
@@ -183,9 +201,14 @@ fn render_raw(report: &RunReport, kinds: KindSet) -> String {
 }
 
 /// Writes a run's message log to `path`.
-pub fn write(path: &Path, report: &RunReport, kinds: KindSet) -> std::io::Result<()> {
+pub fn write(
+    path: &Path,
+    report: &RunReport,
+    kinds: KindSet,
+    stamps: Stamps,
+) -> std::io::Result<()> {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d)?;
     }
-    std::fs::write(path, render(report, kinds))
+    std::fs::write(path, render(report, kinds, stamps))
 }

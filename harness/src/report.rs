@@ -106,7 +106,12 @@ pub fn write(reports: &Path, m: &mut Matrix) -> std::io::Result<std::path::PathB
     for r in &mut m.runs {
         if (worth_a_log(r) || cited.contains(&r.id)) && r.status != RunStatus::Unsupported {
             let rel = format!("{LOG_DIR}/{}.log", r.id);
-            msglog::write(&reports.join(&rel), r, KindSet::only(Kind::Tools))?;
+            msglog::write(
+                &reports.join(&rel),
+                r,
+                KindSet::only(Kind::Tools),
+                msglog::Stamps::Left,
+            )?;
             r.log = Some(rel);
         }
     }

@@ -17,6 +17,7 @@ pub mod graph;
 pub mod memory;
 pub mod pacing;
 pub mod progress;
+pub mod reduction;
 pub mod suite;
 pub mod symmetry;
 

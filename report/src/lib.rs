@@ -32,6 +32,7 @@ pub mod mutants;
 pub mod pages;
 pub mod plot;
 pub mod properties;
+pub mod reduction_table;
 pub mod sim;
 pub mod strategy_table;
 pub mod svg;

@@ -206,6 +206,14 @@ fn model_check_into(out: &Path, w: &mut Written) -> Result<Option<SuiteReport>> 
             .collect();
         text.push_str(&crate::strategy_table::render(m, large.as_ref(), &sims));
     }
+    // The symmetry reduction's soundness runs, when `check --reduction` has written them.
+    let reduction = out.join(listsync_model::reduction::FILE);
+    if let Ok(t) = std::fs::read_to_string(&reduction) {
+        match serde_json::from_str::<listsync_model::reduction::ReductionReport>(&t) {
+            Ok(r) => text.push_str(&crate::reduction_table::render(&r)),
+            Err(e) => w.failed.push(format!("{}: {e}", reduction.display())),
+        }
+    }
     std::fs::write(&page, text).with_context(|| format!("writing {}", page.display()))?;
     w.pages.push("model-check.md".into());
     Ok(parsed)
@@ -629,8 +637,12 @@ fn index(out: &Path, inputs: &Inputs<'_>, w: &Written) -> Result<()> {
     let _ = writeln!(
         s,
         "One per counterexample trace: lanes for the server, the network (each message in \
-         flight on its own track) and every client; the step after which the property first \
-         fails is highlighted in red.\n"
+         flight on its own track) and every client the violation names (the others are folded \
+         away, and the subtitle says so); the step after which the property fails is \
+         highlighted in red, or, for a property judged when the world comes to rest \
+         (`converges`, `no_lost_wakeup`, `listen_then_list`), the step after which its \
+         violation was certain: from there, however what is in flight is delivered and the \
+         timers fire, with no further change or fault, the run ends with it violated.\n"
     );
     if let Some(m) = check {
         let _ = writeln!(s, "### Model checker (`reports/traces/`)\n");

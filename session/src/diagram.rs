@@ -87,6 +87,7 @@ pub fn svg(log: &SessionLog, v: &Verdict, title: &str) -> String {
                 let r = d.rows.len();
                 d.tracks.push(Track {
                     lane: 1,
+                    party: 0,
                     kind,
                     start: (r, 0),
                     end: Some((r, 1)),

@@ -559,12 +559,13 @@ impl<'a> Builder<'a> {
     }
 
     fn new_track(&mut self, place: Place, kind: MsgKind, start: (usize, usize)) -> usize {
-        let lane = match place {
-            Place::Link(..) => self.net,
-            Place::Bus(_) => self.bus.unwrap_or(self.net),
+        let (lane, party) = match place {
+            Place::Link(c, _) => (self.net, self.client_lane(c)),
+            Place::Bus(n) => (self.bus.unwrap_or(self.net), self.node_lane(n)),
         };
         self.tracks.push(Track {
             lane,
+            party,
             kind,
             start,
             end: None,
@@ -696,6 +697,32 @@ impl<'a> Builder<'a> {
             }
         }
         shown
+    }
+
+    /// Moves the highlight of quiescence property `p`, seen violated at step `seen`, to step
+    /// `k`, after which its violation was certain ([`listsync_core::certain`]), with a line
+    /// saying so.
+    fn certain(&mut self, p: Property, k: usize, seen: Option<usize>) {
+        for row in &mut self.rows {
+            if row.step == seen {
+                row.violation = None;
+            }
+            if row.step == Some(k) {
+                row.violation = Some(p);
+                row.lines.push(Line::Violation {
+                    property: p,
+                    text: format!(
+                        "certain from here on: however what is in flight is delivered and the \
+                         timers fire, with no further change or fault, the run ends with it \
+                         violated{}",
+                        seen.map(|s| format!(" (seen at step {s})"))
+                            .unwrap_or_default()
+                    ),
+                    primary: true,
+                });
+            }
+        }
+        self.first_violation = Some(k);
     }
 
     /// The final state: what each client holds against what its server shows.
@@ -866,6 +893,13 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
     }
     let end = b.end_row(&world);
     b.rows.push(end);
+    let seen_at = b.first_violation;
+    if let Some(p) = trace.shows.filter(|p| p.judged_at_rest())
+        && let Some(k) = listsync_core::certain::became_certain(trace, p)?
+        && Some(k) != seen_at
+    {
+        b.certain(p, k, seen_at);
+    }
     let era = scn.era;
     let transport = format!("{:?}", scn.transport).to_lowercase();
     let page = if scn.server.page_size == 0 {
@@ -873,12 +907,14 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
     } else {
         format!("page size {}", scn.server.page_size)
     };
-    let title = match trace.shows {
-        Some(p) => match b.first_violation {
-            Some(s) => format!("{} · {p} violated at step {s}", scn.name),
-            None => format!("{} · {p}", scn.name),
-        },
-        None => scn.name.clone(),
+    let title = match (trace.shows, seen_at, b.first_violation) {
+        (Some(p), Some(seen), Some(certain)) if seen != certain => format!(
+            "{} · {p} violated at step {seen}, certain from step {certain}",
+            scn.name
+        ),
+        (Some(p), _, Some(s)) => format!("{} · {p} violated at step {s}", scn.name),
+        (Some(p), _, None) => format!("{} · {p}", scn.name),
+        (None, ..) => scn.name.clone(),
     };
     let subtitle = format!(
         "client {} · server {} · {era} over {transport} · {page} · {} client{} · {} steps · source: {}",
@@ -889,7 +925,7 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
         trace.steps.len(),
         trace.source,
     );
-    Ok(Diagram {
+    let mut d = Diagram {
         title,
         subtitle,
         detail: trace.detail.clone(),
@@ -897,5 +933,7 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
         rows: b.rows,
         tracks: b.tracks,
         first_violation: b.first_violation,
-    })
+    };
+    super::fold::fold(&mut d, trace);
+    Ok(d)
 }

@@ -9,18 +9,22 @@
 //! line from the row that sent it to the row that delivered (or lost) it, so overtaking and
 //! messages left in flight are visible at a glance. The row of the step after which the trace's
 //! property first fails (`Trace::replay`'s `first_violation`) is highlighted, with the
-//! monitor's explanation.
+//! monitor's explanation; for a property judged when the world comes to rest, the highlight
+//! moves to the step after which its violation was certain ([`listsync_core::certain`]: the
+//! step that lost the wake-up or let the stale list in), and the last step keeps its note.
 //!
 //! [`render`] ([`draw`], over [`layout`]) lays the diagram out and writes SVG text: monospace labels (widths are estimated,
 //! not measured), no scripts, no external resources. Elements carry classes and `data-*`
 //! attributes (`lane`/`data-lane`, `row`/`data-step`, `violation`/`data-property`) that the tests
 //! read back.
 //!
-//! Files: this one holds the diagram's model; `build.rs` turns a trace into one; `layout.rs`
-//! places lanes, rows and tracks; `draw.rs` writes the SVG.
+//! Files: this one holds the diagram's model; `build.rs` turns a trace into one; `fold.rs`
+//! removes the clients (and nodes) the violation does not name; `layout.rs` places lanes, rows
+//! and tracks; `draw.rs` writes the SVG.
 
 mod build;
 mod draw;
+mod fold;
 mod layout;
 
 pub use build::{build, step_label};
@@ -154,6 +158,9 @@ pub struct Row {
 pub struct Track {
     /// Network or bus lane.
     pub lane: usize,
+    /// The lane at its far end: the client a network message goes to or comes from, the node a
+    /// bus event goes to.
+    pub party: usize,
     /// Colour.
     pub kind: MsgKind,
     /// (row, line) where it was sent.
@@ -181,7 +188,7 @@ pub struct Diagram {
     pub rows: Vec<Row>,
     /// Messages.
     pub tracks: Vec<Track>,
-    /// Step index at which the shown property first fails.
+    /// Step index at which the shown property first fails (at rest: becomes certain to).
     pub first_violation: Option<usize>,
 }
 
