@@ -237,7 +237,7 @@ impl<C: ClientMachine> Minimizer<C> {
         if !w.holds(self.p) {
             return Some(done);
         }
-        if !quiescence(self.p) {
+        if !self.p.judged_at_rest() {
             return None;
         }
         drain(scn, &mut w, &mut done, 4 * steps.len() + 64)?;
@@ -651,12 +651,4 @@ fn drain<C: ClientMachine>(
         out.push(step.clone());
     }
     w.quiescent().then_some(())
-}
-
-/// Whether `p` is judged at quiescence (rather than when an event happens).
-pub fn quiescence(p: Property) -> bool {
-    matches!(
-        p,
-        Property::Converges | Property::NoLostWakeup | Property::ListenThenList
-    )
 }

@@ -348,13 +348,7 @@ pub fn as_expected(
     violated: impl IntoIterator<Item = Property>,
     anomalies: u64,
 ) -> bool {
-    let counted = |p: &Property| {
-        !(plan.breaks_convergence()
-            && matches!(
-                p,
-                Property::Converges | Property::NoLostWakeup | Property::ListenThenList
-            ))
-    };
+    let counted = |p: &Property| !(plan.breaks_convergence() && p.judged_at_rest());
     let expected = client.breaks().or(server.breaks());
     let ok = match expected {
         None => !violated.into_iter().any(|p| counted(&p)),
