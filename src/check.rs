@@ -55,6 +55,11 @@ pub struct Args {
     /// unless --deep).
     #[arg(long, value_name = "N")]
     max_states: Option<std::num::NonZeroUsize>,
+    /// Stop each configuration once the process's resident memory passes MIB mebibytes: no
+    /// state is expanded any further, and the configuration is reported bounded (memory), its
+    /// progress pass not run.
+    #[arg(long, value_name = "MIB")]
+    max_memory: Option<std::num::NonZeroU64>,
     /// Explore with this search instead of each configuration's own: bfs, dfs, dfs_symmetric
     /// (symmetry reduction where the clients are interchangeable) or walks (random walks,
     /// never exhaustive). For the deep suite's runs to the end; not with --update-reports of
@@ -123,6 +128,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.reduction {
         return reduction(&args);
     }
+    listsync_model::memory::set_limit(args.max_memory.map(|m| m.get() << 20));
     let mut selected = suite::select(&args.configs, args.deep).map_err(anyhow::Error::msg)?;
     if let Some(search) = args.search {
         if args.update_reports && !args.deep {
@@ -132,12 +138,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
             c.search = search;
         }
     }
-    if args.update_reports && !args.configs.is_empty() {
+    if args.update_reports && !args.configs.is_empty() && !args.deep {
         anyhow::bail!("--update-reports regenerates the committed pages: run the whole suite");
     }
-    if args.update_reports && args.max_states.is_some() && !args.deep {
+    if args.update_reports && (args.max_states.is_some() || args.max_memory.is_some()) && !args.deep
+    {
         anyhow::bail!(
-            "--max-states with --update-reports is for the deep suite only: the default suite's report is exhaustive"
+            "--max-states or --max-memory with --update-reports is for the deep suite only: the default suite's report is exhaustive"
         );
     }
     let out = args.out.clone().unwrap_or_else(|| {
@@ -178,7 +185,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(dir) = &args.update_corpus {
         run.write_corpus(dir).map_err(anyhow::Error::msg)?;
     }
-    let report = &run.report;
+    // Deep configurations named with --update-reports (each run in its own process, so that
+    // its memory figure and limit are its own) replace their entries in the committed file.
+    let merged;
+    let report = if args.deep && args.update_reports && !args.configs.is_empty() {
+        let path = out.join(listsync_report::model_check::DEEP_FILE);
+        let before = std::fs::read_to_string(&path)
+            .ok()
+            .map(|t| listsync_report::model_check::parse(&t))
+            .transpose()
+            .with_context(|| format!("reading {}", path.display()))?;
+        merged = suite::merge(before, run.report.clone());
+        &merged
+    } else {
+        &run.report
+    };
     let json = serde_json::to_string_pretty(report)? + "\n";
     let json_path = out.join(if args.deep {
         listsync_report::model_check::DEEP_FILE
@@ -194,18 +215,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 .with_context(|| format!("updating {}", args.readme.display()))?;
         }
     }
+    let this_run = &run.report;
     if let Some(f) = &args.junit {
-        listsync_report::junit::write(f, &[listsync_report::junit::from_check(report, &traces)])?;
+        listsync_report::junit::write(f, &[listsync_report::junit::from_check(this_run, &traces)])?;
     }
     if args.json {
-        print!("{json}");
+        print!("{}", serde_json::to_string_pretty(this_run)? + "\n");
     } else {
         print!(
             "{}",
-            listsync_report::model_check::text_table(report, &traces)
+            listsync_report::model_check::text_table(this_run, &traces)
         );
     }
-    if report.all_as_expected {
+    if this_run.all_as_expected {
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!("listsync check: some verdicts differ from the expected ones (marked DIFFERS)");

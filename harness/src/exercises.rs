@@ -161,8 +161,13 @@ impl Exercise {
         }
     }
 
-    /// Which properties the scenario can judge.
+    /// Which properties the scenario can judge: none the harness never sees
+    /// ([`crate::outcome::not_judged`]: their verdict is n/a, never "holds"), and of the others
+    /// those the scenario poses.
     pub fn judges(self, p: Property, era: Era) -> bool {
+        if crate::outcome::not_judged(p).is_some() {
+            return false;
+        }
         match p {
             Property::AuthIsolation => false,
             Property::ListenThenList => era == Era::V2026_07_28,
@@ -718,4 +723,25 @@ pub async fn run(
     report.mask_with(|p| s.judges(p, era));
     report.duration_ms = started.elapsed().as_millis() as u64;
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A property the harness never sees is n/a in every scenario's verdicts, never "holds"
+    /// (before: `judges` answered true for errors_not_changes, consumers_agree,
+    /// approval_not_inherited and no_stale_arguments, and conformance.json said they held).
+    #[test]
+    fn no_scenario_judges_what_the_harness_never_sees() {
+        for e in Exercise::ALL {
+            for era in Era::ALL {
+                for p in Property::ALL {
+                    if crate::outcome::not_judged(p).is_some() {
+                        assert!(!e.judges(p, era), "{e:?} {era} judges {p}");
+                    }
+                }
+            }
+        }
+    }
 }

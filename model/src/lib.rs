@@ -34,7 +34,7 @@ use stateright::{Checker, Model, Property as SrProperty};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A scenario as a stateright model, its clients running machine `C`.
@@ -48,6 +48,9 @@ pub struct ListModel<C = CatalogClient> {
     pub situations: Arc<SituationCounts>,
     /// Records the explored graph for the progress pass, when set.
     pub graph: Option<Arc<Recorder>>,
+    /// Set when the exploration must stop (the memory limit was passed): no state is expanded
+    /// any more, so the checker finishes with what it has.
+    pub stop: Arc<AtomicBool>,
     machine: PhantomData<fn() -> C>,
 }
 
@@ -58,6 +61,7 @@ impl<C> Clone for ListModel<C> {
             latch: self.latch.clone(),
             situations: self.situations.clone(),
             graph: self.graph.clone(),
+            stop: self.stop.clone(),
             machine: PhantomData,
         }
     }
@@ -83,6 +87,7 @@ impl<C: ClientMachine> ListModel<C> {
             latch: Arc::new(Latch::default()),
             situations: Arc::new(SituationCounts::default()),
             graph: None,
+            stop: Arc::new(AtomicBool::new(false)),
             machine: PhantomData,
         }
     }
@@ -224,6 +229,9 @@ impl<C: ClientMachine> Model for ListModel<C> {
     }
 
     fn actions(&self, state: &World<C>, actions: &mut Vec<Step>) {
+        if self.stop.load(Ordering::Relaxed) {
+            return;
+        }
         if let Some(g) = &self.graph {
             g.expanding(state);
         }
@@ -352,6 +360,8 @@ pub struct CheckResult {
     pub seconds: f64,
     /// Whether the whole state space was explored (no bound cut it short).
     pub exhaustive: bool,
+    /// What cut it short, when not the state bound: the memory limit.
+    pub stopped: Option<String>,
     /// Verdict per property (n/a where it does not apply).
     pub verdicts: Verdicts,
     /// Per violated property: the counterexample's depth and trace.
@@ -499,6 +509,7 @@ fn run_checker<C: ClientMachine>(
     progress: &mut dyn FnMut(usize, f64),
 ) -> (Box<dyn Checker<ListModel<C>>>, f64) {
     let start = Instant::now();
+    let stop = model.stop.clone();
     let mut builder = model.checker().threads(threads);
     if let Some(n) = max_states {
         builder = builder.target_state_count(n);
@@ -517,6 +528,11 @@ fn run_checker<C: ClientMachine>(
         if reported.elapsed() >= Duration::from_millis(50) {
             progress(checker.unique_state_count(), start.elapsed().as_secs_f64());
             reported = Instant::now();
+            if let (Some(limit), Some(now)) = (memory::limit(), memory::current_bytes())
+                && now > limit
+            {
+                stop.store(true, Ordering::Relaxed);
+            }
         }
     }
     (checker, start.elapsed().as_secs_f64())
@@ -571,7 +587,8 @@ pub fn check_machine<C: ClientMachine>(
     let max_states = max_states.or(walks.then_some(WALK_STATES));
     let (checker, seconds) =
         run_checker(model.clone(), search, threads.max(1), max_states, progress);
-    let exhaustive = !walks && max_states.is_none_or(|n| checker.state_count() < n);
+    let stopped = model.stop.load(Ordering::Relaxed);
+    let exhaustive = !walks && !stopped && max_states.is_none_or(|n| checker.state_count() < n);
     // Walks visit a state as often as they pass it: the distinct ones are counted by the
     // recorder (each visit is recorded when the walk expands it, each state once).
     let distinct = model
@@ -643,6 +660,12 @@ pub fn check_machine<C: ClientMachine>(
         max_depth: checker.max_depth(),
         seconds,
         exhaustive,
+        stopped: stopped.then(|| {
+            format!(
+                "the memory limit ({} MiB of resident memory)",
+                memory::limit().unwrap_or_default() >> 20
+            )
+        }),
         verdicts: scenario.mask(&verdicts),
         counterexamples,
     }

@@ -58,6 +58,9 @@ pub struct ConfigReport {
     /// Whether the whole state space was explored (false: `--max-states` stopped it; then
     /// "holds" means no violation among the states explored, and progress was not judged).
     pub exhaustive: bool,
+    /// What stopped it, when not `--max-states`: `--max-memory`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
     /// Per property: verdict and counterexample.
     pub properties: BTreeMap<Property, PropertyReport>,
     /// Expected verdicts.
@@ -130,6 +133,29 @@ impl SuiteReport {
         }
         v
     }
+}
+
+/// `earlier` with the configurations of `run` in place of its entries of the same name (new
+/// ones appended), the totals summed again; `run` alone if there is nothing earlier.
+pub fn merge(earlier: Option<SuiteReport>, run: SuiteReport) -> SuiteReport {
+    let Some(mut m) = earlier else {
+        return run;
+    };
+    for c in run.configs {
+        match m.configs.iter_mut().find(|x| x.name == c.name) {
+            Some(x) => *x = c,
+            None => m.configs.push(c),
+        }
+    }
+    m.tool = run.tool;
+    m.total_unique_states = m.configs.iter().map(|c| c.unique_states).sum();
+    m.total_seconds = m
+        .configs
+        .iter()
+        .map(|c| c.seconds + c.progress.seconds)
+        .sum();
+    m.all_as_expected = m.configs.iter().all(|c| c.as_expected);
+    m
 }
 
 /// The configurations named, or why not. With no name, the default suite, or with `deep` the
@@ -269,6 +295,7 @@ fn config_report(c: &Config, r: &CheckResult, peak_memory_bytes: Option<u64>) ->
         states_per_second: r.unique_states as f64 / r.seconds.max(1e-9),
         peak_memory_bytes,
         exhaustive: r.exhaustive,
+        stopped: r.stopped.clone(),
         properties,
         expected: c.expected(),
         as_expected: r.verdicts == c.expected() && reached && r.progress.holds(),

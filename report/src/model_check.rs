@@ -236,7 +236,8 @@ pub fn render_deep(m: &SuiteReport) -> String {
          reference machines in worlds far larger than the default suite's, with the same \
          properties, situations and progress pass; {} configurations, {} unique states. \
          *explored* is `all` for an exploration run to its end, or `bounded` when `--max-states` \
-         stopped it first (then *holds* means no violation among the states explored, a \
+         stopped it first, `bounded (memory)` when `--max-memory` did (then *holds* means no \
+         violation among the states explored, a \
          counterexample found would still be real, and the progress pass is not run: an \
          unexpanded state would look stuck). *search* `walks` is random walks \
          (`model/src/lib.rs`, `Search::Walks`): *states* counts the distinct states the walks \
@@ -265,7 +266,11 @@ pub fn render_deep(m: &SuiteReport) -> String {
             c.name,
             verdict(c, "**", "**"),
             c.search,
-            if c.exhaustive { "all" } else { "bounded" },
+            match (c.exhaustive, &c.stopped) {
+                (true, _) => "all",
+                (false, Some(_)) => "bounded (memory)",
+                (false, None) => "bounded",
+            },
             c.unique_states,
             c.max_depth,
             reached(c),

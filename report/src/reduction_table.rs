@@ -57,7 +57,7 @@ pub fn render(r: &ReductionReport) -> String {
     let _ = writeln!(s, "\n## Reduction soundness\n");
     let _ = writeln!(
         s,
-        "**{}: sound in {sound} of {} configurations.** Written by `listsync check --reduction \
+        "**Symmetry reduction ({}): sound in {sound} of {} configurations.** Written by `listsync check --reduction \
          --update-reports`, run by hand: every configuration of the default suite whose clients \
          are interchangeable (two or more clients of one configuration, one server, nothing \
          scripted for one client), and every single-client known-bad one given a second client \
