@@ -766,7 +766,8 @@ impl<C: ClientMachine> World<C> {
                     e @ (Event::Published { .. }
                     | Event::RefreshStarted { .. }
                     | Event::WalkRestarted { .. }
-                    | Event::RefreshEnded { .. }),
+                    | Event::RefreshEnded { .. }
+                    | Event::ListenAcked { .. }),
                 ) => rec.claim(&e),
                 ClientOutput::Event(e) => self.observe(&e, rec),
                 ClientOutput::Send(msg) => {
@@ -1517,8 +1518,7 @@ impl<C: ClientMachine> World<C> {
                         client,
                         msg: msg.clone(),
                     });
-                    let approval = scn.clients[client as usize].ask_approval;
-                    if let Some(e) = observe_notice(client, approval, &msg) {
+                    if let Some(e) = observe_notice(client, &scn.clients[client as usize], &msg) {
                         self.observe(&e, rec);
                     }
                     let ending = Shared::make_mut(&mut self.watch[client as usize]).answered(&msg);
@@ -1757,15 +1757,27 @@ pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Ev
     })
 }
 
-/// The observed event of a `list_changed` reaching a client whose application asks for
-/// approvals (`approval`); None for any other message or client. The world and the runtime
-/// observe deliveries with this one function.
-pub fn observe_notice(client: ClientId, approval: bool, msg: &ServerMsg) -> Option<Event> {
+/// What an observer sees when `msg` reaches `client` (configured by `cfg`): a `list_changed`
+/// reaching a client whose application asks for approvals (`NoticeReceived`), and a listen's
+/// acknowledgement (`ListenAcked`, for the kinds it honours that the client keeps: the wire's
+/// word, not the client's, on which lists it must fetch before `listen_then_list` holds). The
+/// world and the runtime observe deliveries with this one function.
+pub fn observe_notice(
+    client: ClientId,
+    cfg: &crate::client::ClientConfig,
+    msg: &ServerMsg,
+) -> Option<Event> {
     match msg {
-        ServerMsg::Notification(Notification::ListChanged { kind, .. }) if approval => {
+        ServerMsg::Notification(Notification::ListChanged { kind, .. }) if cfg.ask_approval => {
             Some(Event::NoticeReceived {
                 client,
                 kind: *kind,
+            })
+        }
+        ServerMsg::Notification(Notification::Acknowledged { kinds, .. }) => {
+            Some(Event::ListenAcked {
+                client,
+                kinds: kinds.iter().filter(|k| cfg.kinds.contains(*k)).collect(),
             })
         }
         _ => None,

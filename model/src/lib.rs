@@ -514,7 +514,7 @@ fn run_checker<C: ClientMachine>(
     if let Some(n) = max_states {
         builder = builder.target_state_count(n);
     }
-    let checker: Box<dyn Checker<ListModel<C>>> = match search {
+    let mut checker: Box<dyn Checker<ListModel<C>>> = match search {
         Search::Bfs => Box::new(builder.spawn_bfs()),
         Search::DfsSymmetric => Box::new(builder.symmetry_fn(symmetry::representative).spawn_dfs()),
         Search::Dfs => Box::new(builder.spawn_dfs()),
@@ -534,6 +534,10 @@ fn run_checker<C: ClientMachine>(
                 stop.store(true, Ordering::Relaxed);
             }
         }
+    }
+    // Its threads finish what they hold (nothing, once stopped) before anyone reads it.
+    for h in checker.handles() {
+        let _ = h.join();
     }
     (checker, start.elapsed().as_secs_f64())
 }
@@ -587,7 +591,9 @@ pub fn check_machine<C: ClientMachine>(
     let max_states = max_states.or(walks.then_some(WALK_STATES));
     let (checker, seconds) =
         run_checker(model.clone(), search, threads.max(1), max_states, progress);
-    let stopped = model.stop.load(Ordering::Relaxed);
+    // The checker is done: expanding states again lets it rebuild its counterexamples' paths
+    // (it replays `actions` from the initial state).
+    let stopped = model.stop.swap(false, Ordering::Relaxed);
     let exhaustive = !walks && !stopped && max_states.is_none_or(|n| checker.state_count() < n);
     // Walks visit a state as often as they pass it: the distinct ones are counted by the
     // recorder (each visit is recorded when the walk expands it, each state once).

@@ -196,8 +196,11 @@ fn matrix(
                     }
                 }
                 Some(CellState::NotRun) => "not run".into(),
-                // A run's "holds" on a property the harness cannot see means nothing.
-                Some(CellState::Holds) if listsync_harness::outcome::not_judged(*p).is_some() => {
+                // A property the harness cannot see is not judged, whatever the runs say of it
+                // (their verdict on it is n/a; older reports said "holds", which meant nothing).
+                Some(CellState::Holds | CellState::NotApplicable)
+                    if listsync_harness::outcome::not_judged(*p).is_some() =>
+                {
                     "not judged".into()
                 }
                 Some(CellState::Holds) => "holds".into(),

@@ -278,6 +278,25 @@ pub fn render_deep(m: &SuiteReport) -> String {
             cell_escape(&c.about)
         );
     }
+    let stopped: Vec<String> = m
+        .configs
+        .iter()
+        .filter_map(|c| {
+            let why = c.stopped.as_ref()?;
+            Some(format!(
+                "`{}` by {why} after {} states",
+                c.name, c.unique_states
+            ))
+        })
+        .collect();
+    if !stopped.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nStopped before the end: {}. What each lever gave and what is left: \
+             [docs/design.md](../docs/design.md#the-deep-worlds-to-the-end).",
+            stopped.join("; ")
+        );
+    }
     s
 }
 
@@ -396,7 +415,7 @@ pub fn text_table(r: &SuiteReport, traces: &Path) -> String {
     if r.configs.iter().any(|c| !c.exhaustive) {
         let _ = writeln!(
             s,
-            "bounded (--max-states): an exploration stopped before its end; there ok = no violation among the states explored, LIVE not judged (-)"
+            "bounded (--max-states or --max-memory): an exploration stopped before its end; there ok = no violation among the states explored, LIVE not judged (-)"
         );
     }
     let _ = writeln!(

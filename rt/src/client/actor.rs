@@ -956,8 +956,11 @@ impl Actor {
             self.machine.set_clock(now);
             let approval = self.settings.client.ask_approval;
             if let ClientInput::Receive(msg) = &input
-                && let Some(e) =
-                    listsync_core::world::observe_notice(self.machine.id(), approval, msg)
+                && let Some(e) = listsync_core::world::observe_notice(
+                    self.machine.id(),
+                    &self.settings.client,
+                    msg,
+                )
                 && let Some(h) = &self.settings.history
             {
                 h.record(&e);
@@ -1134,14 +1137,15 @@ impl Actor {
     }
 
     fn event(&mut self, e: Event) {
-        // The machine's word on its refreshes, walks and publishes is not history: those are
-        // observed (`step`).
+        // The machine's word on its refreshes, walks, publishes and acknowledged listens is not
+        // history: those are observed (`step`).
         let claim = matches!(
             e,
             Event::Published { .. }
                 | Event::RefreshStarted { .. }
                 | Event::WalkRestarted { .. }
                 | Event::RefreshEnded { .. }
+                | Event::ListenAcked { .. }
         );
         if !claim && let Some(h) = &self.settings.history {
             h.record(&e);
