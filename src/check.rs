@@ -268,26 +268,7 @@ fn at_size(args: &Args) -> Result<ExitCode> {
     let deep = listsync_model::at_size::depth_first(&selected);
     let mut runs = Vec::new();
     for (how, selected) in [("breadth-first", selected), ("depth-first", deep)] {
-        let bar = progress_bar(selected.len() as u64);
-        let mut current = String::new();
-        let run = suite::run(
-            selected,
-            threads,
-            Some(max_states),
-            &mut |name, states, secs| {
-                if name != current {
-                    if !current.is_empty() {
-                        bar.inc(1);
-                    }
-                    current = name.to_owned();
-                    if bar.is_hidden() {
-                        eprintln!("listsync check --at-size: {name} ({how})");
-                    }
-                }
-                bar.set_message(format!("{name} ({how}): {states} states, {secs:.1}s"));
-            },
-        );
-        bar.finish_and_clear();
+        let run = run_labelled("--at-size", how, selected, threads, Some(max_states));
         // The counterexamples stay out of reports/ (no page links them): with
         // --update-reports they go under target/.
         let traces = if args.update_reports {
@@ -356,22 +337,13 @@ fn reduction(args: &Args) -> Result<ExitCode> {
     let max_states = args.max_states.map(std::num::NonZeroUsize::get);
     let mut runs = Vec::new();
     for (how, selected) in [("with symmetry", with), ("without", without)] {
-        let bar = progress_bar(selected.len() as u64);
-        let mut current = String::new();
-        let run = suite::run(selected, threads, max_states, &mut |name, states, secs| {
-            if name != current {
-                if !current.is_empty() {
-                    bar.inc(1);
-                }
-                current = name.to_owned();
-                if bar.is_hidden() {
-                    eprintln!("listsync check --reduction: {name} ({how})");
-                }
-            }
-            bar.set_message(format!("{name} ({how}): {states} states, {secs:.1}s"));
-        });
-        bar.finish_and_clear();
-        runs.push(run);
+        runs.push(run_labelled(
+            "--reduction",
+            how,
+            selected,
+            threads,
+            max_states,
+        ));
     }
     let plain = runs.pop().expect("two runs");
     let reduced = runs.pop().expect("two runs");
@@ -405,6 +377,33 @@ fn reduction(args: &Args) -> Result<ExitCode> {
         );
         Ok(ExitCode::from(1))
     }
+}
+
+/// One run of `selected` for `check MODE`, labelled `how` in its progress (a bar on a terminal,
+/// else a line per configuration).
+fn run_labelled(
+    mode: &str,
+    how: &str,
+    selected: Vec<listsync_model::configs::Config>,
+    threads: usize,
+    max_states: Option<usize>,
+) -> suite::SuiteRun {
+    let bar = progress_bar(selected.len() as u64);
+    let mut current = String::new();
+    let run = suite::run(selected, threads, max_states, &mut |name, states, secs| {
+        if name != current {
+            if !current.is_empty() {
+                bar.inc(1);
+            }
+            current = name.to_owned();
+            if bar.is_hidden() {
+                eprintln!("listsync check {mode}: {name} ({how})");
+            }
+        }
+        bar.set_message(format!("{name} ({how}): {states} states, {secs:.1}s"));
+    });
+    bar.finish_and_clear();
+    run
 }
 
 /// A search by its name in the reports.

@@ -1122,7 +1122,7 @@ impl<C: ClientMachine> World<C> {
             nodes: self
                 .nodes
                 .iter()
-                .map(|n| Shared::new(n.relabel(&map)))
+                .map(|n| Shared::new(n.relabel(map)))
                 .collect(),
             node_of,
             truth: self.truth.clone(),
@@ -1139,7 +1139,7 @@ impl<C: ClientMachine> World<C> {
             combined_calls: self.combined_calls,
             used: self.used,
             cut,
-            monitor: Shared::new(self.monitor.relabel(&map)),
+            monitor: Shared::new(self.monitor.relabel(map)),
         }
     }
 
