@@ -4,7 +4,9 @@
 //!
 //! Runs stateright directly on `listsync_model::ListModel` (the model `listsync check` runs)
 //! and waits with `join`, so the time is the checker's own. Quick mode keeps the three smallest
-//! reference configurations; the full run adds the HTTP, 2026 and multi-client ones. In the same
+//! reference configurations; the full run adds the HTTP, 2026 and multi-client ones. Both time
+//! `reference-large` breadth-first on one thread (what `listsync check --threads 1
+//! reference-large` explores, without its situation counts and progress pass). In the same
 //! run, the same checker explores a textbook two-phase commit model (`support/two_phase.rs`),
 //! the classic example model checkers are timed on, so that the ratio of our states/s to its
 //! holds on a noisy machine: with 7 resource managers (about 3·10^5 states) and with 8 (about
@@ -148,6 +150,13 @@ fn bench(c: &mut Criterion) {
                 }));
             }
         }
+    }
+    // `listsync check --threads 1 reference-large`'s exploration: the largest reference
+    // configuration, breadth-first on one thread, beside the example of about its size.
+    if let Some(cfg) = all.iter().find(|c| c.name() == "reference-large") {
+        rows.extend(measure(&mut group, "reference-large", "bfs", 1, || {
+            explore(ListModel::first_only(cfg.scenario.clone()), false, 1)
+        }));
     }
     let sizes = two_phase_rms();
     for &rms in &sizes {
