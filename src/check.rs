@@ -86,6 +86,28 @@ pub struct Args {
     junit: Option<PathBuf>,
 }
 
+impl Args {
+    /// Where the run writes: `--out`, else reports/ with `--update-reports`, else
+    /// target/listsync/check.
+    fn out_dir(&self) -> PathBuf {
+        self.out.clone().unwrap_or_else(|| {
+            PathBuf::from(if self.update_reports {
+                "reports"
+            } else {
+                "target/listsync/check"
+            })
+        })
+    }
+
+    /// `--threads`, else every core.
+    fn checker_threads(&self) -> usize {
+        self.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, usize::from),
+            usize::from,
+        )
+    }
+}
+
 /// Runs `listsync check`.
 pub fn run(args: Args) -> Result<ExitCode> {
     if args.list {
@@ -147,23 +169,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "--max-states or --max-memory with --update-reports is for the deep suite only: the default suite's report is exhaustive"
         );
     }
-    let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from(if args.update_reports {
-            "reports"
-        } else {
-            "target/listsync/check"
-        })
-    });
+    let out = args.out_dir();
     let traces = out.join("traces");
     let bar = progress_bar(selected.len() as u64);
     let mut last_line = Instant::now();
     let mut current = String::new();
     let run = suite::run(
         selected,
-        args.threads.map_or_else(
-            || std::thread::available_parallelism().map_or(1, usize::from),
-            usize::from,
-        ),
+        args.checker_threads(),
         args.max_states.map(std::num::NonZeroUsize::get),
         &mut |name, states, secs| {
             if name != current {
@@ -251,20 +264,11 @@ fn at_size(args: &Args) -> Result<ExitCode> {
             anyhow::bail!("no known-bad configuration of that name (`listsync check --list`)");
         }
     }
-    let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from(if args.update_reports {
-            "reports"
-        } else {
-            "target/listsync/check"
-        })
-    });
+    let out = args.out_dir();
     let max_states = args
         .max_states
         .map_or(listsync_model::at_size::DEFAULT_MAX_STATES, |n| n.get());
-    let threads = args.threads.map_or_else(
-        || std::thread::available_parallelism().map_or(1, usize::from),
-        usize::from,
-    );
+    let threads = args.checker_threads();
     let deep = listsync_model::at_size::depth_first(&selected);
     let mut runs = Vec::new();
     for (how, selected) in [("breadth-first", selected), ("depth-first", deep)] {
@@ -323,17 +327,8 @@ fn reduction(args: &Args) -> Result<ExitCode> {
     if with.is_empty() {
         anyhow::bail!("none of these configurations has interchangeable clients");
     }
-    let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from(if args.update_reports {
-            "reports"
-        } else {
-            "target/listsync/check"
-        })
-    });
-    let threads = args.threads.map_or_else(
-        || std::thread::available_parallelism().map_or(1, usize::from),
-        usize::from,
-    );
+    let out = args.out_dir();
+    let threads = args.checker_threads();
     let max_states = args.max_states.map(std::num::NonZeroUsize::get);
     let mut runs = Vec::new();
     for (how, selected) in [("with symmetry", with), ("without", without)] {
