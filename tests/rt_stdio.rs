@@ -10,15 +10,16 @@ use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
-use std::collections::HashMap;
+
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
+use listsync_testkit::control::ControlPeer;
 use listsync_testkit::{LIMIT, within};
 
 fn socket_path(name: &str) -> PathBuf {
@@ -31,11 +32,9 @@ fn socket_path(name: &str) -> PathBuf {
 /// The harness's end of one adapter's control channel. `history` events are recorded into
 /// `history` as they arrive (in the adapter's order); the others are queued for [`Control::event`].
 struct Control {
-    write: tokio::net::unix::OwnedWriteHalf,
-    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>,
+    peer: ControlPeer,
     events: mpsc::UnboundedReceiver<Value>,
     notified: Arc<Mutex<u64>>,
-    next: u64,
 }
 
 impl Control {
@@ -43,58 +42,31 @@ impl Control {
         let (stream, _) = within("adapter connects", listener.accept())
             .await
             .expect("accept");
-        let (read, write) = stream.into_split();
-        let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>> = Arc::default();
         let notified = Arc::new(Mutex::new(0u64));
         let (etx, events) = mpsc::unbounded_channel();
-        let (p, n) = (pending.clone(), notified.clone());
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(read).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let v: Value = serde_json::from_str(&line).expect("adapter sends JSON");
-                if v["type"] == "reply" {
-                    let id = v["id"].as_u64().expect("reply id");
-                    if let Some(tx) = p.lock().unwrap().remove(&id) {
-                        let _ = tx.send(v);
-                    }
-                    continue;
+        let n = notified.clone();
+        let peer = ControlPeer::new(stream, "adapter", move |v: Value| {
+            if v["event"] == "history" {
+                let entry: Event =
+                    serde_json::from_value(v["entry"].clone()).expect("history entry");
+                if matches!(entry, Event::Notified { .. }) {
+                    *n.lock().unwrap() += 1;
                 }
-                if v["event"] == "history" {
-                    let entry: Event =
-                        serde_json::from_value(v["entry"].clone()).expect("history entry");
-                    if matches!(entry, Event::Notified { .. }) {
-                        *n.lock().unwrap() += 1;
-                    }
-                    if let Some(h) = &history {
-                        h.record(&entry);
-                    }
+                if let Some(h) = &history {
+                    h.record(&entry);
                 }
-                let _ = etx.send(v);
             }
+            let _ = etx.send(v);
         });
         Control {
-            write,
-            pending,
+            peer,
             events,
             notified,
-            next: 0,
         }
     }
 
-    async fn cmd(&mut self, mut cmd: Value) -> Value {
-        self.next += 1;
-        let what = cmd["cmd"].to_string();
-        cmd["type"] = json!("cmd");
-        cmd["id"] = json!(self.next);
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().unwrap().insert(self.next, tx);
-        let mut line = cmd.to_string();
-        line.push('\n');
-        self.write
-            .write_all(line.as_bytes())
-            .await
-            .expect("control write");
-        within(&what, rx).await.expect("reply")
+    async fn cmd(&mut self, cmd: Value) -> Value {
+        self.peer.cmd(cmd).await
     }
 
     async fn event(&mut self, name: &str) -> Value {

@@ -7,15 +7,13 @@
 //! `tools/list` with `tools/list_changed` (a refresh storm) does not make `watch` print the same
 //! snapshot again. Bounds are generous (the machine may be loaded); the figures are printed.
 
-use rmcp::model::{
-    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::{Peer, RequestContext, RoleServer};
-use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use listsync_testkit::peers::{FakeServer, Lister, page, tool};
+use rmcp::model::ListToolsResult;
+use rmcp::service::{Peer, RoleServer};
+use rmcp::{ErrorData as McpError, ServiceExt};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -432,53 +430,20 @@ enum Hostility {
 struct Hostile {
     how: Hostility,
     lists: Arc<AtomicU64>,
-    peer: Arc<Mutex<Option<Peer<RoleServer>>>>,
 }
 
-impl ServerHandler for Hostile {
-    fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        );
-        info.server_info = Implementation::new("hostile".to_owned(), "1".to_owned());
-        info
-    }
-
-    async fn initialize(
+impl Lister for Hostile {
+    async fn list(
         &self,
-        req: InitializeRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, McpError> {
-        let result = self.negotiate_initialize(&req)?;
-        ctx.peer.set_peer_info(req);
-        *self.peer.lock().unwrap() = Some(ctx.peer.clone());
-        Ok(result)
-    }
-
-    async fn list_tools(
-        &self,
-        _req: Option<PaginatedRequestParams>,
-        ctx: RequestContext<RoleServer>,
+        _cursor: Option<String>,
+        peer: &Peer<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         self.lists.fetch_add(1, Ordering::SeqCst);
-        let schema = Arc::new(
-            serde_json::json!({"type": "object"})
-                .as_object()
-                .cloned()
-                .unwrap(),
-        );
-        let mut r = ListToolsResult::with_all_items(vec![Tool::new(
-            "only".to_owned(),
-            "the one tool".to_owned(),
-            schema,
-        )]);
+        let mut r = page(vec![tool("only", "the one tool")], None);
         match self.how {
             Hostility::Storm => {
                 // The easy mistake: announce a change in reply to every list.
-                let peer = ctx.peer.clone();
+                let peer = peer.clone();
                 tokio::spawn(async move {
                     let _ = peer.notify_tool_list_changed().await;
                 });
@@ -504,11 +469,11 @@ async fn against(how: Hostility, window: Duration) -> (Vec<(Duration, String)>, 
         .expect("spawn listsync watch --stdio");
     let io = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
     let lists = Arc::new(AtomicU64::new(0));
-    let server = Hostile {
+    let hostile = Hostile {
         how,
         lists: lists.clone(),
-        peer: Arc::default(),
     };
+    let server = FakeServer::new("hostile", Arc::new(hostile), Arc::default());
     tokio::spawn(async move {
         if let Ok(running) = server.serve(io).await {
             let _ = running.waiting().await;

@@ -13,12 +13,10 @@ use listsync_core::client::ClientError;
 use listsync_core::vocab::{Era, Kind, KindSet};
 use listsync_rt::client::{ClientHandle, ClientNotice, ClientSettings, Endpoint, ListHealth};
 use listsync_rt::history::SharedHistory;
-use rmcp::model::{
-    ErrorCode, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::{Peer, RequestContext, RoleServer};
-use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use listsync_testkit::peers::{FakeServer, Lister, page};
+use rmcp::model::{ErrorCode, ListToolsResult, Tool};
+use rmcp::service::{Peer, RoleServer};
+use rmcp::{ErrorData as McpError, ServiceExt};
 use serde_json::json;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,7 +39,7 @@ enum Lie {
 #[derive(Default)]
 struct LiarState {
     lie: Mutex<Option<Lie>>,
-    peers: Mutex<Vec<Peer<RoleServer>>>,
+    peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
     served: AtomicU32,
     /// Cancels the current connection (the "server exits").
     exit: Mutex<Option<CancellationToken>>,
@@ -53,51 +51,22 @@ impl LiarState {
     }
 }
 
+fn tool(name: &str) -> Tool {
+    listsync_testkit::peers::tool(name, &format!("{name} tool"))
+}
+
+/// The lying server's lists: honest until the test picks a lie.
 struct Liar {
     state: Arc<LiarState>,
 }
 
-fn tool(name: &str) -> Tool {
-    let schema = json!({"type": "object"}).as_object().cloned().unwrap();
-    Tool::new(name.to_owned(), format!("{name} tool"), Arc::new(schema))
-}
-
-fn page(tools: Vec<Tool>, next: Option<String>) -> ListToolsResult {
-    let mut r = ListToolsResult::with_all_items(tools);
-    r.next_cursor = next;
-    r
-}
-
-impl ServerHandler for Liar {
-    fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        );
-        info.server_info = Implementation::new("liar".to_owned(), "1".to_owned());
-        info
-    }
-
-    async fn initialize(
+impl Lister for Liar {
+    async fn list(
         &self,
-        req: InitializeRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, McpError> {
-        let result = self.negotiate_initialize(&req)?;
-        ctx.peer.set_peer_info(req);
-        self.state.peers.lock().unwrap().push(ctx.peer.clone());
-        Ok(result)
-    }
-
-    async fn list_tools(
-        &self,
-        req: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        cursor: Option<String>,
+        _peer: &Peer<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let n = self.state.served.fetch_add(1, Ordering::SeqCst);
-        let cursor = req.and_then(|r| r.cursor);
         Ok(match (self.state.lie(), cursor.as_deref()) {
             (Lie::Honest, None) => page(vec![tool("a"), tool("b")], Some("2".into())),
             (Lie::Honest, Some(_)) => page(vec![tool("c")], None),
@@ -148,7 +117,14 @@ fn setup() -> Setup {
             let exit = CancellationToken::new();
             *st.exit.lock().unwrap() = Some(exit.clone());
             tokio::spawn(async move {
-                if let Ok(running) = (Liar { state: st }).serve_with_ct(theirs, exit).await {
+                if let Ok(running) = FakeServer::new(
+                    "liar",
+                    Arc::new(Liar { state: st.clone() }),
+                    st.peers.clone(),
+                )
+                .serve_with_ct(theirs, exit)
+                .await
+                {
                     let _ = running.waiting().await;
                 }
             });

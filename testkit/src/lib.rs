@@ -1,6 +1,16 @@
-//! Test support shared by listsync's test suites and benches: one bounded wait, so that a test
-//! that hangs fails with what it was waiting for instead of running until CI's time limit.
-//! A limit only bounds a wait; no test concludes anything from time passing.
+//! Test support shared by listsync's test suites and benches.
+//!
+//! * [`within`]: one bounded wait, so that a test that hangs fails with what it was waiting for
+//!   instead of running until CI's time limit (a limit only bounds a wait; no test concludes
+//!   anything from time passing);
+//! * [`control`]: the harness's end of a control channel (commands, replies, events);
+//! * [`peers`]: fake MCP servers that lie, storm or loop, for the tests of a client's defences.
+//!
+//! The throwaway Redis the multi-instance tests need is provisioned by listsync-cluster's own
+//! `testkit` feature (it lives with the code that speaks to Redis).
+
+pub mod control;
+pub mod peers;
 
 use std::future::Future;
 use std::time::Duration;

@@ -5,12 +5,12 @@
 use super::rig::{Rig, read};
 use super::within;
 use listsync_core::history::Event;
+use listsync_testkit::control::ControlPeer;
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpStream, UnixListener};
@@ -40,9 +40,7 @@ pub struct Node {
     /// Where it serves HTTP.
     pub addr: SocketAddr,
     pub(super) child: tokio::process::Child,
-    write: tokio::net::unix::OwnedWriteHalf,
-    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>,
-    next: u64,
+    control: ControlPeer,
     health: watch::Receiver<Value>,
     log: PathBuf,
     pub(super) alive: bool,
@@ -50,20 +48,8 @@ pub struct Node {
 
 impl Node {
     /// Sends a control command; returns the reply.
-    pub async fn cmd(&mut self, mut cmd: Value) -> Value {
-        self.next += 1;
-        let what = format!("node {} {}", self.name, cmd["cmd"]);
-        cmd["type"] = json!("cmd");
-        cmd["id"] = json!(self.next);
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().unwrap().insert(self.next, tx);
-        let mut line = cmd.to_string();
-        line.push('\n');
-        self.write
-            .write_all(line.as_bytes())
-            .await
-            .expect("control write");
-        within(&what, rx).await.expect("reply")
+    pub async fn cmd(&mut self, cmd: Value) -> Value {
+        self.control.cmd(cmd).await
     }
 
     /// Commits `ops` through this node's control channel; returns the version that holds the
@@ -205,28 +191,15 @@ impl Rig {
         let (stream, _) = within("control connection", listener.accept())
             .await
             .expect("accept");
-        let (r, write) = stream.into_split();
-        let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>> = Arc::default();
         let (health_tx, health) = watch::channel(Value::Null);
         let (ready_tx, ready_rx) = oneshot::channel();
         let mut ready_tx = Some(ready_tx);
-        let (p, events, history) = (
-            pending.clone(),
-            self.node_events.clone(),
-            self.history.clone(),
-        );
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(r).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let v: Value = serde_json::from_str(&line).expect("node sends JSON");
-                if v["type"] == "reply" {
-                    let id = v["id"].as_u64().expect("reply id");
-                    if let Some(tx) = p.lock().unwrap().remove(&id) {
-                        let _ = tx.send(v);
-                    }
-                    continue;
-                }
-                match v["event"].as_str() {
+        let (events, history) = (self.node_events.clone(), self.history.clone());
+        let control =
+            ControlPeer::new(
+                stream,
+                format!("node {name}"),
+                move |v: Value| match v["event"].as_str() {
                     Some("history") => {
                         let event: Event =
                             serde_json::from_value(v["entry"].clone()).expect("history entry");
@@ -245,9 +218,8 @@ impl Rig {
                         }
                     }
                     _ => {}
-                }
-            }
-        });
+                },
+            );
         let ready = within("ready", ready_rx).await.expect("ready event");
         if !spec.standalone {
             assert_eq!(ready["node"], name, "{ready}");
@@ -257,9 +229,7 @@ impl Rig {
             name: name.into(),
             addr,
             child,
-            write,
-            pending,
-            next: 0,
+            control,
             health,
             log,
             alive: true,
