@@ -83,13 +83,7 @@ async fn hundred_batches(era: Era, fault: Fault) {
     let (_, stored) = rig.truth().await;
     assert_eq!(names_of(&stored), batches.names());
     for c in &rig.clients {
-        let mut have: Vec<String> = c
-            .catalog
-            .list(Kind::Tools)
-            .items
-            .iter()
-            .map(|i| i.name.to_string())
-            .collect();
+        let mut have: Vec<String> = c.catalog.list(Kind::Tools).names();
         have.sort();
         assert_eq!(have, batches.names(), "c{} (node {})", c.id, c.node);
         let status = c.catalog.status().borrow().clone();

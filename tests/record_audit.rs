@@ -12,6 +12,9 @@
 //! such. Malformed and truncated logs are refused with the line. Every wait has a bound;
 //! ordering comes from gates and events.
 
+mod harness_support;
+
+use harness_support::audit;
 use listsync_core::property::Property;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_harness::control::{Control, events, listen};
@@ -344,22 +347,6 @@ async fn walks_ended(log: &Path) {
         }
     })
     .await
-}
-
-/// `listsync audit --json LOG`: exit code and the document.
-fn audit(log: &Path) -> (i32, Value) {
-    let out = std::process::Command::new(EXE)
-        .args(["audit", "--json"])
-        .arg(log)
-        .output()
-        .expect("run audit");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "audit printed no JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap_or(-1), doc)
 }
 
 fn status(doc: &Value, p: Property) -> String {

@@ -195,12 +195,7 @@ async fn child_server_converges(era: Era) {
     let truth = control
         .cmd(json!({"cmd": "catalog", "kind": "tools"}))
         .await;
-    let names: Vec<String> = catalog
-        .tools()
-        .items
-        .iter()
-        .map(|i| i.name.to_string())
-        .collect();
+    let names: Vec<String> = catalog.tools().names();
     let want: Vec<String> = truth["items"]
         .as_array()
         .unwrap()

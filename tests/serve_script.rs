@@ -8,6 +8,9 @@
 //! the admin endpoint is closed unless enabled and refuses a missing or wrong token; malformed
 //! ops and scripts get one line naming the position and exit status 2. Every wait has a bound.
 
+mod harness_support;
+
+use harness_support::audit;
 use listsync_core::property::Property;
 use listsync_session::wire::{Fate, Wire, observe};
 use serde_json::Value;
@@ -163,22 +166,6 @@ async fn settled(log: &Path) {
         }
     })
     .await
-}
-
-/// `listsync audit --json LOG`: exit code and the document.
-fn audit(log: &Path) -> (i32, Value) {
-    let out = std::process::Command::new(EXE)
-        .args(["audit", "--json"])
-        .arg(log)
-        .output()
-        .expect("run audit");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "audit printed no JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap_or(-1), doc)
 }
 
 fn status(doc: &Value, p: &str) -> String {

@@ -42,7 +42,7 @@ use listsync_core::vocab::{Era, Kind, KindSet, Op};
 use listsync_rt::client::{BoxRead, BoxWrite, ClientHandle, ClientSettings, Endpoint, View};
 use listsync_rt::gate::{GateId, Phase, Target};
 use listsync_rt::server::{Server, ServerSettings};
-use rmcp::ServiceExt;
+use listsync_testkit::peers::serve_in_memory;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -460,12 +460,7 @@ fn tapped(rig: &Rig, relay: Relay, tap: Arc<Tap>) -> Endpoint {
         );
         async move {
             let (client_end, tap_client) = tokio::io::duplex(1 << 16);
-            let (tap_server, server_end) = tokio::io::duplex(1 << 16);
-            tokio::spawn(async move {
-                if let Ok(running) = server.service_as(auth).serve(server_end).await {
-                    let _ = running.waiting().await;
-                }
-            });
+            let tap_server = serve_in_memory(server.service_as(auth));
             let (cr, cw) = tokio::io::split(tap_client);
             let (sr, sw) = tokio::io::split(tap_server);
             tokio::spawn(pump_up(cr, sw, counters.clone(), hold));

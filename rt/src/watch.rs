@@ -118,7 +118,7 @@ fn change_line(kind: Kind, view: &View, names: Option<Vec<String>>) -> Option<St
     if !view.fetched {
         return None;
     }
-    let names = names.unwrap_or_else(|| view.items.iter().map(|i| i.name.to_string()).collect());
+    let names = names.unwrap_or_else(|| view.names());
     Some(format!(
         "{} {} v{} ({} items){}: {}",
         kind,

@@ -149,12 +149,7 @@ fn setup() -> Setup {
 }
 
 fn names(catalog: &ClientHandle) -> Vec<String> {
-    catalog
-        .tools()
-        .items
-        .iter()
-        .map(|i| i.name.to_string())
-        .collect()
+    catalog.tools().names()
 }
 
 /// The server tells its latest session that the tool list changed.

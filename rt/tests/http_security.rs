@@ -234,12 +234,7 @@ async fn the_auth_convention_is_off_by_default() {
         settings.client.auth = AuthCtx(1);
         let catalog = ClientHandle::spawn(settings, Endpoint::Http { url: ep.url() });
         settle(&server, &[&catalog]).await;
-        let names: Vec<String> = catalog
-            .tools()
-            .items
-            .iter()
-            .map(|i| i.name.to_string())
-            .collect();
+        let names: Vec<String> = catalog.tools().names();
         assert_eq!(
             names.contains(&"secret".to_owned()),
             sees_secret,

@@ -99,12 +99,7 @@ impl ServerHandler for RouterServer {
 }
 
 fn tool_names(catalog: &ClientHandle) -> Vec<String> {
-    catalog
-        .tools()
-        .items
-        .iter()
-        .map(|i| i.name.to_string())
-        .collect()
+    catalog.tools().names()
 }
 
 async fn wait_tools(catalog: &ClientHandle, want: &[&str]) {

@@ -20,7 +20,7 @@ use listsync_core::vocab::{Era, Kind, KindSet, Op};
 use listsync_rt::client::{BoxRead, BoxWrite, ClientHandle, Endpoint};
 use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
-use rmcp::ServiceExt;
+use listsync_testkit::peers::serve_in_memory;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -101,12 +101,7 @@ fn tapped(server: &Server, seen: &Seen) -> Endpoint {
         let (server, seen) = (server.clone(), seen.clone());
         async move {
             let (client_end, tap_client) = tokio::io::duplex(1 << 16);
-            let (tap_server, server_end) = tokio::io::duplex(1 << 16);
-            tokio::spawn(async move {
-                if let Ok(running) = server.service_as(auth).serve(server_end).await {
-                    let _ = running.waiting().await;
-                }
-            });
+            let tap_server = serve_in_memory(server.service_as(auth));
             let (cr, cw) = tokio::io::split(tap_client);
             let (sr, sw) = tokio::io::split(tap_server);
             tokio::spawn(pump_up(cr, sw, seen.clone()));
@@ -148,13 +143,7 @@ async fn quiet(server: &Server, catalog: &ClientHandle) {
 }
 
 fn names(catalog: &ClientHandle) -> Vec<String> {
-    catalog
-        .tools()
-        .value()
-        .items
-        .iter()
-        .map(|i| i.name.to_string())
-        .collect()
+    catalog.tools().value().names()
 }
 
 /// Four tools, two per page; then eight more, one commit (and one notification) every 5 ms.

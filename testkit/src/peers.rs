@@ -1,14 +1,15 @@
 //! Fake MCP servers for the tests that need a server to misbehave: a tools-only rmcp server that
 //! announces `tools/list_changed`, keeps each session's peer (to send notifications later), and
 //! answers `tools/list` with whatever the test's [`Lister`] returns — a lie, a storm, a cursor
-//! that loops. The rest of the protocol is rmcp's.
+//! that loops. The rest of the protocol is rmcp's. [`serve_in_memory`] runs any rmcp server
+//! (ours or a fake) on an in-memory pipe, for taps and clients that read its other end.
 
 use rmcp::model::{
     Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
-use rmcp::{ErrorData as McpError, ServerHandler};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
@@ -92,4 +93,16 @@ pub fn page(tools: Vec<Tool>, next: Option<String>) -> ListToolsResult {
     let mut r = ListToolsResult::with_all_items(tools);
     r.next_cursor = next;
     r
+}
+
+/// Serves `server` on one end of an in-memory pipe (64 KiB each way), in a task of its own
+/// until the other end closes; returns the other end.
+pub fn serve_in_memory<S: ServerHandler>(server: S) -> tokio::io::DuplexStream {
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(theirs).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ours
 }

@@ -1,7 +1,7 @@
 //! What the harness test files share: the repository root, the binary under test pinned for a
 //! test's duration (a concurrent rebuild of `target/release/listsync` cannot swap builds under
-//! a run), the time limit past which a replay fails instead of hanging, a way to run the CLI,
-//! and the one reading of `LISTSYNC_HARNESS_SKIP_SDKS`.
+//! a run), the time limit past which a replay fails instead of hanging, a way to run the CLI
+//! (and `listsync audit --json`), and the one reading of `LISTSYNC_HARNESS_SKIP_SDKS`.
 
 // Each test file that shares this module uses part of it.
 #![allow(dead_code)]
@@ -70,4 +70,20 @@ pub fn sdks_skipped(what: &str) -> bool {
             "LISTSYNC_HARNESS_SKIP_SDKS: {e}: set it to 1 to skip the third-party SDK tests, or unset it to run them"
         ),
     }
+}
+
+/// `listsync audit --json LOG`: exit code and the document.
+pub fn audit(log: &Path) -> (i32, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_listsync"))
+        .args(["audit", "--json"])
+        .arg(log)
+        .output()
+        .expect("run audit");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "audit printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), doc)
 }

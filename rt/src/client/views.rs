@@ -42,6 +42,13 @@ pub struct Listing {
     pub fetched: bool,
 }
 
+impl Listing {
+    /// The items' names, in server order.
+    pub fn names(&self) -> Vec<String> {
+        self.items.iter().map(|i| i.name.to_string()).collect()
+    }
+}
+
 impl Versioned for Listing {
     type Version = u64;
     fn version(&self) -> u64 {

@@ -41,12 +41,7 @@ pub async fn converges_after_batches(era: Era, transport: Transport) {
     }
     assert_holds(&history);
     // What the application reads is the server's list (the checker saw the same at quiescence).
-    let names: Vec<String> = catalog
-        .tools()
-        .items
-        .iter()
-        .map(|i| i.name.to_string())
-        .collect();
+    let names: Vec<String> = catalog.tools().names();
     assert_eq!(names, ["t2", "t3", "t4", "t7", "t9"]);
     assert_eq!(catalog.tools().version, Some(server.version()));
 }
