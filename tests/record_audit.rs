@@ -121,37 +121,7 @@ impl HttpStack {
         let server = within("the server's control channel", accept)
             .await
             .unwrap();
-        let mut record = tokio::process::Command::new(EXE)
-            .args(["record", "--out"])
-            .arg(&log)
-            .args(["--http", "127.0.0.1:0", "--upstream", &upstream])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn record");
-        let mut err = BufReader::new(record.stderr.take().unwrap()).lines();
-        let url = within("the recorder's URL", async {
-            loop {
-                let l = err
-                    .next_line()
-                    .await
-                    .expect("read")
-                    .expect("record ended before listening");
-                if let Some(rest) = l.strip_prefix("listsync record: listening on ") {
-                    return rest.split_whitespace().next().unwrap().to_owned();
-                }
-                eprintln!("{l}");
-            }
-        })
-        .await;
-        // The rest of its diagnostics pass through (and never fill the pipe).
-        tokio::spawn(async move {
-            while let Ok(Some(l)) = err.next_line().await {
-                eprintln!("{l}");
-            }
-        });
+        let (record, url) = harness_support::record_http(&upstream, &log).await;
         let stack = HttpStack {
             serve: serve_child,
             _serve_out: serve_out,

@@ -10,7 +10,7 @@
 
 mod harness_support;
 
-use harness_support::audit;
+use harness_support::{audit, record_http as record};
 use listsync_core::property::Property;
 use listsync_session::wire::{Fate, Wire, observe};
 use serde_json::Value;
@@ -72,40 +72,6 @@ impl Serve {
         })
         .await
     }
-}
-
-/// `listsync record --http 127.0.0.1:0 --upstream URL --out LOG`, and its URL.
-async fn record(upstream: &str, log: &Path) -> (Child, String) {
-    let mut child = tokio::process::Command::new(EXE)
-        .args(["record", "--out"])
-        .arg(log)
-        .args(["--http", "127.0.0.1:0", "--upstream", upstream])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn record");
-    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = within("the recorder's URL", async {
-        loop {
-            let l = err
-                .next_line()
-                .await
-                .expect("read")
-                .expect("record ended before listening");
-            if let Some(rest) = l.strip_prefix("listsync record: listening on ") {
-                return rest.split_whitespace().next().unwrap().to_owned();
-            }
-        }
-    })
-    .await;
-    tokio::spawn(async move {
-        while let Ok(Some(l)) = err.next_line().await {
-            eprintln!("{l}");
-        }
-    });
-    (child, url)
 }
 
 /// `listsync watch --url URL --kinds tools --strategy S`, and its stdout lines.

@@ -1,7 +1,7 @@
 //! What the harness test files share: the repository root, the binary under test pinned for a
 //! test's duration (a concurrent rebuild of `target/release/listsync` cannot swap builds under
 //! a run), the time limit past which a replay fails instead of hanging, a way to run the CLI
-//! (and `listsync audit --json`), and the one reading of `LISTSYNC_HARNESS_SKIP_SDKS`.
+//! (`listsync audit --json`, `listsync record --http` in front of a server), and the one reading of `LISTSYNC_HARNESS_SKIP_SDKS`.
 
 // Each test file that shares this module uses part of it.
 #![allow(dead_code)]
@@ -86,4 +86,42 @@ pub fn audit(log: &Path) -> (i32, serde_json::Value) {
         )
     });
     (out.status.code().unwrap_or(-1), doc)
+}
+
+/// `listsync record --out LOG --http 127.0.0.1:0 --upstream UPSTREAM`, once it listens: the
+/// process and the URL it serves. Its diagnostics pass through to the test's stderr (and never
+/// fill the pipe).
+pub async fn record_http(upstream: &str, log: &Path) -> (tokio::process::Child, String) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_listsync"))
+        .args(["record", "--out"])
+        .arg(log)
+        .args(["--http", "127.0.0.1:0", "--upstream", upstream])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn record");
+    let mut err = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let url = listsync_testkit::within("the recorder's URL", async {
+        loop {
+            let l = err
+                .next_line()
+                .await
+                .expect("read")
+                .expect("record ended before listening");
+            if let Some(rest) = l.strip_prefix("listsync record: listening on ") {
+                return rest.split_whitespace().next().expect("a URL").to_owned();
+            }
+            eprintln!("{l}");
+        }
+    })
+    .await;
+    tokio::spawn(async move {
+        while let Ok(Some(l)) = err.next_line().await {
+            eprintln!("{l}");
+        }
+    });
+    (child, url)
 }
