@@ -10,7 +10,7 @@
 //! A `before` change of a turn is handed to the [`ChangeHook`] when the turn's request arrives;
 //! the answer follows `settle` after the hook returned.
 
-use super::plan::{Plan, Role};
+use super::plan::{Plan, Role, Turn};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -259,21 +259,8 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Full<Bytes>>
         .unwrap_or("scripted")
         .to_owned();
     let tools_field = v.get("tools").and_then(Value::as_array);
-    let tools: Vec<String> = tools_field
-        .map(|a| {
-            a.iter()
-                .filter_map(|t| t.get("name").and_then(Value::as_str))
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let (tools, offered) = offered_tools(&st.settings, tools_field);
     let prefix = &st.settings.tool_prefix;
-    let offered: Vec<String> = tools
-        .iter()
-        .filter(|t| !st.settings.own_tools.contains(t))
-        .filter_map(|t| t.strip_prefix(prefix.as_str()))
-        .map(str::to_owned)
-        .collect();
     let results = tool_results(&v);
     // Its number and turn, taken at arrival (a host may have several requests open at once).
     let is_turn = tools_field.is_some() && starts_with_prompt(&v, &st.settings.plan.prompt);
@@ -292,19 +279,10 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Full<Bytes>>
         }
     }
     let planned = turn.and_then(|k| st.settings.plan.turns.get(k - 1).cloned());
-    let mut changed = Vec::new();
-    if let Some(t) = &planned
-        && !t.before.is_empty()
-    {
-        changed = t.before.clone();
-        if let Some(hook) = &st.settings.on_change
-            && let Err(e) = hook(t.before.clone()).await
-        {
-            tracing::warn!("model server: turn {}: change failed: {e}", t.index);
-            changed.push(format!("(failed: {e})"));
-        }
-        tokio::time::sleep(st.settings.plan.settle).await;
-    }
+    let changed = match &planned {
+        Some(t) => change_before(&st.settings, t).await,
+        None => Vec::new(),
+    };
     let reply = match (&planned, turn) {
         (Some(t), Some(k)) if t.role != Role::End => {
             let tool = t.tool.clone().unwrap_or_default();
@@ -343,16 +321,68 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Full<Bytes>>
             "end_turn",
         ),
     };
-    if !stream {
-        return reply_json(
+    if stream {
+        message_stream(&msg_id, &model, &reply, &content, stop)
+    } else {
+        reply_json(
             StatusCode::OK,
             &json!({
                 "id": msg_id, "type": "message", "role": "assistant", "model": model,
                 "content": content, "stop_reason": stop, "stop_sequence": null,
                 "usage": {"input_tokens": 1, "output_tokens": 1}
             }),
-        );
+        )
     }
+}
+
+/// The tools a request offers the model (their names), and those of them that are the MCP
+/// server's (the host's own tools left out, the host's prefix taken off).
+fn offered_tools(
+    settings: &ModelSettings,
+    tools_field: Option<&Vec<Value>>,
+) -> (Vec<String>, Vec<String>) {
+    let tools: Vec<String> = tools_field
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t.get("name").and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let offered: Vec<String> = tools
+        .iter()
+        .filter(|t| !settings.own_tools.contains(t))
+        .filter_map(|t| t.strip_prefix(settings.tool_prefix.as_str()))
+        .map(str::to_owned)
+        .collect();
+    (tools, offered)
+}
+
+/// Applies the changes a planned turn makes before the model answers (through the settings'
+/// hook), then waits the plan's settling time; returns what was changed (a failure noted).
+async fn change_before(settings: &ModelSettings, t: &Turn) -> Vec<String> {
+    if t.before.is_empty() {
+        return Vec::new();
+    }
+    let mut changed = t.before.clone();
+    if let Some(hook) = &settings.on_change
+        && let Err(e) = hook(t.before.clone()).await
+    {
+        tracing::warn!("model server: turn {}: change failed: {e}", t.index);
+        changed.push(format!("(failed: {e})"));
+    }
+    tokio::time::sleep(settings.plan.settle).await;
+    changed
+}
+
+/// The answer as a Messages API event stream (server-sent events).
+fn message_stream(
+    msg_id: &str,
+    model: &str,
+    reply: &Reply,
+    content: &Value,
+    stop: &str,
+) -> Response<Full<Bytes>> {
     let mut sse = String::new();
     let mut event = |name: &str, data: Value| {
         sse.push_str(&format!("event: {name}\ndata: {data}\n\n"));
@@ -364,7 +394,7 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Full<Bytes>>
             "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": 1, "output_tokens": 1}}}),
     );
-    match &reply {
+    match reply {
         Reply::Call { name, id, .. } => {
             event(
                 "content_block_start",
