@@ -10,9 +10,10 @@
 use crate::history::ClientId;
 use crate::machine::ClientMachine;
 use crate::scenario::{Scenario, Transport};
+use crate::shared::Shared;
 use crate::vocab::Kind;
 use crate::wire::{ErrorReason, Notification, Request, Response, ServerMsg};
-use crate::world::World;
+use crate::world::{Links, World};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -172,23 +173,7 @@ impl Situation {
             // Only the HTTP response link is unordered: stdio links are ordered, and the HTTP
             // stream carries notifications.
             Situation::ResponseOvertakesResponse => {
-                scn.transport == Transport::Http
-                    && w.links.iter().any(|l| {
-                        l.down.len() >= 2
-                            && l.down
-                                .iter()
-                                .filter(|m| {
-                                    matches!(
-                                        m,
-                                        ServerMsg::Response {
-                                            resp: Response::Page(_),
-                                            ..
-                                        }
-                                    )
-                                })
-                                .count()
-                                >= 2
-                    })
+                scn.transport == Transport::Http && w.links.iter().any(two_pages_on_their_way)
             }
             Situation::CallInFlightDuringRemoval => w.links.iter().any(|l| {
                 l.up.iter().any(|m| match &m.req {
@@ -253,17 +238,7 @@ impl Situation {
                     })
                 })
             }),
-            Situation::CutWithChangePending => {
-                !w.cut.is_empty()
-                    && w.clients.iter().any(|c| {
-                        c.config().kinds.iter().any(|k| {
-                            c.snapshot(k).is_none_or(|s| {
-                                crate::vocab::Digest::of(&s.items)
-                                    != crate::monitor::visible_digest(&w.truth.1, k, c.auth())
-                            })
-                        })
-                    })
-            }
+            Situation::CutWithChangePending => !w.cut.is_empty() && some_client_is_behind(w),
             Situation::CallRefusedAsGone => clients.into_iter().any(|c| {
                 error_to(w, c, |r| *r == ErrorReason::UnknownTool)
                     && w.clients[c as usize]
@@ -290,23 +265,7 @@ impl Situation {
                     _ => false,
                 })
             }),
-            // Some name in the published tool lists of two clients (looked for pair by pair,
-            // without collecting the names).
-            Situation::OneNameTwoServers => {
-                scn.aggregate.is_some()
-                    && w.clients.iter().enumerate().any(|(i, a)| {
-                        a.snapshot(Kind::Tools).is_some_and(|a| {
-                            w.clients[i + 1..]
-                                .iter()
-                                .filter_map(|b| b.snapshot(Kind::Tools))
-                                .any(|b| {
-                                    a.items
-                                        .iter()
-                                        .any(|x| b.items.iter().any(|y| x.name == y.name))
-                                })
-                        })
-                    })
-            }
+            Situation::OneNameTwoServers => scn.aggregate.is_some() && one_tool_name_twice(w),
         }
     }
 }
@@ -454,6 +413,54 @@ impl Situation {
         }
         found & among
     }
+}
+
+/// Whether two list pages are on their way to a client on its response link.
+fn two_pages_on_their_way(l: &Shared<Links>) -> bool {
+    l.down.len() >= 2
+        && l.down
+            .iter()
+            .filter(|m| {
+                matches!(
+                    m,
+                    ServerMsg::Response {
+                        resp: Response::Page(_),
+                        ..
+                    }
+                )
+            })
+            .count()
+            >= 2
+}
+
+/// Whether some client's snapshot of a kind it follows is missing or other than the world's
+/// current visible list.
+fn some_client_is_behind<C: ClientMachine>(w: &World<C>) -> bool {
+    w.clients.iter().any(|c| {
+        c.config().kinds.iter().any(|k| {
+            c.snapshot(k).is_none_or(|s| {
+                crate::vocab::Digest::of(&s.items)
+                    != crate::monitor::visible_digest(&w.truth.1, k, c.auth())
+            })
+        })
+    })
+}
+
+/// Whether some name is in the published tool lists of two clients (looked for pair by pair,
+/// without collecting the names).
+fn one_tool_name_twice<C: ClientMachine>(w: &World<C>) -> bool {
+    w.clients.iter().enumerate().any(|(i, a)| {
+        a.snapshot(Kind::Tools).is_some_and(|a| {
+            w.clients[i + 1..]
+                .iter()
+                .filter_map(|b| b.snapshot(Kind::Tools))
+                .any(|b| {
+                    a.items
+                        .iter()
+                        .any(|x| b.items.iter().any(|y| x.name == y.name))
+                })
+        })
+    })
 }
 
 /// Counts a notification on its way to a client: a `list_changed` for each kind it covers, a

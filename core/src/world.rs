@@ -1291,65 +1291,8 @@ impl<C: ClientMachine> World<C> {
         step: &Step,
         rec: &mut dyn Recorder,
     ) -> Result<(), String> {
-        let client_ok = |c: ClientId| {
-            if (c as usize) < self.clients.len() {
-                Ok(())
-            } else {
-                Err(format!("there is no client c{c}"))
-            }
-        };
         match *step {
-            Step::Mutate { batch } => {
-                if batch != self.next_batch {
-                    return Err(format!(
-                        "batch {batch} is not next (next is {})",
-                        self.next_batch
-                    ));
-                }
-                let ops = scn
-                    .script
-                    .get(usize::from(batch))
-                    .ok_or_else(|| format!("the script has no batch {batch}"))?;
-                let cluster = self.is_cluster();
-                if !cluster && self.nodes[0].has_staged() {
-                    return Err("a staged batch must be committed first".into());
-                }
-                self.next_batch += 1;
-                note(rec, || Note::AdminApplies {
-                    batch,
-                    ops: ops.clone(),
-                });
-                // The administrator's commit: the world's ground truth (a cluster's store).
-                let mut next = (*self.truth.1).clone();
-                for op in ops {
-                    next.apply(op);
-                }
-                if next != *self.truth.1 {
-                    self.truth = (self.truth.0 + 1, Shared::new(next));
-                    let (v, c) = (self.truth.0, self.truth.1.arc().clone());
-                    self.observe(
-                        &Event::Committed {
-                            version: v,
-                            catalog: c,
-                        },
-                        rec,
-                    );
-                    if cluster {
-                        // One atomic commit to the shared store, then a change event to every
-                        // node.
-                        for q in self.bus.iter_mut() {
-                            insert_sorted(q, BusEvent::of(&self.truth));
-                        }
-                        note(rec, || Note::StoreCommits { version: v });
-                    }
-                }
-                if !cluster {
-                    let mut out = Vec::new();
-                    self.node_mut(0)
-                        .step(ServerInput::Apply(ops.clone().into()), &mut out);
-                    self.route_server(scn, out, rec);
-                }
-            }
+            Step::Mutate { batch } => self.admin_applies(scn, batch, rec)?,
             Step::Commit => {
                 if self.is_cluster() || !self.nodes[0].has_staged() {
                     return Err("nothing is staged".into());
@@ -1360,238 +1303,21 @@ impl<C: ClientMachine> World<C> {
             }
             Step::BusDeliver { node, index }
             | Step::BusDuplicate { node, index }
-            | Step::BusDrop { node, index } => {
-                let cl = scn
-                    .cluster
-                    .as_ref()
-                    .ok_or("the scenario is not a cluster")?;
-                let q = self
-                    .bus
-                    .get_mut(usize::from(node))
-                    .ok_or_else(|| format!("there is no node {node}"))?;
-                let i = usize::from(index);
-                if i >= q.len() {
-                    return Err(format!(
-                        "no bus event at [{i}] for node {node} (in flight: {})",
-                        q.len()
-                    ));
-                }
-                match step {
-                    Step::BusDuplicate { .. } => {
-                        if self.bus_used[0] >= cl.bus_duplicate {
-                            return Err(format!(
-                                "the scenario allows {} bus duplicates",
-                                cl.bus_duplicate
-                            ));
-                        }
-                        self.bus_used[0] += 1;
-                        let e = q[i].clone();
-                        let v = e.version;
-                        insert_sorted(q, e);
-                        note(rec, || Note::BusDuplicates { node, version: v });
-                    }
-                    Step::BusDrop { .. } => {
-                        if self.bus_used[1] >= cl.bus_drop {
-                            return Err(format!("the scenario allows {} bus drops", cl.bus_drop));
-                        }
-                        self.bus_used[1] += 1;
-                        let v = q.remove(i).version;
-                        note(rec, || Note::BusLoses { node, version: v });
-                    }
-                    _ => {
-                        let e = q.remove(i);
-                        note(rec, || Note::BusDelivers {
-                            node,
-                            version: e.version,
-                        });
-                        self.install(scn, node, e.version, e.catalog, rec);
-                    }
-                }
-            }
-            Step::Poll { node } => {
-                let behind = self.is_cluster()
-                    && self
-                        .nodes
-                        .get(usize::from(node))
-                        .is_some_and(|n| n.version() < self.truth.0 && !n.has_staged());
-                if !behind || !self.bus[usize::from(node)].is_empty() {
-                    return Err(format!("node {node} has nothing to catch up on by polling"));
-                }
-                note(rec, || Note::NodePolls { node });
-                self.load_latest(scn, node, rec);
-            }
-            Step::Load { node } => {
-                if !self.is_cluster()
-                    || !self
-                        .nodes
-                        .get(usize::from(node))
-                        .is_some_and(|n| n.has_staged())
-                {
-                    return Err(format!("node {node} has nothing staged"));
-                }
-                let mut out = Vec::new();
-                self.node_mut(usize::from(node))
-                    .step(ServerInput::CommitStaged, &mut out);
-                let version = self.nodes[usize::from(node)].version();
-                note(rec, || Note::NodeLoads { node, version });
-                self.route_server(scn, out, rec);
-            }
-            Step::Migrate { client } => {
-                client_ok(client)?;
-                let cl = scn
-                    .cluster
-                    .as_ref()
-                    .ok_or("the scenario is not a cluster")?;
-                if self.is_cut(client) || cl.nodes < 2 || self.bus_used[2] >= cl.migrate {
-                    return Err(format!("c{client} cannot move now"));
-                }
-                self.bus_used[2] += 1;
-                self.links[client as usize] = Shared::default();
-                self.lose_walks(client, rec);
-                let mut out = Vec::new();
-                self.node(client)
-                    .step(ServerInput::Disconnect(client), &mut out);
-                self.route_server(scn, out, rec);
-                self.client_step(scn, client, ClientInput::Disconnected, rec);
-                let to = (self.node_of[client as usize] + 1) % cl.nodes;
-                self.node_of[client as usize] = to;
-                note(rec, || Note::ClientMoves { client, to });
-                self.connect(scn, client, rec);
-            }
+            | Step::BusDrop { node, index } => self.bus_moves(scn, step, node, index, rec)?,
+            Step::Poll { node } => self.node_polls(scn, node, rec)?,
+            Step::Load { node } => self.node_loads(scn, node, rec)?,
+            Step::Migrate { client } => self.client_moves(scn, client, rec)?,
             Step::Deliver {
                 client,
                 link,
                 index,
-            } => {
-                client_ok(client)?;
-                let ordered = link == Link::Stream || scn.transport == Transport::Stdio;
-                if ordered && index != 0 {
-                    return Err(format!(
-                        "{link:?} of c{client} is ordered: only its head can be delivered"
-                    ));
-                }
-                let l = self.links_mut(client);
-                let i = usize::from(index);
-                if link == Link::Up {
-                    if i >= l.up.len() {
-                        return Err(format!(
-                            "no request at Up[{i}] of c{client} (in flight: {})",
-                            l.up.len()
-                        ));
-                    }
-                    let msg = l.up.remove(i);
-                    note(rec, || Note::ServerReceives {
-                        client,
-                        msg: msg.clone(),
-                    });
-                    let mut out = Vec::new();
-                    self.node(client)
-                        .step(ServerInput::Request(client, msg.clone()), &mut out);
-                    for o in &out {
-                        if let ServerOutput::Send {
-                            msg: ServerMsg::Response { id, resp },
-                            ..
-                        } = o
-                            && *id == msg.id
-                        {
-                            let stale = self.observe_arguments(client, &msg, resp);
-                            for e in self
-                                .observe_answer(client, &msg, resp)
-                                .into_iter()
-                                .chain(stale)
-                            {
-                                self.observe(&e, rec);
-                            }
-                        }
-                    }
-                    self.route_server(scn, out, rec);
-                } else {
-                    let q = l.down_link_mut(link);
-                    if i >= q.len() {
-                        return Err(format!(
-                            "no message at {link:?}[{i}] of c{client} (in flight: {})",
-                            q.len()
-                        ));
-                    }
-                    let msg = q.remove(i);
-                    note(rec, || Note::ClientReceives {
-                        client,
-                        msg: msg.clone(),
-                    });
-                    if let Some(e) = observe_notice(client, &scn.clients[client as usize], &msg) {
-                        self.observe(&e, rec);
-                    }
-                    let ending = Shared::make_mut(&mut self.watch[client as usize]).answered(&msg);
-                    self.client_step_ending(scn, client, ClientInput::Receive(msg), ending, rec);
-                }
-            }
+            } => self.deliver(scn, client, link, index, rec)?,
             Step::Duplicate { client, link } | Step::Drop { client, link } => {
-                client_ok(client)?;
                 let dup = matches!(step, Step::Duplicate { .. });
-                let (slot, budget) = if dup {
-                    (0, scn.faults.duplicate)
-                } else {
-                    (1, scn.faults.drop)
-                };
-                if self.used[slot] >= budget {
-                    return Err(format!("the scenario allows {budget} such faults"));
-                }
-                let q = Shared::make_mut(&mut self.links[client as usize]).down_link_mut(link);
-                if !is_list_changed(q.first()) {
-                    return Err(format!(
-                        "the head of {link:?} of c{client} is not a list_changed notification"
-                    ));
-                }
-                self.used[slot] += 1;
-                if dup {
-                    let m = q[0].clone();
-                    q.insert(1, m);
-                    note(rec, || Note::NetworkDuplicates { client });
-                } else {
-                    q.remove(0);
-                    note(rec, || Note::NetworkLoses { client });
-                }
+                self.network_fault(scn, client, link, dup, rec)?;
             }
-            Step::FailCall { client, index } => {
-                client_ok(client)?;
-                if self.used[3] >= scn.faults.call_error {
-                    return Err(format!(
-                        "the scenario allows {} failed calls",
-                        scn.faults.call_error
-                    ));
-                }
-                let ordered = scn.transport == Transport::Stdio;
-                let up = &self.links[client as usize].up;
-                let i = usize::from(index);
-                let name = match up.get(i).map(|m| &m.req) {
-                    Some(Request::CallTool { name, .. }) if !ordered || i == 0 => name.clone(),
-                    _ => return Err(format!("no tool call at Up[{i}] of c{client}")),
-                };
-                self.used[3] += 1;
-                let msg = self.links_mut(client).up.remove(i);
-                note(rec, || Note::CallFails { client, name });
-                self.fail_in_servers_place(scn, client, &msg, rec);
-            }
-            Step::FailList { client, index } => {
-                client_ok(client)?;
-                if self.used[4] >= scn.faults.list_error {
-                    return Err(format!(
-                        "the scenario allows {} failed list requests",
-                        scn.faults.list_error
-                    ));
-                }
-                let ordered = scn.transport == Transport::Stdio;
-                let up = &self.links[client as usize].up;
-                let i = usize::from(index);
-                let kind = match up.get(i).map(|m| &m.req) {
-                    Some(Request::List { kind, .. }) if !ordered || i == 0 => *kind,
-                    _ => return Err(format!("no list request at Up[{i}] of c{client}")),
-                };
-                self.used[4] += 1;
-                let msg = self.links_mut(client).up.remove(i);
-                note(rec, || Note::ListFails { client, kind });
-                self.fail_in_servers_place(scn, client, &msg, rec);
-            }
+            Step::FailCall { client, index } => self.fail_call(scn, client, index, rec)?,
+            Step::FailList { client, index } => self.fail_list(scn, client, index, rec)?,
             Step::SetAuth { change } => {
                 if change != self.next_auth {
                     return Err(format!("auth change {change} is not next"));
@@ -1600,92 +1326,38 @@ impl<C: ClientMachine> World<C> {
                     .auth_changes
                     .get(usize::from(change))
                     .ok_or_else(|| format!("the scenario has no auth change {change}"))?;
-                client_ok(c)?;
+                self.client_ok(c)?;
                 self.next_auth += 1;
                 note(rec, || Note::AuthSwitch { client: c, auth });
                 self.client_step(scn, c, ClientInput::SetAuth(auth), rec);
             }
             Step::Call { call } => {
                 let (c, name) = take_scripted(&scn.calls, &mut self.calls_done, call, "call")?;
-                client_ok(c)?;
+                self.client_ok(c)?;
                 note(rec, || Note::AppCalls {
                     client: c,
                     name: name.clone(),
                 });
                 self.client_step(scn, c, ClientInput::CallTool(name), rec);
             }
-            Step::CallCombined { ref name } => {
-                let Some(a) = &scn.aggregate else {
-                    return Err("the scenario has no application with several servers".into());
-                };
-                if self.combined_calls >= a.calls {
-                    return Err(format!("all {} combined calls are made", a.calls));
-                }
-                let listing = self.combined_listing(scn);
-                let Some(e) = aggregate::route(&listing, name) else {
-                    return Err(format!("the combined listing shows no {name}"));
-                };
-                let (c, tool) = (e.member as ClientId, e.item.name.clone());
-                self.combined_calls += 1;
-                note(rec, || Note::AppCalls {
-                    client: c,
-                    name: name.clone(),
-                });
-                let routed = self.client_step(scn, c, ClientInput::CallTool(tool), rec);
-                for r in routed {
-                    if let Event::Routed {
-                        client,
-                        tool,
-                        sent: true,
-                        ..
-                    } = r
-                    {
-                        let e = Event::CalledCombined {
-                            name: name.clone(),
-                            client,
-                            tool,
-                        };
-                        self.observe(&e, rec);
-                    }
-                }
-            }
-            Step::Approve { approval } => {
-                let (c, name) = take_scripted(
-                    &scn.approvals,
-                    &mut self.approvals_done,
-                    approval,
-                    "approval",
-                )?;
-                client_ok(c)?;
-                note(rec, || Note::UserApproves {
-                    client: c,
-                    name: name.clone(),
-                });
-                let auth = self.clients[c as usize].auth();
-                let e = Event::Approved {
-                    client: c,
-                    tool: name.clone(),
-                    auth,
-                };
-                self.observe(&e, rec);
-                self.client_step(scn, c, ClientInput::Approve(name), rec);
-            }
+            Step::CallCombined { ref name } => self.call_combined(scn, name, rec)?,
+            Step::Approve { approval } => self.user_approves(scn, approval, rec)?,
             Step::Retry { client, kind, auth } => {
-                client_ok(client)?;
+                self.client_ok(client)?;
                 if !self.clients[client as usize].retry_armed(kind, auth) {
                     return Err(format!("c{client} has no retry armed for {kind}"));
                 }
                 self.client_step(scn, client, ClientInput::RetryDue(kind, auth), rec);
             }
             Step::WalkDue { client, kind, auth } => {
-                client_ok(client)?;
+                self.client_ok(client)?;
                 if !self.clients[client as usize].walk_held(kind, auth) {
                     return Err(format!("c{client} holds no walk of {kind}"));
                 }
                 self.client_step(scn, client, ClientInput::WalkDue(kind, auth), rec);
             }
             Step::TtlExpire { client, kind } => {
-                client_ok(client)?;
+                self.client_ok(client)?;
                 if !self.ttl_due(client).contains(&kind) {
                     return Err(format!(
                         "c{client}'s {kind} ttl is not due (the list is current or busy)"
@@ -1694,24 +1366,9 @@ impl<C: ClientMachine> World<C> {
                 note(rec, || Note::TtlRunsOut { client, kind });
                 self.client_step(scn, client, ClientInput::TtlExpired(kind), rec);
             }
-            Step::Disconnect { client } => {
-                client_ok(client)?;
-                if self.is_cut(client) || self.used[2] >= scn.faults.disconnect {
-                    return Err(format!("c{client} cannot be cut now"));
-                }
-                self.used[2] += 1;
-                self.cut.insert(client);
-                self.links[client as usize] = Shared::default();
-                self.lose_walks(client, rec);
-                note(rec, || Note::ConnectionCut { client });
-                let mut out = Vec::new();
-                self.node(client)
-                    .step(ServerInput::Disconnect(client), &mut out);
-                self.route_server(scn, out, rec);
-                self.client_step(scn, client, ClientInput::Disconnected, rec);
-            }
+            Step::Disconnect { client } => self.connection_cut(scn, client, rec)?,
             Step::Reconnect { client } => {
-                client_ok(client)?;
+                self.client_ok(client)?;
                 if !self.is_cut(client) {
                     return Err(format!("c{client} is connected"));
                 }
@@ -1720,6 +1377,499 @@ impl<C: ClientMachine> World<C> {
                 self.connect(scn, client, rec);
             }
         }
+        Ok(())
+    }
+
+    /// Whether the world has a client `c`.
+    fn client_ok(&self, c: ClientId) -> Result<(), String> {
+        if (c as usize) < self.clients.len() {
+            Ok(())
+        } else {
+            Err(format!("there is no client c{c}"))
+        }
+    }
+
+    /// [`Step::Mutate`]: the administrator applies the script's next batch, `batch`.
+    fn admin_applies(
+        &mut self,
+        scn: &Scenario,
+        batch: u8,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        if batch != self.next_batch {
+            return Err(format!(
+                "batch {batch} is not next (next is {})",
+                self.next_batch
+            ));
+        }
+        let ops = scn
+            .script
+            .get(usize::from(batch))
+            .ok_or_else(|| format!("the script has no batch {batch}"))?;
+        let cluster = self.is_cluster();
+        if !cluster && self.nodes[0].has_staged() {
+            return Err("a staged batch must be committed first".into());
+        }
+        self.next_batch += 1;
+        note(rec, || Note::AdminApplies {
+            batch,
+            ops: ops.clone(),
+        });
+        // The administrator's commit: the world's ground truth (a cluster's store).
+        let mut next = (*self.truth.1).clone();
+        for op in ops {
+            next.apply(op);
+        }
+        if next != *self.truth.1 {
+            self.truth = (self.truth.0 + 1, Shared::new(next));
+            let (v, c) = (self.truth.0, self.truth.1.arc().clone());
+            self.observe(
+                &Event::Committed {
+                    version: v,
+                    catalog: c,
+                },
+                rec,
+            );
+            if cluster {
+                // One atomic commit to the shared store, then a change event to every
+                // node.
+                for q in self.bus.iter_mut() {
+                    insert_sorted(q, BusEvent::of(&self.truth));
+                }
+                note(rec, || Note::StoreCommits { version: v });
+            }
+        }
+        if !cluster {
+            let mut out = Vec::new();
+            self.node_mut(0)
+                .step(ServerInput::Apply(ops.clone().into()), &mut out);
+            self.route_server(scn, out, rec);
+        }
+        Ok(())
+    }
+
+    /// [`Step::BusDeliver`], [`Step::BusDuplicate`], [`Step::BusDrop`] (`step`): the store's
+    /// change event at `index` on its way to node `node` is delivered, duplicated or lost.
+    fn bus_moves(
+        &mut self,
+        scn: &Scenario,
+        step: &Step,
+        node: u8,
+        index: u8,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        let cl = scn
+            .cluster
+            .as_ref()
+            .ok_or("the scenario is not a cluster")?;
+        let q = self
+            .bus
+            .get_mut(usize::from(node))
+            .ok_or_else(|| format!("there is no node {node}"))?;
+        let i = usize::from(index);
+        if i >= q.len() {
+            return Err(format!(
+                "no bus event at [{i}] for node {node} (in flight: {})",
+                q.len()
+            ));
+        }
+        match step {
+            Step::BusDuplicate { .. } => {
+                if self.bus_used[0] >= cl.bus_duplicate {
+                    return Err(format!(
+                        "the scenario allows {} bus duplicates",
+                        cl.bus_duplicate
+                    ));
+                }
+                self.bus_used[0] += 1;
+                let e = q[i].clone();
+                let v = e.version;
+                insert_sorted(q, e);
+                note(rec, || Note::BusDuplicates { node, version: v });
+            }
+            Step::BusDrop { .. } => {
+                if self.bus_used[1] >= cl.bus_drop {
+                    return Err(format!("the scenario allows {} bus drops", cl.bus_drop));
+                }
+                self.bus_used[1] += 1;
+                let v = q.remove(i).version;
+                note(rec, || Note::BusLoses { node, version: v });
+            }
+            _ => {
+                let e = q.remove(i);
+                note(rec, || Note::BusDelivers {
+                    node,
+                    version: e.version,
+                });
+                self.install(scn, node, e.version, e.catalog, rec);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Step::Poll`]: node `node`, behind the store with no change event on its way, catches up.
+    fn node_polls(
+        &mut self,
+        scn: &Scenario,
+        node: u8,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        let behind = self.is_cluster()
+            && self
+                .nodes
+                .get(usize::from(node))
+                .is_some_and(|n| n.version() < self.truth.0 && !n.has_staged());
+        if !behind || !self.bus[usize::from(node)].is_empty() {
+            return Err(format!("node {node} has nothing to catch up on by polling"));
+        }
+        note(rec, || Note::NodePolls { node });
+        self.load_latest(scn, node, rec);
+        Ok(())
+    }
+
+    /// [`Step::Load`]: node `node` loads the version it has staged.
+    fn node_loads(
+        &mut self,
+        scn: &Scenario,
+        node: u8,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        if !self.is_cluster()
+            || !self
+                .nodes
+                .get(usize::from(node))
+                .is_some_and(|n| n.has_staged())
+        {
+            return Err(format!("node {node} has nothing staged"));
+        }
+        let mut out = Vec::new();
+        self.node_mut(usize::from(node))
+            .step(ServerInput::CommitStaged, &mut out);
+        let version = self.nodes[usize::from(node)].version();
+        note(rec, || Note::NodeLoads { node, version });
+        self.route_server(scn, out, rec);
+        Ok(())
+    }
+
+    /// [`Step::Migrate`]: client `client`'s connection moves to the next node.
+    fn client_moves(
+        &mut self,
+        scn: &Scenario,
+        client: ClientId,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        self.client_ok(client)?;
+        let cl = scn
+            .cluster
+            .as_ref()
+            .ok_or("the scenario is not a cluster")?;
+        if self.is_cut(client) || cl.nodes < 2 || self.bus_used[2] >= cl.migrate {
+            return Err(format!("c{client} cannot move now"));
+        }
+        self.bus_used[2] += 1;
+        self.links[client as usize] = Shared::default();
+        self.lose_walks(client, rec);
+        let mut out = Vec::new();
+        self.node(client)
+            .step(ServerInput::Disconnect(client), &mut out);
+        self.route_server(scn, out, rec);
+        self.client_step(scn, client, ClientInput::Disconnected, rec);
+        let to = (self.node_of[client as usize] + 1) % cl.nodes;
+        self.node_of[client as usize] = to;
+        note(rec, || Note::ClientMoves { client, to });
+        self.connect(scn, client, rec);
+        Ok(())
+    }
+
+    /// [`Step::Deliver`]: the message at `index` of `link` of client `client` arrives.
+    fn deliver(
+        &mut self,
+        scn: &Scenario,
+        client: ClientId,
+        link: Link,
+        index: u8,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        self.client_ok(client)?;
+        let ordered = link == Link::Stream || scn.transport == Transport::Stdio;
+        if ordered && index != 0 {
+            return Err(format!(
+                "{link:?} of c{client} is ordered: only its head can be delivered"
+            ));
+        }
+        let i = usize::from(index);
+        if link == Link::Up {
+            self.server_receives(scn, client, i, rec)
+        } else {
+            self.client_receives(scn, client, link, i, rec)
+        }
+    }
+
+    /// The request at `Up[i]` of client `client` reaches its server; the server's answer is
+    /// observed as it leaves.
+    fn server_receives(
+        &mut self,
+        scn: &Scenario,
+        client: ClientId,
+        i: usize,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        let l = self.links_mut(client);
+        if i >= l.up.len() {
+            return Err(format!(
+                "no request at Up[{i}] of c{client} (in flight: {})",
+                l.up.len()
+            ));
+        }
+        let msg = l.up.remove(i);
+        note(rec, || Note::ServerReceives {
+            client,
+            msg: msg.clone(),
+        });
+        let mut out = Vec::new();
+        self.node(client)
+            .step(ServerInput::Request(client, msg.clone()), &mut out);
+        for o in &out {
+            if let ServerOutput::Send {
+                msg: ServerMsg::Response { id, resp },
+                ..
+            } = o
+                && *id == msg.id
+            {
+                let stale = self.observe_arguments(client, &msg, resp);
+                for e in self
+                    .observe_answer(client, &msg, resp)
+                    .into_iter()
+                    .chain(stale)
+                {
+                    self.observe(&e, rec);
+                }
+            }
+        }
+        self.route_server(scn, out, rec);
+        Ok(())
+    }
+
+    /// The message at `[i]` of server-to-client `link` of client `client` reaches it.
+    fn client_receives(
+        &mut self,
+        scn: &Scenario,
+        client: ClientId,
+        link: Link,
+        i: usize,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        let q = self.links_mut(client).down_link_mut(link);
+        if i >= q.len() {
+            return Err(format!(
+                "no message at {link:?}[{i}] of c{client} (in flight: {})",
+                q.len()
+            ));
+        }
+        let msg = q.remove(i);
+        note(rec, || Note::ClientReceives {
+            client,
+            msg: msg.clone(),
+        });
+        if let Some(e) = observe_notice(client, &scn.clients[client as usize], &msg) {
+            self.observe(&e, rec);
+        }
+        let ending = Shared::make_mut(&mut self.watch[client as usize]).answered(&msg);
+        self.client_step_ending(scn, client, ClientInput::Receive(msg), ending, rec);
+        Ok(())
+    }
+
+    /// [`Step::Duplicate`] (`dup`) or [`Step::Drop`]: the network duplicates or loses the
+    /// `list_changed` at the head of `link` of client `client`.
+    fn network_fault(
+        &mut self,
+        scn: &Scenario,
+        client: ClientId,
+        link: Link,
+        dup: bool,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        self.client_ok(client)?;
+        let (slot, budget) = if dup {
+            (0, scn.faults.duplicate)
+        } else {
+            (1, scn.faults.drop)
+        };
+        if self.used[slot] >= budget {
+            return Err(format!("the scenario allows {budget} such faults"));
+        }
+        let q = Shared::make_mut(&mut self.links[client as usize]).down_link_mut(link);
+        if !is_list_changed(q.first()) {
+            return Err(format!(
+                "the head of {link:?} of c{client} is not a list_changed notification"
+            ));
+        }
+        self.used[slot] += 1;
+        if dup {
+            let m = q[0].clone();
+            q.insert(1, m);
+            note(rec, || Note::NetworkDuplicates { client });
+        } else {
+            q.remove(0);
+            note(rec, || Note::NetworkLoses { client });
+        }
+        Ok(())
+    }
+
+    /// [`Step::FailCall`]: the tool call at `Up[index]` of client `client` fails in the
+    /// server's place.
+    fn fail_call(
+        &mut self,
+        scn: &Scenario,
+        client: ClientId,
+        index: u8,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        self.client_ok(client)?;
+        if self.used[3] >= scn.faults.call_error {
+            return Err(format!(
+                "the scenario allows {} failed calls",
+                scn.faults.call_error
+            ));
+        }
+        let ordered = scn.transport == Transport::Stdio;
+        let up = &self.links[client as usize].up;
+        let i = usize::from(index);
+        let name = match up.get(i).map(|m| &m.req) {
+            Some(Request::CallTool { name, .. }) if !ordered || i == 0 => name.clone(),
+            _ => return Err(format!("no tool call at Up[{i}] of c{client}")),
+        };
+        self.used[3] += 1;
+        let msg = self.links_mut(client).up.remove(i);
+        note(rec, || Note::CallFails { client, name });
+        self.fail_in_servers_place(scn, client, &msg, rec);
+        Ok(())
+    }
+
+    /// [`Step::FailList`]: the list request at `Up[index]` of client `client` fails in the
+    /// server's place.
+    fn fail_list(
+        &mut self,
+        scn: &Scenario,
+        client: ClientId,
+        index: u8,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        self.client_ok(client)?;
+        if self.used[4] >= scn.faults.list_error {
+            return Err(format!(
+                "the scenario allows {} failed list requests",
+                scn.faults.list_error
+            ));
+        }
+        let ordered = scn.transport == Transport::Stdio;
+        let up = &self.links[client as usize].up;
+        let i = usize::from(index);
+        let kind = match up.get(i).map(|m| &m.req) {
+            Some(Request::List { kind, .. }) if !ordered || i == 0 => *kind,
+            _ => return Err(format!("no list request at Up[{i}] of c{client}")),
+        };
+        self.used[4] += 1;
+        let msg = self.links_mut(client).up.remove(i);
+        note(rec, || Note::ListFails { client, kind });
+        self.fail_in_servers_place(scn, client, &msg, rec);
+        Ok(())
+    }
+
+    /// [`Step::CallCombined`]: the application with several servers calls `name` of its
+    /// combined listing; the call is observed with the connection and tool it reached.
+    fn call_combined(
+        &mut self,
+        scn: &Scenario,
+        name: &Name,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        let Some(a) = &scn.aggregate else {
+            return Err("the scenario has no application with several servers".into());
+        };
+        if self.combined_calls >= a.calls {
+            return Err(format!("all {} combined calls are made", a.calls));
+        }
+        let listing = self.combined_listing(scn);
+        let Some(e) = aggregate::route(&listing, name) else {
+            return Err(format!("the combined listing shows no {name}"));
+        };
+        let (c, tool) = (e.member as ClientId, e.item.name.clone());
+        self.combined_calls += 1;
+        note(rec, || Note::AppCalls {
+            client: c,
+            name: name.clone(),
+        });
+        let routed = self.client_step(scn, c, ClientInput::CallTool(tool), rec);
+        for r in routed {
+            if let Event::Routed {
+                client,
+                tool,
+                sent: true,
+                ..
+            } = r
+            {
+                let e = Event::CalledCombined {
+                    name: name.clone(),
+                    client,
+                    tool,
+                };
+                self.observe(&e, rec);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Step::Approve`]: the user gives the script's approval `approval`.
+    fn user_approves(
+        &mut self,
+        scn: &Scenario,
+        approval: u8,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        let (c, name) = take_scripted(
+            &scn.approvals,
+            &mut self.approvals_done,
+            approval,
+            "approval",
+        )?;
+        self.client_ok(c)?;
+        note(rec, || Note::UserApproves {
+            client: c,
+            name: name.clone(),
+        });
+        let auth = self.clients[c as usize].auth();
+        let e = Event::Approved {
+            client: c,
+            tool: name.clone(),
+            auth,
+        };
+        self.observe(&e, rec);
+        self.client_step(scn, c, ClientInput::Approve(name), rec);
+        Ok(())
+    }
+
+    /// [`Step::Disconnect`]: client `client`'s connection is cut.
+    fn connection_cut(
+        &mut self,
+        scn: &Scenario,
+        client: ClientId,
+        rec: &mut dyn Recorder,
+    ) -> Result<(), String> {
+        self.client_ok(client)?;
+        if self.is_cut(client) || self.used[2] >= scn.faults.disconnect {
+            return Err(format!("c{client} cannot be cut now"));
+        }
+        self.used[2] += 1;
+        self.cut.insert(client);
+        self.links[client as usize] = Shared::default();
+        self.lose_walks(client, rec);
+        note(rec, || Note::ConnectionCut { client });
+        let mut out = Vec::new();
+        self.node(client)
+            .step(ServerInput::Disconnect(client), &mut out);
+        self.route_server(scn, out, rec);
+        self.client_step(scn, client, ClientInput::Disconnected, rec);
         Ok(())
     }
 }
