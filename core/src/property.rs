@@ -168,77 +168,77 @@ impl Property {
             Property::NoTornSnapshot => (
                 "Every published list is the server's visible list at one single catalog version.",
                 "the application shows a list that never existed: an item twice, or one missing, after a change landed between two pages of a walk",
-                "`Monitor::observe` on `Published`: the snapshot against every committed version",
+                "`monitor/no_torn_snapshot.rs` on `Published`: the snapshot against every committed version",
             ),
             Property::NoStaleOverwrite => (
                 "The catalog version behind a client's published list never goes backwards.",
                 "a tool that was added disappears again (or a removed one comes back) when an older refresh finishes after a newer one",
-                "`Monitor::observe` on `Published`: the snapshot's version against the last one published",
+                "`monitor/no_stale_overwrite.rs` on `Published`: the snapshot's version against the last one published",
             ),
             Property::Converges => (
                 "Once nothing is in flight, every client's list equals the server's current visible list.",
                 "the client keeps showing an out-of-date list after everything has settled",
-                "`Monitor::check_quiescent`: each client's last snapshot against the latest commit",
+                "`monitor/converges.rs` at quiescence: each client's last snapshot against the latest commit",
             ),
             Property::NoLostWakeup => (
                 "A change committed after a client's last refresh started is never left unfetched once nothing is in flight.",
                 "a list_changed arrived, yet the client never listed again and shows the old list for good",
-                "`Monitor::check_quiescent`: a stale client whose last refresh started before the latest commit",
+                "`monitor/no_lost_wakeup.rs` at quiescence: a stale client whose last refresh started before the latest commit",
             ),
             Property::NotifyAfterCommit => (
                 "No list_changed is sent before the change it announces is visible to a list request.",
                 "the client lists at once on the notification and gets the old list; nothing tells it to list again",
-                "`Monitor::observe` on `Notified`: the announced version against the committed ones",
+                "`monitor/notify_after_commit.rs` on `Notified`: the announced version against the committed ones",
             ),
             Property::NoCallToRemoved => (
                 "The server never runs a tool absent from its registry, and a client never routes a call to a tool the server removed and its own list no longer has.",
                 "a tool the user saw removed still runs, or a call goes out for a tool no longer listed",
-                "`Monitor::observe` on `Dispatched` (server) and `Routed` (client)",
+                "`monitor/no_call_to_removed.rs` on `Dispatched` (server) and `Routed` (client)",
             ),
             Property::BoundedRefresh => (
                 "A burst of notifications during one refresh causes at most one further refresh, and one committed batch at most one list_changed per list per client.",
                 "one change (or a burst) sets off a storm of list requests: many walks, or several notifications for one batch",
-                "`Monitor::observe` on `RefreshStarted` and `Notified`: refreshes and notifications counted per batch",
+                "`monitor/bounded_refresh.rs` on `RefreshStarted` and `Notified`: refreshes and notifications counted per batch",
             ),
             Property::AuthIsolation => (
                 "A list cached for one authorization context never holds an item visible only to another.",
                 "after switching user or token, the application shows another principal's private tools",
-                "`Monitor::observe` on `Published`: each item's scope against the snapshot's context",
+                "`monitor/auth_isolation.rs` on `Published`: each item's scope against the snapshot's context",
             ),
             Property::ListenThenList => (
                 "(2026-07-28) A client that opens subscriptions/listen lists again after the acknowledgement.",
                 "a change committed between the listen request and its acknowledgement is never seen: the client stays stale",
-                "`Monitor::check_quiescent`: a listen acknowledged with no list after it",
+                "`monitor/listen_then_list.rs` at quiescence: a listen acknowledged with no list after it",
             ),
             Property::NoSpuriousNotify => (
                 "No list_changed reaches a session unless the list it announces differs, for some context the session listed under, from what the session last knew.",
                 "clients re-list for nothing: notifications for a no-op change, or for a list the session cannot see",
-                "`Monitor::observe` on `Notified`: the announced list against what the session last knew",
+                "`monitor/no_spurious_notify.rs` on `Notified`: the announced list against what the session last knew",
             ),
             Property::ErrorsNotChanges => (
                 "A failed call makes a client list again only when the error says the tool is gone and its list still shows it, and then only that kind.",
                 "every failed call (a timeout, a bad argument) sets off a full re-list",
-                "`Monitor::observe` on `CallFailed` and `RefreshStarted`: the refresh's cause against the error",
+                "`monitor/errors_not_changes.rs` on `CallFailed`: the kinds the client listed again in reaction, against the error and its published tool list",
             ),
             Property::ConsumersAgree => (
                 "Every consumer of a client reads the one published list: the router sends a call exactly when the application's listing shows the tool.",
                 "the application offers a tool the router refuses, or the router calls a tool the application no longer shows",
-                "`Monitor::observe` on `Routed`: the routing decision against the published snapshot",
+                "`monitor/consumers_agree.rs` on `Routed`: the routing decision against the published snapshot",
             ),
             Property::ApprovalNotInherited => (
                 "A call of a tool with side effects goes out only under the user's approval of exactly the definition the published list shows, and not while a newer list is announced but not yet fetched.",
                 "a tool whose definition changed runs under the approval the user gave the old one",
-                "`Monitor::observe` on `Approved` and `Routed`: the approved definition against the published one",
+                "`monitor/approval_not_inherited.rs` on `Approved` and `Routed`: the approved definition against the published one",
             ),
             Property::NoStaleArguments => (
                 "The server never runs a call whose arguments were built for an input schema the tool no longer has.",
                 "a tool runs with arguments shaped for its old schema after its definition changed",
-                "`Monitor::observe` on `RanStaleArguments`: the server dispatched without checking the current definition",
+                "`monitor/no_stale_arguments.rs` on `RanStaleArguments`: the server dispatched without checking the current definition",
             ),
             Property::NoNameCollision => (
                 "An application connected to several servers shows every tool under a name of its own, always reaching the same server's tool.",
                 "two servers' tools share one name: one hides the other, or a call reaches the wrong server",
-                "`Monitor::observe` on `CombinedListing` and `CalledCombined`",
+                "`monitor/no_name_collision.rs` on `CombinedListing` and `CalledCombined`",
             ),
         };
         Description {
@@ -297,7 +297,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_description_is_one_sentence_and_the_quiescent_ones_are_those_check_quiescent_judges() {
+    fn each_description_is_one_sentence_and_names_its_checker_file() {
         for p in Property::ALL {
             let d = p.describe();
             assert!(d.sentence.ends_with('.'), "{p}: {}", d.sentence);
@@ -309,10 +309,21 @@ mod tests {
             assert!(!d.failure.is_empty() && !d.checker.is_empty(), "{p}");
             assert_eq!(
                 d.at_quiescence,
-                d.checker.contains("check_quiescent"),
+                d.checker.contains("at quiescence"),
                 "{p}: {}",
                 d.checker
             );
+            // The checker named is the property's own file in core/src/monitor/.
+            let file = format!("monitor/{p}.rs");
+            assert!(
+                d.checker.starts_with(&format!("`{file}`")),
+                "{p}: {}",
+                d.checker
+            );
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("src")
+                .join(&file);
+            assert!(path.is_file(), "{p}: no {}", path.display());
         }
     }
 
