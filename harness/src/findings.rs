@@ -530,8 +530,8 @@ const JAVA: &str = "java";
 const FASTMCP: &str = "fastmcp";
 const E26: Era = Era::V2026_07_28;
 
-/// The findings about docs/sdk-facts.md's observed behaviours, one per claim of [`CLAIMS`], in
-/// its order.
+/// The findings about docs/sdk-facts.md's observed behaviours, one per claim of the table
+/// `CLAIMS`, in its order.
 pub fn findings(runs: &[RunReport]) -> Vec<Finding> {
     CLAIMS.iter().map(|c| fold(c, runs)).collect()
 }
