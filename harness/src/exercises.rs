@@ -375,172 +375,201 @@ impl Ctx {
     }
 }
 
+/// Drives exercise `s` against the run's two ends (`via`: the server's explicit notify path, for
+/// the explicit-notify exercises).
 async fn script(s: Exercise, ctx: &mut Ctx, via: Option<&str>) -> Result<(), String> {
-    let hold_list_responses = policy(no, is_tools_list, no);
     match s {
-        Exercise::StaleRace => {
-            ctx.initial().await?;
-            ctx.run.proxy.set_policy(hold_list_responses);
-            ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
-            ctx.wait_held("tools/list responses", 1, |d, v| {
-                d == Dir::Down && is_response(v)
-            })
-            .await;
-            ctx.mutate_notified(vec![Op::remove(Kind::Tools, "a")])
-                .await?;
-            ctx.mutate(vec![Op::update(Kind::Tools, "b", "b2")]).await?;
-            ctx.quiet().await;
-            let mut held = held_where(&ctx.run.hub.lock(), |d, v| d == Dir::Down && is_response(v));
-            held.reverse();
-            ctx.run.note(format!(
-                "releasing {} held list responses, newest first",
-                held.len()
-            ));
-            ctx.run.proxy.set_policy(Policy::pass_all());
-            ctx.release_one_by_one(&held).await;
-            ctx.finish().await;
-        }
-        Exercise::MidWalk => {
-            ctx.initial().await?;
-            ctx.run
-                .proxy
-                .set_policy(policy(no, is_first_page_list, is_list_changed));
-            ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
-            // The first notification goes to the client; later ones wait.
-            let n = ctx
-                .wait_held("list_changed", 1, |d, v| {
-                    d == Dir::Down && is_list_changed(v)
-                })
-                .await;
-            ctx.release(&n);
-            let p1 = ctx
-                .wait_held("page-1 responses", 1, |d, v| {
-                    d == Dir::Down && is_response(v)
-                })
-                .await;
-            ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
-            ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
-            ctx.run
-                .note("releasing page 1 (of the version before the removal)");
-            ctx.release(&p1);
-            ctx.quiet().await;
-            ctx.finish().await;
-        }
-        Exercise::ListenRace => {
-            let held = ctx
-                .wait_held_startup("subscriptions/listen requests", |d, v| {
-                    d == Dir::Up
-                        && v.get("method").and_then(Value::as_str) == Some("subscriptions/listen")
-                })
-                .await;
-            // Give a client that lists before its acknowledgement the time to do so.
-            ctx.quiet().await;
-            ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
-            ctx.run
-                .note("releasing the listen request (the change is already committed)");
-            ctx.run.proxy.set_policy(Policy::pass_all());
-            ctx.release(&held);
-            ctx.finish().await;
-        }
+        Exercise::StaleRace => stale_race(ctx).await,
+        Exercise::MidWalk => mid_walk(ctx).await,
+        Exercise::ListenRace => listen_race(ctx).await,
         Exercise::Notify
         | Exercise::NotifyExplicit
         | Exercise::NotifyExplicitSession
-        | Exercise::SessionSendToPythonClient => {
-            ctx.initial().await?;
-            let batches = vec![
-                vec![Op::add(Kind::Tools, "c", "c1")],
-                vec![Op::remove(Kind::Tools, "a")],
-                vec![
-                    Op::add(Kind::Tools, "d", "d1"),
-                    Op::update(Kind::Tools, "b", "b2"),
-                ],
-            ];
-            for b in batches {
-                ctx.mutate(b).await?;
-                if s != Exercise::Notify {
-                    let mut fields = json!({"kind": "tools"});
-                    if let Some(v) = via {
-                        fields["via"] = json!(v);
-                    }
-                    if let Err(e) = ctx
-                        .run
-                        .server
-                        .cmd("notify", fields, ctx.run.bounds.command)
-                        .await
-                    {
-                        ctx.run.note(format!("explicit notify failed: {e}"));
-                    }
-                }
-                ctx.run.settle().await;
-            }
-            ctx.finish().await;
-        }
-        Exercise::CallRemoval => {
-            ctx.initial().await?;
-            let bound = ctx.run.bounds.command;
-            let gate = ctx
-                .run
-                .server
-                .cmd("gate_call", json!({"tool": "a"}), bound)
-                .await
-                .map_err(|e| format!("gate_call: {e}"))?;
-            let gate = gate.get("gate").cloned().unwrap_or(Value::Null);
-            ctx.run
-                .send(Side::Client, "call", json!({"tool": "a"}))
-                .await
-                .map_err(|e| format!("call: {e}"))?;
-            let parked = ctx
-                .run
-                .hub
-                .wait_until(ctx.run.bounds.step, |st| {
-                    control::events(st, Side::Server, "call_parked")
-                        .next()
-                        .map(|_| ())
-                })
-                .await;
-            if parked.is_none() {
-                ctx.run.note("the call did not park at its gate");
-            }
-            ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
-            ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
-            let _ = ctx
-                .run
-                .server
-                .cmd("release", json!({ "gate": gate }), bound)
-                .await;
-            ctx.wait_replies(1).await;
-            ctx.run
-                .note("calling the removed tool (its list_changed is held back)");
-            ctx.run
-                .send(Side::Client, "call", json!({"tool": "a"}))
-                .await
-                .map_err(|e| format!("call: {e}"))?;
-            ctx.wait_replies(2).await;
-            ctx.finish().await;
-        }
-        Exercise::MidWalkServer => {
-            ctx.initial().await?;
-            ctx.run
-                .proxy
-                .set_policy(policy(no, is_first_page_list, is_list_changed));
-            ctx.run
-                .send(Side::Client, "refresh", json!({"kind": "tools"}))
-                .await
-                .map_err(|e| format!("refresh: {e}"))?;
-            let p1 = ctx
-                .wait_held("page-1 responses", 1, |d, v| {
-                    d == Dir::Down && is_response(v)
-                })
-                .await;
-            ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
-            ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
-            ctx.run
-                .note("releasing page 1 (of the version before the removal)");
-            ctx.release(&p1);
-            ctx.quiet().await;
-            ctx.finish().await;
-        }
+        | Exercise::SessionSendToPythonClient => notify(s, ctx, via).await,
+        Exercise::CallRemoval => call_removal(ctx).await,
+        Exercise::MidWalkServer => mid_walk_server(ctx).await,
     }
+}
+
+/// [`Exercise::StaleRace`]: three batches while the tools/list responses are held, then the
+/// held responses released one by one, newest first.
+async fn stale_race(ctx: &mut Ctx) -> Result<(), String> {
+    ctx.initial().await?;
+    ctx.run.proxy.set_policy(policy(no, is_tools_list, no));
+    ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
+    ctx.wait_held("tools/list responses", 1, |d, v| {
+        d == Dir::Down && is_response(v)
+    })
+    .await;
+    ctx.mutate_notified(vec![Op::remove(Kind::Tools, "a")])
+        .await?;
+    ctx.mutate(vec![Op::update(Kind::Tools, "b", "b2")]).await?;
+    ctx.quiet().await;
+    let mut held = held_where(&ctx.run.hub.lock(), |d, v| d == Dir::Down && is_response(v));
+    held.reverse();
+    ctx.run.note(format!(
+        "releasing {} held list responses, newest first",
+        held.len()
+    ));
+    ctx.run.proxy.set_policy(Policy::pass_all());
+    ctx.release_one_by_one(&held).await;
+    ctx.finish().await;
+    Ok(())
+}
+
+/// [`Exercise::MidWalk`]: the first list_changed reaches the client, the page-1 response of
+/// its walk is held, a removal is committed, then page 1 (of the version before it) is released.
+async fn mid_walk(ctx: &mut Ctx) -> Result<(), String> {
+    ctx.initial().await?;
+    ctx.run
+        .proxy
+        .set_policy(policy(no, is_first_page_list, is_list_changed));
+    ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
+    // The first notification goes to the client; later ones wait.
+    let n = ctx
+        .wait_held("list_changed", 1, |d, v| {
+            d == Dir::Down && is_list_changed(v)
+        })
+        .await;
+    ctx.release(&n);
+    let p1 = ctx
+        .wait_held("page-1 responses", 1, |d, v| {
+            d == Dir::Down && is_response(v)
+        })
+        .await;
+    ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
+    ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
+    ctx.run
+        .note("releasing page 1 (of the version before the removal)");
+    ctx.release(&p1);
+    ctx.quiet().await;
+    ctx.finish().await;
+    Ok(())
+}
+
+/// [`Exercise::ListenRace`]: the client's listen request is held, a change is committed, then
+/// the request is released.
+async fn listen_race(ctx: &mut Ctx) -> Result<(), String> {
+    let held = ctx
+        .wait_held_startup("subscriptions/listen requests", |d, v| {
+            d == Dir::Up && v.get("method").and_then(Value::as_str) == Some("subscriptions/listen")
+        })
+        .await;
+    // Give a client that lists before its acknowledgement the time to do so.
+    ctx.quiet().await;
+    ctx.mutate(vec![Op::add(Kind::Tools, "c", "c1")]).await?;
+    ctx.run
+        .note("releasing the listen request (the change is already committed)");
+    ctx.run.proxy.set_policy(Policy::pass_all());
+    ctx.release(&held);
+    ctx.finish().await;
+    Ok(())
+}
+
+/// [`Exercise::Notify`] and its explicit variants: three batches (add, remove, a two-operation
+/// batch), each followed, but for `Notify`, by the SDK's explicit notify (through `via`).
+async fn notify(s: Exercise, ctx: &mut Ctx, via: Option<&str>) -> Result<(), String> {
+    ctx.initial().await?;
+    let batches = vec![
+        vec![Op::add(Kind::Tools, "c", "c1")],
+        vec![Op::remove(Kind::Tools, "a")],
+        vec![
+            Op::add(Kind::Tools, "d", "d1"),
+            Op::update(Kind::Tools, "b", "b2"),
+        ],
+    ];
+    for b in batches {
+        ctx.mutate(b).await?;
+        if s != Exercise::Notify {
+            let mut fields = json!({"kind": "tools"});
+            if let Some(v) = via {
+                fields["via"] = json!(v);
+            }
+            if let Err(e) = ctx
+                .run
+                .server
+                .cmd("notify", fields, ctx.run.bounds.command)
+                .await
+            {
+                ctx.run.note(format!("explicit notify failed: {e}"));
+            }
+        }
+        ctx.run.settle().await;
+    }
+    ctx.finish().await;
+    Ok(())
+}
+
+/// [`Exercise::CallRemoval`]: a call parked at its gate while its tool is removed (its
+/// list_changed held back), released, then a call of the removed tool.
+async fn call_removal(ctx: &mut Ctx) -> Result<(), String> {
+    ctx.initial().await?;
+    let bound = ctx.run.bounds.command;
+    let gate = ctx
+        .run
+        .server
+        .cmd("gate_call", json!({"tool": "a"}), bound)
+        .await
+        .map_err(|e| format!("gate_call: {e}"))?;
+    let gate = gate.get("gate").cloned().unwrap_or(Value::Null);
+    ctx.run
+        .send(Side::Client, "call", json!({"tool": "a"}))
+        .await
+        .map_err(|e| format!("call: {e}"))?;
+    let parked = ctx
+        .run
+        .hub
+        .wait_until(ctx.run.bounds.step, |st| {
+            control::events(st, Side::Server, "call_parked")
+                .next()
+                .map(|_| ())
+        })
+        .await;
+    if parked.is_none() {
+        ctx.run.note("the call did not park at its gate");
+    }
+    ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
+    ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
+    let _ = ctx
+        .run
+        .server
+        .cmd("release", json!({ "gate": gate }), bound)
+        .await;
+    ctx.wait_replies(1).await;
+    ctx.run
+        .note("calling the removed tool (its list_changed is held back)");
+    ctx.run
+        .send(Side::Client, "call", json!({"tool": "a"}))
+        .await
+        .map_err(|e| format!("call: {e}"))?;
+    ctx.wait_replies(2).await;
+    ctx.finish().await;
+    Ok(())
+}
+
+/// [`Exercise::MidWalkServer`]: the reference client refreshes, its page-1 response is held, a
+/// removal is committed, then page 1 (of the version before it) is released.
+async fn mid_walk_server(ctx: &mut Ctx) -> Result<(), String> {
+    ctx.initial().await?;
+    ctx.run
+        .proxy
+        .set_policy(policy(no, is_first_page_list, is_list_changed));
+    ctx.run
+        .send(Side::Client, "refresh", json!({"kind": "tools"}))
+        .await
+        .map_err(|e| format!("refresh: {e}"))?;
+    let p1 = ctx
+        .wait_held("page-1 responses", 1, |d, v| {
+            d == Dir::Down && is_response(v)
+        })
+        .await;
+    ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
+    ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
+    ctx.run
+        .note("releasing page 1 (of the version before the removal)");
+    ctx.release(&p1);
+    ctx.quiet().await;
+    ctx.finish().await;
     Ok(())
 }
 

@@ -513,6 +513,16 @@ impl Matrix {
 /// What a row's version says when its adapter could not be provisioned.
 const NOT_AVAILABLE: &str = "not available: ";
 
+/// Each adapter's exact version, or why it could not be provisioned, by adapter name.
+type Versions = BTreeMap<String, Result<String, String>>;
+
+/// A job and the matrix row it belongs to (`None`: a pair or validation run, which belongs to
+/// no row).
+type Placed = (Option<usize>, Job);
+
+/// A finished run: its place in the job list, its row, and its report.
+type Done = (usize, Option<usize>, RunReport);
+
 /// Runs the matrix. `progress` gets one line per finished run. Fails only on options that name
 /// no adapter.
 pub async fn run(
@@ -536,9 +546,24 @@ pub async fn run(
     for e in &errors {
         progress(&format!("skipping unreadable trace {e}"));
     }
-    // Provision first (sequentially, with progress), so runs never race an install.
-    let mut versions: BTreeMap<String, Result<String, String>> = BTreeMap::new();
-    for m in &adapters {
+    let versions = provision(paths, &adapters, progress);
+    let (mut jobs, notes) = row_jobs(&keyed, &traces, &versions);
+    jobs.extend(pair_jobs(&versions));
+    if adapters.iter().any(|m| m.runs_core) {
+        jobs.extend(validation_jobs(&traces));
+    }
+    let done = execute(jobs, paths, opts, progress).await;
+    Ok(assemble(&keys, &versions, &notes, done, started))
+}
+
+/// Provisions every adapter first (sequentially, with progress), so runs never race an install.
+fn provision(
+    paths: &Paths,
+    adapters: &[Arc<Manifest>],
+    progress: &(dyn Fn(&str) + Sync),
+) -> Versions {
+    let mut versions: Versions = BTreeMap::new();
+    for m in adapters {
         if let std::collections::btree_map::Entry::Vacant(slot) = versions.entry(m.name.clone()) {
             let v = version_of(paths, m);
             if let Err(e) = &v {
@@ -547,7 +572,18 @@ pub async fn run(
             slot.insert(v);
         }
     }
-    let mut jobs: Vec<(Option<usize>, Job)> = Vec::new();
+    versions
+}
+
+/// Each row's runs: the corpus traces about its role in its era, then the exercises of its role;
+/// and, by row index, why a row runs nothing (its adapter could not be provisioned, or does not
+/// speak its era).
+fn row_jobs(
+    keyed: &[(RowKey, Arc<Manifest>)],
+    traces: &[(String, Trace)],
+    versions: &Versions,
+) -> (Vec<Placed>, BTreeMap<usize, String>) {
+    let mut jobs: Vec<Placed> = Vec::new();
     let mut notes: BTreeMap<usize, String> = BTreeMap::new();
     for (ri, (k, m)) in keyed.iter().enumerate() {
         if let Some(Err(e)) = versions.get(&k.imp) {
@@ -558,7 +594,7 @@ pub async fn run(
             notes.insert(ri, format!("{} does not speak {}", k.imp, k.era));
             continue;
         }
-        for (name, t) in &traces {
+        for (name, t) in traces {
             if t.scenario.era != k.era
                 || trace_role(&t.scenario) != Some(k.role)
                 || !m.corpus.includes(name)
@@ -580,7 +616,12 @@ pub async fn run(
             }
         }
     }
-    // Pair runs (both ends an SDK), for the findings only.
+    (jobs, notes)
+}
+
+/// Pair runs (both ends an SDK), for the findings only.
+fn pair_jobs(versions: &Versions) -> Vec<Placed> {
+    let mut jobs = Vec::new();
     for s in Exercise::ALL {
         if let Some((subject, _, era)) = s.pair()
             && matches!(versions.get(subject.name()), Some(Ok(_)))
@@ -589,16 +630,30 @@ pub async fn run(
             jobs.push((None, Job::Exercise(s, subject, era, id)));
         }
     }
-    // Harness validation: our runtime running each trace's own strategies.
-    if adapters.iter().any(|m| m.runs_core) {
-        for (name, t) in &traces {
-            let subject = Subject::reference(trace_role(&t.scenario), Some("trace"));
-            if let Ok(p) = plan(t, name, &subject, None) {
-                let id = safe(&format!("validation.{}", name.trim_end_matches(".json")));
-                jobs.push((None, Job::Replay(Box::new(p), id)));
-            }
+    jobs
+}
+
+/// Harness validation: our runtime running each trace's own strategies.
+fn validation_jobs(traces: &[(String, Trace)]) -> Vec<Placed> {
+    let mut jobs = Vec::new();
+    for (name, t) in traces {
+        let subject = Subject::reference(trace_role(&t.scenario), Some("trace"));
+        if let Ok(p) = plan(t, name, &subject, None) {
+            let id = safe(&format!("validation.{}", name.trim_end_matches(".json")));
+            jobs.push((None, Job::Replay(Box::new(p), id)));
         }
     }
+    jobs
+}
+
+/// Runs the jobs, `opts.jobs` at once, with one progress line per finished run; returns them in
+/// job order.
+async fn execute(
+    jobs: Vec<Placed>,
+    paths: &Paths,
+    opts: &Options,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Vec<Done> {
     let total = jobs.len();
     let sem = Arc::new(tokio::sync::Semaphore::new(opts.jobs.max(1)));
     let mut set = Runs::default();
@@ -621,33 +676,49 @@ pub async fn run(
             r
         });
     }
-    let mut done: Vec<(usize, Option<usize>, RunReport)> = Vec::new();
+    let mut done: Vec<Done> = Vec::new();
     while let Some((i, row, r)) = set.next().await {
-        let violated: Vec<&str> = r
-            .judged
-            .iter()
-            .filter(|(_, v)| **v == Verdict::Violated)
-            .map(|(p, _)| p.as_str())
-            .collect();
-        progress(&format!(
-            "[{}/{total}] {} {} ({}) {} {}: {}{} {:.1}s",
-            done.len() + 1,
-            r.imp,
-            r.role,
-            r.variant,
-            r.era,
-            r.target.name(),
-            r.status.as_str(),
-            if violated.is_empty() {
-                String::new()
-            } else {
-                format!(", violated {}", violated.join(" "))
-            },
-            r.duration_ms as f64 / 1000.0
-        ));
+        progress(&progress_line(done.len() + 1, total, &r));
         done.push((i, row, r));
     }
     done.sort_by_key(|(i, _, _)| *i);
+    done
+}
+
+/// `[n/total] IMPL ROLE (VARIANT) ERA TARGET: STATUS, violated P... SECONDS`.
+fn progress_line(n: usize, total: usize, r: &RunReport) -> String {
+    let violated: Vec<&str> = r
+        .judged
+        .iter()
+        .filter(|(_, v)| **v == Verdict::Violated)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    format!(
+        "[{n}/{total}] {} {} ({}) {} {}: {}{} {:.1}s",
+        r.imp,
+        r.role,
+        r.variant,
+        r.era,
+        r.target.name(),
+        r.status.as_str(),
+        if violated.is_empty() {
+            String::new()
+        } else {
+            format!(", violated {}", violated.join(" "))
+        },
+        r.duration_ms as f64 / 1000.0
+    )
+}
+
+/// The matrix from the finished runs: each row with its runs and cells, and the validation
+/// entry of each validation run.
+fn assemble(
+    keys: &[RowKey],
+    versions: &Versions,
+    notes: &BTreeMap<usize, String>,
+    done: Vec<Done>,
+    started: Instant,
+) -> Matrix {
     let mut rows_out: Vec<Row> = keys
         .iter()
         .enumerate()
@@ -668,22 +739,7 @@ pub async fn run(
     for (_, row, r) in done {
         match row {
             Some(ri) => rows_out[ri].runs.push(r.id.clone()),
-            None => {
-                if let Target::Trace { name, shows } = &r.target {
-                    validation.push(Validation {
-                        trace: name.clone(),
-                        role: Some(r.role),
-                        strategy: r.variant.clone(),
-                        shows: *shows,
-                        caught: shows.is_some_and(|p| r.verdict(p) == Verdict::Violated),
-                        agrees: r.status == RunStatus::Completed
-                            && r.model
-                                .as_ref()
-                                .is_some_and(|m| replay::agrees(&r.judged, m)),
-                        run: r.id.clone(),
-                    });
-                }
-            }
+            None => validation.extend(validation_of(&r)),
         }
         runs.push(r);
     }
@@ -698,11 +754,30 @@ pub async fn run(
             row.cells.insert(p, cell(&row.key, p, &rr));
         }
     }
-    Ok(Matrix {
+    Matrix {
         rows: rows_out,
         validation,
         runs,
         seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// The validation entry of a run that belongs to no row, if it replayed a trace.
+fn validation_of(r: &RunReport) -> Option<Validation> {
+    let Target::Trace { name, shows } = &r.target else {
+        return None;
+    };
+    Some(Validation {
+        trace: name.clone(),
+        role: Some(r.role),
+        strategy: r.variant.clone(),
+        shows: *shows,
+        caught: shows.is_some_and(|p| r.verdict(p) == Verdict::Violated),
+        agrees: r.status == RunStatus::Completed
+            && r.model
+                .as_ref()
+                .is_some_and(|m| replay::agrees(&r.judged, m)),
+        run: r.id.clone(),
     })
 }
 

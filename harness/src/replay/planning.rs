@@ -74,6 +74,29 @@ pub fn plan(
         .role
         .or_else(|| trace_role(&trace.scenario))
         .unwrap_or(Role::Client);
+    let scenario = shadow_scenario(trace, subject, role)?;
+    let unsupported = why_not_against(trace, subject, role, era, &scenario);
+    let (server, client) = setups(subject, role, &scenario);
+    Ok(ReplayPlan {
+        trace: trace.clone(),
+        trace_name: trace_name.to_owned(),
+        subject: Subject {
+            adapter: subject.adapter.clone(),
+            role: Some(role),
+            variant: subject.variant.clone(),
+        },
+        role,
+        server,
+        client,
+        scenario,
+        unsupported,
+    })
+}
+
+/// The shadow world's scenario: the trace's, with the strategies of the role under test
+/// substituted when `subject` runs core's machines (`reference` for no variant, the variant's
+/// strategy otherwise, the trace's own for `trace`), and every client walking at once.
+fn shadow_scenario(trace: &Trace, subject: &Subject, role: Role) -> Result<Scenario, String> {
     let mut scenario = trace.scenario.clone();
     if subject.adapter.runs_core {
         match subject.variant.as_deref() {
@@ -104,6 +127,18 @@ pub fn plan(
     for c in &mut scenario.clients {
         c.pacing = Pacing::OFF;
     }
+    Ok(scenario)
+}
+
+/// Why `trace` cannot be replayed against `subject` in `role` (and in `era`, if given), the
+/// first reason found; `scenario` is the shadow world's.
+fn why_not_against(
+    trace: &Trace,
+    subject: &Subject,
+    role: Role,
+    era: Option<Era>,
+    scenario: &Scenario,
+) -> Option<String> {
     let mut unsupported = unsupported(&trace.scenario, &trace.steps);
     if let Some(m) = &trace.machine
         && follows_exactly_in(subject)
@@ -149,6 +184,16 @@ pub fn plan(
             "the trace shows a {about}'s bug ({bad}); it is replayed against {about}s"
         ));
     }
+    if let Some(why) = beyond_adapter(subject, role, scenario) {
+        unsupported.get_or_insert(why);
+    }
+    unsupported
+}
+
+/// Why the scenario needs what `subject`'s adapter lacks: a kind of list its client does not
+/// keep, or (as the server) a kind of item its server cannot change on command.
+fn beyond_adapter(subject: &Subject, role: Role, scenario: &Scenario) -> Option<String> {
+    let name = &subject.adapter.name;
     let kinds = subject.adapter.kinds;
     if let Some(k) = scenario
         .clients
@@ -157,7 +202,7 @@ pub fn plan(
         .find(|k| !kinds.contains(*k))
     {
         let has: Vec<&str> = kinds.iter().map(Kind::as_str).collect();
-        unsupported.get_or_insert(format!(
+        return Some(format!(
             "the trace's client keeps {k}; the {name} adapter has {} only",
             has.join(", ")
         ));
@@ -170,8 +215,14 @@ pub fn plan(
             .filter_map(listsync_core::vocab::Op::kind)
             .find(|k| !subject.adapter.mutates.contains(*k))
     {
-        unsupported.get_or_insert(fixed_catalog(name, k));
+        return Some(fixed_catalog(name, k));
     }
+    None
+}
+
+/// The launch setups of both sides: `subject` plays `role`, our reference runtime the other
+/// (a side that runs core's machines runs the scenario's strategy as its variant).
+fn setups(subject: &Subject, role: Role, scenario: &Scenario) -> (ServerSetup, ClientSetup) {
     let (server_adapter, client_adapter) = match role {
         Role::Server => (subject.adapter.clone(), manifest::reference()),
         Role::Client => (manifest::reference(), subject.adapter.clone()),
@@ -197,34 +248,23 @@ pub fn plan(
         .first()
         .map(|c| c.kinds)
         .unwrap_or_else(|| KindSet::only(Kind::Tools));
-    Ok(ReplayPlan {
-        trace: trace.clone(),
-        trace_name: trace_name.to_owned(),
-        subject: Subject {
-            adapter: subject.adapter.clone(),
-            role: Some(role),
-            variant: subject.variant.clone(),
-        },
-        role,
-        server: ServerSetup {
-            adapter: server_adapter,
-            variant: server_variant,
-            era: scenario.era,
-            page_size: scenario.server.page_size,
-            initial: scenario.initial.clone(),
-            ttl_ms: scenario.server.ttl_ms,
-            // The trace's server keeps the walk versions it states: the shadow world's does.
-            retain_versions: Some(scenario.server.retain_versions),
-        },
-        client: ClientSetup {
-            adapter: client_adapter,
-            variant: client_variant,
-            era: scenario.era,
-            kinds,
-        },
-        scenario,
-        unsupported,
-    })
+    let server = ServerSetup {
+        adapter: server_adapter,
+        variant: server_variant,
+        era: scenario.era,
+        page_size: scenario.server.page_size,
+        initial: scenario.initial.clone(),
+        ttl_ms: scenario.server.ttl_ms,
+        // The trace's server keeps the walk versions it states: the shadow world's does.
+        retain_versions: Some(scenario.server.retain_versions),
+    };
+    let client = ClientSetup {
+        adapter: client_adapter,
+        variant: client_variant,
+        era: scenario.era,
+        kinds,
+    };
+    (server, client)
 }
 
 /// Why a run that changes `kind` is not applicable to a server whose manifest says it cannot
