@@ -11,6 +11,9 @@
 //! [`check`] runs one and reports states, depth, time and a counterexample trace per violated
 //! property.
 
+// No function over 150 lines of code (the threshold is in clippy.toml).
+#![warn(clippy::too_many_lines)]
+
 pub mod at_size;
 pub mod configs;
 pub mod graph;
