@@ -366,19 +366,19 @@ pub fn render(r: &HostReport) -> String {
 /// One JUnit testcase per host × plan × property (audit properties the runs observed
 /// included); failed when some run violated it, with how often.
 pub fn junit(reports: &[HostReport]) -> listsync_report::junit::Suite {
-    use listsync_report::junit::{Case, Outcome, Suite};
+    use listsync_report::junit::{Case, Suite, TestOutcome};
     let mut cases = Vec::new();
     for r in reports {
         let class = format!("host.{}.{}", r.host, r.plan);
         let mut push = |name: &str, t: Tally, detail: String| {
             let n = r.runs.len();
             let outcome = match t.status() {
-                Status::Violated => Outcome::Failed {
+                Status::Violated => TestOutcome::Failed {
                     message: format!("{name} violated in {}/{n} run(s)", t.violated),
                     detail,
                 },
-                Status::HoldsAsObserved => Outcome::Passed,
-                _ => Outcome::Skipped {
+                Status::HoldsAsObserved => TestOutcome::Passed,
+                _ => TestOutcome::Skipped {
                     message: format!("{name}: not observed in {n} run(s)"),
                 },
             };

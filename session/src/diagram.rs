@@ -7,7 +7,9 @@
 use crate::audit::Verdict;
 use crate::log::{Dir, SessionLog, What, line_of};
 use listsync_harness::jsonrpc::{Frame, classify, summary};
-use listsync_report::diagram::{Diagram, Lane, LaneKind, Line, MsgKind, Row, Tone, Track, render};
+use listsync_report::diagram::{
+    Diagram, DiagramRow, Lane, LaneKind, Line, MsgKind, Tone, Track, render,
+};
 
 /// Most rows drawn; the rows nearest the evidence are kept.
 pub const MAX_ROWS: usize = 80;
@@ -66,7 +68,7 @@ pub fn svg(log: &SessionLog, v: &Verdict, title: &str) -> String {
     for i in picked {
         let e = &log.entries[i];
         let line = line_of(e.seq);
-        let mut row = Row {
+        let mut row = DiagramRow {
             step: Some(usize::try_from(line).unwrap_or(usize::MAX)),
             label: format!("line {line}"),
             lines: Vec::new(),

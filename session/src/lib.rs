@@ -63,7 +63,7 @@ pub fn audit_file(file: &Path) -> Result<Audited, String> {
 /// a violation fails with its detail and the diagram's path, a property the wire cannot show or
 /// that never happened is skipped, saying which.
 pub fn junit(audited: &[Audited]) -> listsync_report::junit::Suite {
-    use listsync_report::junit::{Case, Outcome, Suite};
+    use listsync_report::junit::{Case, Suite, TestOutcome};
     let mut cases = Vec::new();
     for a in audited {
         let log = a.file.display().to_string();
@@ -79,13 +79,13 @@ pub fn junit(audited: &[Audited]) -> listsync_report::junit::Suite {
                         })
                         .map(|d| format!(" (diagram {})", d.display()))
                         .unwrap_or_default();
-                    Outcome::Failed {
+                    TestOutcome::Failed {
                         message: format!("{} violated in {log}{diagram}", v.property),
                         detail: v.detail.clone(),
                     }
                 }
-                audit::Status::HoldsAsObserved => Outcome::Passed,
-                audit::Status::NotObserved | audit::Status::NotApplicable => Outcome::Skipped {
+                audit::Status::HoldsAsObserved => TestOutcome::Passed,
+                audit::Status::NotObserved | audit::Status::NotApplicable => TestOutcome::Skipped {
                     message: format!("{}: {}", v.status.as_str(), v.detail),
                 },
             };

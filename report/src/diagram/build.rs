@@ -1,7 +1,7 @@
 //! A trace replayed through core's world, with a recorder that keeps what each step did,
 //! turned into a [`Diagram`]: lanes, rows, lines and message tracks.
 
-use super::{Diagram, Lane, LaneKind, Line, MsgKind, Row, Tone, Track};
+use super::{Diagram, DiagramRow, Lane, LaneKind, Line, MsgKind, Tone, Track};
 use anyhow::{Context, Result};
 use listsync_core::history::{ClientId, Event, RefreshOutcome, Restart};
 use listsync_core::property::Property;
@@ -108,7 +108,7 @@ fn restart_text(r: Restart) -> &'static str {
 struct Builder<'a> {
     trace: &'a Trace,
     lanes: Vec<Lane>,
-    rows: Vec<Row>,
+    rows: Vec<DiagramRow>,
     tracks: Vec<Track>,
     flights: Vec<Flight>,
     net: usize,
@@ -726,7 +726,7 @@ impl<'a> Builder<'a> {
     }
 
     /// The final state: what each client holds against what its server shows.
-    fn end_row(&self, w: &World) -> Row {
+    fn end_row(&self, w: &World) -> DiagramRow {
         let mut lines = Vec::new();
         for (c, client) in w.clients.iter().enumerate() {
             let node = w.node_of.get(c).copied().unwrap_or(0);
@@ -763,7 +763,7 @@ impl<'a> Builder<'a> {
                 );
             }
         }
-        Row {
+        DiagramRow {
             step: None,
             label: "end of trace".into(),
             lines,
@@ -810,7 +810,7 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
     let mut lines = Vec::new();
     b.lines_of(&world, std::mem::take(&mut rec.raw), &mut lines);
     b.reconcile(&world, 0, &mut lines);
-    b.rows.push(Row {
+    b.rows.push(DiagramRow {
         step: None,
         label: "start".into(),
         lines,
@@ -884,7 +884,7 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
         b.lines_of(&world, std::mem::take(&mut rec.raw), &mut lines);
         b.reconcile(&world, row, &mut lines);
         let violation = b.violations(&world, i, &mut lines);
-        b.rows.push(Row {
+        b.rows.push(DiagramRow {
             step: Some(i),
             label: step_label(step),
             lines,

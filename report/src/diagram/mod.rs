@@ -142,7 +142,7 @@ pub enum Line {
 
 /// One row: one step of the trace (or the initial state, or the final state).
 #[derive(Clone, Debug)]
-pub struct Row {
+pub struct DiagramRow {
     /// Step index; None for the rows before the first step and after the last.
     pub step: Option<usize>,
     /// The step as text.
@@ -185,7 +185,7 @@ pub struct Diagram {
     /// Lanes, left to right.
     pub lanes: Vec<Lane>,
     /// Rows, top to bottom.
-    pub rows: Vec<Row>,
+    pub rows: Vec<DiagramRow>,
     /// Messages.
     pub tracks: Vec<Track>,
     /// Step index at which the shown property first fails (at rest: becomes certain to).
