@@ -366,7 +366,7 @@ pub fn render(r: &HostReport) -> String {
 /// One JUnit testcase per host × plan × property (audit properties the runs observed
 /// included); failed when some run violated it, with how often.
 pub fn junit(reports: &[HostReport]) -> listsync_report::junit::Suite {
-    use listsync_report::junit::{Case, Suite, TestOutcome};
+    use listsync_report::junit::{Suite, TestCase, TestOutcome};
     let mut cases = Vec::new();
     for r in reports {
         let class = format!("host.{}.{}", r.host, r.plan);
@@ -382,7 +382,7 @@ pub fn junit(reports: &[HostReport]) -> listsync_report::junit::Suite {
                     message: format!("{name}: not observed in {n} run(s)"),
                 },
             };
-            cases.push(Case {
+            cases.push(TestCase {
                 class: class.clone(),
                 name: name.to_owned(),
                 seconds: 0.0,

@@ -1,9 +1,9 @@
-//! JUnit XML for CI: the typed test report ([`Suite`], [`Case`], [`Outcome`]) every command with
-//! `--junit FILE` writes, the writer ([`render`], [`write`]), and one conversion per command:
-//! [`from_check`] (a testcase per configuration × property), [`from_sim`] (one per seed
-//! campaign), [`from_replays`] and [`from_matrix`] (one per trace or scenario × implementation).
-//! A failure's message names the evidence: the counterexample trace, the shrunk trace, or the
-//! run's message log.
+//! JUnit XML for CI: the typed test report ([`Suite`], [`TestCase`], [`TestOutcome`]) every command
+//! with `--junit FILE` writes, the writer ([`render`], [`write`]), and one conversion per command:
+//! [`from_check`] (a testcase per configuration × property), [`from_sim`] (one per seed campaign),
+//! [`from_replays`] and [`from_matrix`] (one per trace or scenario × implementation). A failure's
+//! message names the evidence: the counterexample trace, the shrunk trace, or the run's message
+//! log.
 //!
 //! The format is the one CI systems read (Jenkins, GitHub Actions reporters, GitLab): a
 //! `<testsuites>` root, `<testsuite name tests failures errors skipped time>`, and
@@ -27,12 +27,12 @@ pub struct Suite {
     /// `listsync check`, `listsync matrix`...
     pub name: String,
     /// Its testcases, in order.
-    pub cases: Vec<Case>,
+    pub cases: Vec<TestCase>,
 }
 
 /// One `<testcase>`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Case {
+pub struct TestCase {
     /// Groups testcases (`check.naive-refresh`, `replay.ts-v1:client@listchanged`).
     pub class: String,
     /// The testcase (`no-stale-overwrite`, `naive.json`).
@@ -203,7 +203,7 @@ pub fn from_check(report: &SuiteReport, traces: &Path) -> Suite {
                 },
                 _ => TestOutcome::Passed,
             };
-            cases.push(Case {
+            cases.push(TestCase {
                 class: class.clone(),
                 name: p.to_string(),
                 seconds: share,
@@ -224,7 +224,7 @@ pub fn from_check(report: &SuiteReport, traces: &Path) -> Suite {
         } else {
             TestOutcome::Passed
         };
-        cases.push(Case {
+        cases.push(TestCase {
             class,
             name: "situations-and-progress".into(),
             seconds: share,
@@ -293,7 +293,7 @@ pub fn from_sim(s: &Summary) -> Suite {
     };
     Suite {
         name: "listsync sim".into(),
-        cases: vec![Case {
+        cases: vec![TestCase {
             class: format!("sim.{:?}", s.level).to_lowercase(),
             name,
             seconds: s.wall_seconds,
@@ -341,7 +341,7 @@ pub fn from_matrix(
     fixed: &[Fixed],
 ) -> Suite {
     let mut suite = from_runs("listsync matrix", runs, logs, false, expected);
-    suite.cases.extend(fixed.iter().map(|f| Case {
+    suite.cases.extend(fixed.iter().map(|f| TestCase {
         class: f.entry.row.clone(),
         name: format!("expected failure {}", f.entry.property),
         seconds: 0.0,
@@ -472,7 +472,7 @@ fn from_runs(
                 },
                 _ => TestOutcome::Passed,
             };
-            Case {
+            TestCase {
                 class: if validation {
                     format!("validation.{class}")
                 } else {
@@ -494,8 +494,8 @@ fn from_runs(
 mod tests {
     use super::*;
 
-    fn case(name: &str, outcome: TestOutcome) -> Case {
-        Case {
+    fn case(name: &str, outcome: TestOutcome) -> TestCase {
+        TestCase {
             class: "c".into(),
             name: name.into(),
             seconds: 0.5,

@@ -63,7 +63,7 @@ pub fn audit_file(file: &Path) -> Result<Audited, String> {
 /// a violation fails with its detail and the diagram's path, a property the wire cannot show or
 /// that never happened is skipped, saying which.
 pub fn junit(audited: &[Audited]) -> listsync_report::junit::Suite {
-    use listsync_report::junit::{Case, Suite, TestOutcome};
+    use listsync_report::junit::{Suite, TestCase, TestOutcome};
     let mut cases = Vec::new();
     for a in audited {
         let log = a.file.display().to_string();
@@ -89,7 +89,7 @@ pub fn junit(audited: &[Audited]) -> listsync_report::junit::Suite {
                     message: format!("{}: {}", v.status.as_str(), v.detail),
                 },
             };
-            cases.push(Case {
+            cases.push(TestCase {
                 class: format!("audit.{log}"),
                 name: v.property.as_str().to_owned(),
                 seconds: 0.0,
