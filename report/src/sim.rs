@@ -4,7 +4,7 @@
 //! sequence diagrams of their shrunk traces (`reports/sim-traces/`). The summary is the
 //! simulator's own typed document ([`listsync_sim::summary::Summary`]).
 
-use crate::md::{Link, cell_escape, num};
+use crate::md::{MdLink, cell_escape, num};
 use listsync_sim::summary::Mode;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -290,7 +290,7 @@ fn campaign_table(s: &mut String, sums: &[&SummaryFile], diagram: &dyn Fn(&str) 
             match file.as_deref().and_then(diagram) {
                 Some(d) => viol.push(format!(
                     "{named} ({runs} runs{replays}; {})",
-                    Link::new("diagram", &d)
+                    MdLink::new("diagram", &d)
                 )),
                 None => viol.push(format!("{named} ({runs} runs{replays})")),
             }

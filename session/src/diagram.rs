@@ -8,7 +8,7 @@ use crate::audit::Verdict;
 use crate::log::{Dir, SessionLog, What, line_of};
 use listsync_harness::jsonrpc::{Frame, classify, summary};
 use listsync_report::diagram::{
-    Diagram, DiagramRow, Lane, LaneKind, Line, MsgKind, Tone, Track, render,
+    Band, Diagram, DiagramLane, DiagramRow, LaneKind, MsgKind, Tone, Track, render,
 };
 
 /// Most rows drawn; the rows nearest the evidence are kept.
@@ -97,31 +97,31 @@ pub fn svg(log: &SessionLog, v: &Verdict, title: &str) -> String {
                     slot: 0,
                 });
                 let t = Some(d.tracks.len() - 1);
-                row.lines.push(Line::Send {
+                row.lines.push(Band::Send {
                     from,
                     track: t,
                     text: text.clone(),
                 });
-                row.lines.push(Line::Deliver { to, track: t, text });
+                row.lines.push(Band::Deliver { to, track: t, text });
             }
-            What::Invalid { dir, why, .. } => row.lines.push(Line::Note {
+            What::Invalid { dir, why, .. } => row.lines.push(Band::Note {
                 lane: if *dir == Dir::ClientToServer { 0 } else { 2 },
                 text: format!("not a message: {why}"),
                 tone: Tone::Warn,
             }),
-            What::Open { detail } => row.lines.push(Line::Note {
+            What::Open { detail } => row.lines.push(Band::Note {
                 lane: 1,
                 text: format!("connection {} opens {detail}", e.conn),
                 tone: Tone::Plain,
             }),
-            What::Close { detail } => row.lines.push(Line::Note {
+            What::Close { detail } => row.lines.push(Band::Note {
                 lane: 1,
                 text: format!("connection {} closes {detail}", e.conn),
                 tone: Tone::Plain,
             }),
         }
         if lines.contains(&line) {
-            row.lines.push(Line::Violation {
+            row.lines.push(Band::Violation {
                 property: v.property,
                 text: if flagged {
                     "evidence".into()
@@ -141,8 +141,8 @@ pub fn svg(log: &SessionLog, v: &Verdict, title: &str) -> String {
     render(&d)
 }
 
-fn lane(kind: LaneKind, name: &str, about: &str) -> Lane {
-    Lane {
+fn lane(kind: LaneKind, name: &str, about: &str) -> DiagramLane {
+    DiagramLane {
         kind,
         name: name.into(),
         about: about.into(),

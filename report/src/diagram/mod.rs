@@ -52,7 +52,7 @@ pub enum LaneKind {
 
 /// One lane.
 #[derive(Clone, Debug)]
-pub struct Lane {
+pub struct DiagramLane {
     /// Who.
     pub kind: LaneKind,
     /// Its name (`server`, `node 1`, `c0`, `network`...), also its `data-lane` attribute.
@@ -89,7 +89,7 @@ pub enum MsgKind {
 
 /// One band of a row.
 #[derive(Clone, Debug)]
-pub enum Line {
+pub enum Band {
     /// Something a participant did or noticed, drawn as a box on its lane.
     Note {
         /// Lane index.
@@ -148,7 +148,7 @@ pub struct DiagramRow {
     /// The step as text.
     pub label: String,
     /// What happened, in order.
-    pub lines: Vec<Line>,
+    pub lines: Vec<Band>,
     /// The property the trace shows, if it first fails at this step.
     pub violation: Option<Property>,
 }
@@ -183,7 +183,7 @@ pub struct Diagram {
     /// The violation's explanation.
     pub detail: Option<String>,
     /// Lanes, left to right.
-    pub lanes: Vec<Lane>,
+    pub lanes: Vec<DiagramLane>,
     /// Rows, top to bottom.
     pub rows: Vec<DiagramRow>,
     /// Messages.
