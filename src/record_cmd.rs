@@ -51,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             allow_non_loopback: args.allow_non_loopback,
         };
         rt.block_on(async {
-            let recorder = listsync_session::http::Recorder::bind(&opts).await?;
+            let recorder = listsync_session::http::HttpRecorder::bind(&opts).await?;
             eprintln!(
                 "listsync record: listening on {} (upstream {}, log {}; stop with Ctrl-C)",
                 recorder.url(),

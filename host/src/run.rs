@@ -304,7 +304,7 @@ fn numbered(template: &Path) -> Vec<std::path::PathBuf> {
 /// start the earliest), start N's entries as connection N, times made relative to that start,
 /// entries in time order and numbered again. The per-start logs are removed once merged.
 fn merge_logs(parts: &[std::path::PathBuf], out: &Path) -> Result<(), String> {
-    use listsync_session::log::Entry;
+    use listsync_session::log::LogEntry;
     let mut logs = Vec::new();
     for p in parts {
         logs.push(listsync_session::log::read(p).map_err(|e| format!("{}: {e}", p.display()))?);
@@ -316,11 +316,11 @@ fn merge_logs(parts: &[std::path::PathBuf], out: &Path) -> Result<(), String> {
     let mut header = first.header.clone();
     header.started_unix_ms = start / 1000;
     header.started_unix_us = Some(start);
-    let mut entries: Vec<Entry> = Vec::new();
+    let mut entries: Vec<LogEntry> = Vec::new();
     for (n, l) in logs.iter().enumerate() {
         let shift = l.header.start_us() - start;
         let conn = u32::try_from(n).unwrap_or(u32::MAX);
-        entries.extend(l.entries.iter().map(|e| Entry {
+        entries.extend(l.entries.iter().map(|e| LogEntry {
             t_us: e.t_us + shift,
             conn,
             ..e.clone()

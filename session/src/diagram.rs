@@ -4,7 +4,7 @@
 //! an arrow through the link lane;
 //! the evidence rows highlighted, the first one carrying the explanation.
 
-use crate::audit::Verdict;
+use crate::audit::AuditVerdict;
 use crate::log::{Dir, SessionLog, What, line_of};
 use listsync_harness::jsonrpc::{Frame, classify, summary};
 use listsync_report::diagram::{
@@ -15,7 +15,7 @@ use listsync_report::diagram::{
 pub const MAX_ROWS: usize = 80;
 
 /// The SVG of one violated property's evidence in `log` (`title`: the log's name).
-pub fn svg(log: &SessionLog, v: &Verdict, title: &str) -> String {
+pub fn svg(log: &SessionLog, v: &AuditVerdict, title: &str) -> String {
     let lines: Vec<u64> = v.evidence.clone();
     let lo = lines.first().copied().unwrap_or(2).saturating_sub(4).max(2);
     let hi = lines.last().copied().unwrap_or(2) + 2;

@@ -1,5 +1,5 @@
 //! The session log format (docs/session-log.md): JSON Lines, a [`Header`] first, then one
-//! [`Entry`] per connection event or message. These types are the one schema: [`Writer`] writes
+//! [`LogEntry`] per connection event or message. These types are the one schema: [`Writer`] writes
 //! them, [`read`] reads them back, bounded ([`MAX_LINE_BYTES`], [`MAX_ENTRIES`],
 //! [`MAX_LOG_BYTES`]: the memory a log costs is bounded by the last, whatever its lines) and refusing
 //! anything else with the number of the offending line.
@@ -29,7 +29,7 @@ pub const MAX_PREVIEW: usize = 1024;
 /// How the session was recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Transport {
+pub enum RecordTransport {
     /// An interposed stdio link (`listsync record -- SERVER_COMMAND...`).
     Stdio,
     /// A Streamable HTTP reverse proxy (`listsync record --http ... --upstream URL`).
@@ -45,7 +45,7 @@ pub struct Header {
     /// [`VERSION`] when written by this build.
     pub version: u32,
     /// How it was recorded.
-    pub transport: Transport,
+    pub transport: RecordTransport,
     /// The server: its command line (stdio) or upstream URL (HTTP).
     pub server: Vec<String>,
     /// Wall-clock start, milliseconds since the Unix epoch (entries carry time since then).
@@ -115,7 +115,7 @@ pub enum What {
 
 /// One line after the header.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
+pub struct LogEntry {
     /// Position among the entries (0, 1, ...).
     pub seq: u64,
     /// Microseconds since the header's start.
@@ -133,7 +133,7 @@ pub struct SessionLog {
     /// Its header.
     pub header: Header,
     /// Its entries; entry `i` is on line `i + 2` of the file.
-    pub entries: Vec<Entry>,
+    pub entries: Vec<LogEntry>,
 }
 
 /// The file line an entry is on (the header is line 1).
@@ -269,7 +269,7 @@ fn read_limited(name: &str, r: &mut impl BufRead, limits: Limits) -> Result<Sess
             ),
         ));
     }
-    let mut entries: Vec<Entry> = Vec::new();
+    let mut entries: Vec<LogEntry> = Vec::new();
     let mut line = 1u64;
     let mut bytes = 0usize;
     loop {
@@ -295,7 +295,7 @@ fn read_limited(name: &str, r: &mut impl BufRead, limits: Limits) -> Result<Sess
                 ),
             ));
         }
-        let e: Entry = serde_json::from_slice(&buf).map_err(|e| {
+        let e: LogEntry = serde_json::from_slice(&buf).map_err(|e| {
             let what = if e.is_eof() {
                 format!("truncated entry ({e})")
             } else {
@@ -329,7 +329,11 @@ struct WriterState {
 
 impl Writer {
     /// Creates (truncates) `path` and writes the header.
-    pub fn create(path: &Path, transport: Transport, server: Vec<String>) -> std::io::Result<Self> {
+    pub fn create(
+        path: &Path,
+        transport: RecordTransport,
+        server: Vec<String>,
+    ) -> std::io::Result<Self> {
         let file = std::fs::File::create(path)?;
         Self::new(Box::new(file), transport, server)
     }
@@ -337,7 +341,7 @@ impl Writer {
     /// A writer on any output; writes the header.
     pub fn new(
         mut out: Box<dyn Write + Send>,
-        transport: Transport,
+        transport: RecordTransport,
         server: Vec<String>,
     ) -> std::io::Result<Self> {
         // The wall clock and the monotonic clock of the entries, read together.
@@ -373,7 +377,7 @@ impl Writer {
         if s.failed {
             return;
         }
-        let entry = Entry {
+        let entry = LogEntry {
             seq: s.seq,
             t_us: u64::try_from(s.started.elapsed().as_micros()).unwrap_or(u64::MAX),
             conn,
@@ -463,7 +467,12 @@ pub(crate) mod tests {
 
     fn written(f: impl FnOnce(&Writer)) -> Vec<u8> {
         let buf = Shared::default();
-        let w = Writer::new(Box::new(buf.clone()), Transport::Stdio, vec!["srv".into()]).unwrap();
+        let w = Writer::new(
+            Box::new(buf.clone()),
+            RecordTransport::Stdio,
+            vec!["srv".into()],
+        )
+        .unwrap();
         f(&w);
         buf.0.lock().unwrap().clone()
     }

@@ -12,7 +12,7 @@
 //! how hosts end their servers — which it forwards to the server before waiting for it. Every
 //! entry is flushed as it is written ([`Writer`]), so nothing logged before the end is lost.
 
-use crate::log::{Dir, MAX_LINE_BYTES, Transport, What, Writer};
+use crate::log::{Dir, MAX_LINE_BYTES, RecordTransport, What, Writer};
 use futures_util::future::{FusedFuture, FutureExt};
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -95,7 +95,7 @@ pub async fn record_stdio(out: &Path, command: &[String]) -> Result<ExitStatus, 
         .split_first()
         .ok_or("no server command given (listsync record --out FILE -- SERVER_COMMAND...)")?;
     let log = Arc::new(
-        Writer::create(out, Transport::Stdio, command.to_vec())
+        Writer::create(out, RecordTransport::Stdio, command.to_vec())
             .map_err(|e| format!("cannot create {}: {e}", out.display()))?,
     );
     let mut child = tokio::process::Command::new(program)

@@ -5,7 +5,7 @@
 //! unanswered. Framing and item extraction are the harness's ([`listsync_harness::jsonrpc`],
 //! [`listsync_harness::proxy`]), so a message means the same here as in a replay.
 
-use crate::log::{Dir, Entry, What};
+use crate::log::{Dir, LogEntry, What};
 use listsync_core::vocab::Kind;
 use listsync_harness::jsonrpc::{self, Frame, IdKey};
 use listsync_harness::proxy::{listed_kind, page_items};
@@ -125,7 +125,7 @@ enum Req {
 }
 
 /// Reads the wire out of a log's entries.
-pub fn observe(entries: &[Entry]) -> Wire {
+pub fn observe(entries: &[LogEntry]) -> Wire {
     let mut w = Wire::default();
     let mut pending: HashMap<(u32, IdKey), Req> = HashMap::new();
     for e in entries {

@@ -6,7 +6,7 @@
 
 use listsync_core::property::Property;
 use listsync_session::audit::{Status, audit};
-use listsync_session::log::{Dir, Transport, What, Writer, line_of, read};
+use listsync_session::log::{Dir, RecordTransport, What, Writer, line_of, read};
 use serde_json::{Value, json};
 
 fn list(id: u64, cursor: Option<&str>) -> Value {
@@ -36,7 +36,7 @@ fn each_connection_is_judged_on_its_own_and_violations_name_theirs() {
     let path = dir.path().join("three.jsonl");
     let w = Writer::create(
         &path,
-        Transport::Http,
+        RecordTransport::Http,
         vec!["http://127.0.0.1:1/mcp".into()],
     )
     .unwrap();
@@ -134,7 +134,7 @@ fn each_connection_is_judged_on_its_own_and_violations_name_theirs() {
 fn audit_one_connection(msgs: Vec<(Dir, Value)>) -> listsync_session::audit::Audit {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("one.jsonl");
-    let w = Writer::create(&path, Transport::Stdio, vec!["srv".into()]).unwrap();
+    let w = Writer::create(&path, RecordTransport::Stdio, vec!["srv".into()]).unwrap();
     let detail = String::new();
     w.append(
         0,

@@ -11,7 +11,7 @@ use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{HeaderMap, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use listsync_session::http::{Options, Recorder};
+use listsync_session::http::{HttpRecorder, Options};
 use listsync_session::log::{Dir, SessionLog, What};
 use serde_json::{Value, json};
 use std::convert::Infallible;
@@ -106,7 +106,7 @@ async fn recorder(
     tokio::task::JoinHandle<()>,
 ) {
     let out = dir.join("session.jsonl");
-    let rec = Recorder::bind(&Options {
+    let rec = HttpRecorder::bind(&Options {
         listen: "127.0.0.1:0".parse().unwrap(),
         upstream: upstream_url.to_owned(),
         out: out.clone(),
@@ -581,7 +581,7 @@ async fn an_oversized_body_is_forwarded_whole_and_logged_as_too_long() {
 async fn a_non_loopback_address_is_refused_unless_asked_for() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.jsonl");
-    let e = Recorder::bind(&Options {
+    let e = HttpRecorder::bind(&Options {
         listen: "0.0.0.0:0".parse().unwrap(),
         upstream: "http://127.0.0.1:1/mcp".into(),
         out: out.clone(),
@@ -595,7 +595,7 @@ async fn a_non_loopback_address_is_refused_unless_asked_for() {
         "{e}"
     );
     assert!(!out.exists(), "no log is created for a refused address");
-    let e = Recorder::bind(&Options {
+    let e = HttpRecorder::bind(&Options {
         listen: "127.0.0.1:0".parse().unwrap(),
         upstream: "https://127.0.0.1:1/mcp".into(),
         out: out.clone(),

@@ -1,5 +1,5 @@
 //! `listsync record --http ADDR --upstream URL`: the Streamable HTTP reverse proxy (MCP
-//! 2025-11-25 transport). Clients are pointed at the recorder's URL ([`Recorder::url`]: its
+//! 2025-11-25 transport). Clients are pointed at the recorder's URL ([`HttpRecorder::url`]: its
 //! address and the upstream's path); every request is forwarded to the upstream server and
 //! every response back, unchanged — method, path and query, status, headers (`Mcp-Session-Id`,
 //! `MCP-Protocol-Version`, `Authorization`, `Last-Event-ID`, `Origin`...) except the hop-by-hop
@@ -29,8 +29,8 @@ pub mod conns;
 pub mod sse;
 pub mod upstream;
 
-use crate::log::{Dir, MAX_LINE_BYTES, Transport, Writer};
-use body::{Body, Read, Sink, Tap, Watch, full, read_capped};
+use crate::log::{Dir, MAX_LINE_BYTES, RecordTransport, Writer};
+use body::{Body, Read, Sink, Tap, TapWatch, full, read_capped};
 use conns::Conns;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -66,7 +66,7 @@ pub struct Options {
 }
 
 /// A bound recorder, not yet serving.
-pub struct Recorder {
+pub struct HttpRecorder {
     listener: tokio::net::TcpListener,
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -78,10 +78,10 @@ struct Shared {
     upstream: Upstream,
 }
 
-impl Recorder {
+impl HttpRecorder {
     /// Checks the options, binds the address and creates the log (in that order: a refused
     /// address leaves an existing log alone).
-    pub async fn bind(opts: &Options) -> Result<Recorder, String> {
+    pub async fn bind(opts: &Options) -> Result<HttpRecorder, String> {
         let upstream = Upstream::parse(&opts.upstream)?;
         if !opts.listen.ip().is_loopback() && !opts.allow_non_loopback {
             return Err(format!(
@@ -96,10 +96,10 @@ impl Recorder {
             .local_addr()
             .map_err(|e| format!("cannot listen on {}: {e}", opts.listen))?;
         let log = Arc::new(
-            Writer::create(&opts.out, Transport::Http, vec![upstream.url.clone()])
+            Writer::create(&opts.out, RecordTransport::Http, vec![upstream.url.clone()])
                 .map_err(|e| format!("cannot create {}: {e}", opts.out.display()))?,
         );
-        Ok(Recorder {
+        Ok(HttpRecorder {
             listener,
             addr,
             shared: Arc::new(Shared {
@@ -371,7 +371,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         Tap::new(
             None,
             rbody,
-            Watch::Events(Default::default()),
+            TapWatch::Events(Default::default()),
             Some(sink(conn, Dir::ServerToClient)),
         )
         .boxed()
