@@ -44,7 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     if let (Some(listen), Some(upstream)) = (args.http, args.upstream) {
-        let opts = listsync_session::http::Options {
+        let opts = listsync_session::http::HttpRecorderOptions {
             listen,
             upstream,
             out: args.out,

@@ -5,7 +5,7 @@
 //! the evidence rows highlighted, the first one carrying the explanation.
 
 use crate::audit::AuditVerdict;
-use crate::log::{Dir, SessionLog, What, line_of};
+use crate::log::{LogDir, SessionLog, What, line_of};
 use listsync_harness::jsonrpc::{Frame, classify, summary};
 use listsync_report::diagram::{
     Band, Diagram, DiagramLane, DiagramRow, LaneKind, MsgKind, Tone, Track, render,
@@ -77,13 +77,13 @@ pub fn svg(log: &SessionLog, v: &AuditVerdict, title: &str) -> String {
         match &e.what {
             What::Msg { dir, json } => {
                 let kind = match (dir, classify(json)) {
-                    (Dir::ClientToServer, _) => MsgKind::Request,
-                    (Dir::ServerToClient, Frame::Response { .. }) => MsgKind::Response,
+                    (LogDir::ClientToServer, _) => MsgKind::Request,
+                    (LogDir::ServerToClient, Frame::Response { .. }) => MsgKind::Response,
                     _ => MsgKind::Notification,
                 };
                 let (from, to) = match dir {
-                    Dir::ClientToServer => (0, 2),
-                    Dir::ServerToClient => (2, 0),
+                    LogDir::ClientToServer => (0, 2),
+                    LogDir::ServerToClient => (2, 0),
                 };
                 let text = summary(json);
                 let r = d.rows.len();
@@ -105,7 +105,7 @@ pub fn svg(log: &SessionLog, v: &AuditVerdict, title: &str) -> String {
                 row.lines.push(Band::Deliver { to, track: t, text });
             }
             What::Invalid { dir, why, .. } => row.lines.push(Band::Note {
-                lane: if *dir == Dir::ClientToServer { 0 } else { 2 },
+                lane: if *dir == LogDir::ClientToServer { 0 } else { 2 },
                 text: format!("not a message: {why}"),
                 tone: Tone::Warn,
             }),

@@ -8,20 +8,20 @@
 //! with the replay's own verdicts (tests/audit_replays.rs).
 
 use crate::log::{
-    Dir, FORMAT, Header, LogEntry, MAX_PREVIEW, RecordTransport, SessionLog, VERSION, What,
+    FORMAT, Header, LogDir, LogEntry, MAX_PREVIEW, RecordTransport, SessionLog, VERSION, What,
 };
 use listsync_harness::outcome::RunReport;
 use listsync_harness::proxy::PROBE_PREFIX;
-use listsync_harness::timeline::{self, Action, Body, Fate};
+use listsync_harness::timeline::{self, Action, Body, LineFate};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
-fn dir_of(d: timeline::Dir) -> Dir {
+fn dir_of(d: timeline::Dir) -> LogDir {
     match d {
-        timeline::Dir::Up => Dir::ClientToServer,
-        timeline::Dir::Down => Dir::ServerToClient,
+        timeline::Dir::Up => LogDir::ClientToServer,
+        timeline::Dir::Down => LogDir::ServerToClient,
     }
 }
 
@@ -94,11 +94,11 @@ pub fn session_log(report: &RunReport) -> SessionLog {
                     }
                 };
                 match fate {
-                    Fate::Passed => push(r.micros, what),
-                    Fate::Held => {
+                    LineFate::Passed => push(r.micros, what),
+                    LineFate::Held => {
                         held.insert(r.seq, what);
                     }
-                    Fate::Intercepted | Fate::Discarded => {}
+                    LineFate::Intercepted | LineFate::Discarded => {}
                 }
             }
             Body::Release { of, action, .. } => match action {

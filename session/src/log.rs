@@ -67,7 +67,7 @@ impl Header {
 
 /// Which way a message travelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Dir {
+pub enum LogDir {
     /// Client to server.
     #[serde(rename = "c2s")]
     ClientToServer,
@@ -96,14 +96,14 @@ pub enum What {
     /// A JSON-RPC message (or a JSON value that is not one: the audit classifies it).
     Msg {
         /// Direction.
-        dir: Dir,
+        dir: LogDir,
         /// The message as sent.
         json: Value,
     },
     /// A line that was forwarded but is not JSON, or too long to keep.
     Invalid {
         /// Direction.
-        dir: Dir,
+        dir: LogDir,
         /// Its length in bytes.
         len: usize,
         /// Why it is not logged as a message.
@@ -399,7 +399,7 @@ impl Writer {
     /// Logs one line that crossed the proxy: a message if it is JSON, else an `invalid` entry.
     /// `line` is the line without its newline; `len` its full length (a line longer than
     /// [`MAX_LINE_BYTES`] arrives cut to that length).
-    pub fn line(&self, conn: u32, dir: Dir, line: &[u8], len: usize) {
+    pub fn line(&self, conn: u32, dir: LogDir, line: &[u8], len: usize) {
         let what = if len > line.len() {
             What::Invalid {
                 dir,
@@ -425,7 +425,7 @@ impl Writer {
     /// JSON-RPC batch) as one message per element, other JSON as one message, anything else as
     /// an `invalid` entry. `body` holds at most [`MAX_LINE_BYTES`] of it; `len` is its full
     /// length (longer: logged as `invalid`, not kept).
-    pub fn body(&self, conn: u32, dir: Dir, body: &[u8], len: usize) {
+    pub fn body(&self, conn: u32, dir: LogDir, body: &[u8], len: usize) {
         if len > body.len() {
             return self.line(conn, dir, body, len);
         }
@@ -487,12 +487,12 @@ pub(crate) mod tests {
             w.append(0, What::Open { detail: "".into() });
             w.line(
                 0,
-                Dir::ClientToServer,
+                LogDir::ClientToServer,
                 br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#,
                 37,
             );
-            w.line(0, Dir::ServerToClient, b"hello", 5);
-            w.line(0, Dir::ServerToClient, b"{\"a\":", 99);
+            w.line(0, LogDir::ServerToClient, b"hello", 5);
+            w.line(0, LogDir::ServerToClient, b"{\"a\":", 99);
         });
         let log = parse(&bytes).unwrap();
         assert_eq!(log.header.server, ["srv"]);
@@ -500,7 +500,7 @@ pub(crate) mod tests {
         assert!(matches!(
             log.entries[1].what,
             What::Msg {
-                dir: Dir::ClientToServer,
+                dir: LogDir::ClientToServer,
                 ..
             }
         ));
@@ -517,7 +517,7 @@ pub(crate) mod tests {
     fn refuses_bad_input_naming_the_line() {
         let good = written(|w| {
             w.append(0, What::Open { detail: "".into() });
-            w.line(0, Dir::ClientToServer, b"{}", 2);
+            w.line(0, LogDir::ClientToServer, b"{}", 2);
         });
         let text = String::from_utf8(good).unwrap();
         // Truncated: the last line cut in the middle.
@@ -578,7 +578,7 @@ pub(crate) mod tests {
     fn a_log_over_its_entries_or_bytes_is_refused_at_that_line() {
         let bytes = written(|w| {
             for _ in 0..10 {
-                w.line(0, Dir::ClientToServer, b"{}", 2);
+                w.line(0, LogDir::ClientToServer, b"{}", 2);
             }
         });
         let limited = |entries, log_bytes| {

@@ -12,7 +12,7 @@
 //! how hosts end their servers — which it forwards to the server before waiting for it. Every
 //! entry is flushed as it is written ([`Writer`]), so nothing logged before the end is lost.
 
-use crate::log::{Dir, MAX_LINE_BYTES, RecordTransport, What, Writer};
+use crate::log::{LogDir, MAX_LINE_BYTES, RecordTransport, What, Writer};
 use futures_util::future::{FusedFuture, FutureExt};
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -41,7 +41,7 @@ pub async fn pump(
     mut to: impl AsyncWrite + Unpin,
     log: &Writer,
     conn: u32,
-    dir: Dir,
+    dir: LogDir,
 ) -> std::io::Result<Ended> {
     let mut from = BufReader::with_capacity(64 << 10, from);
     let mut line: Vec<u8> = Vec::new();
@@ -118,9 +118,16 @@ pub async fn record_stdio(out: &Path, command: &[String]) -> Result<ExitStatus, 
     let pid = child.id();
     let up_log = log.clone();
     let mut up = tokio::spawn(async move {
-        pump(tokio::io::stdin(), stdin, &up_log, 0, Dir::ClientToServer).await
+        pump(
+            tokio::io::stdin(),
+            stdin,
+            &up_log,
+            0,
+            LogDir::ClientToServer,
+        )
+        .await
     });
-    let down = pump(stdout, tokio::io::stdout(), &log, 0, Dir::ServerToClient).fuse();
+    let down = pump(stdout, tokio::io::stdout(), &log, 0, LogDir::ServerToClient).fuse();
     tokio::pin!(down);
     let mut signals = Signals::new();
     // (why the session ended, if not by the server closing its output; whether the server's

@@ -7,7 +7,7 @@
 
 use super::conns::Conns;
 use super::sse::SseReader;
-use crate::log::{Dir, MAX_PREVIEW, Writer};
+use crate::log::{LogDir, MAX_PREVIEW, Writer};
 use bytes::{Bytes, BytesMut};
 use http_body::{Frame, SizeHint};
 use http_body_util::{BodyExt, Empty, Full, combinators::BoxBody};
@@ -24,15 +24,15 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The body type the recorder sends both ways.
-pub type Body = BoxBody<Bytes, BoxError>;
+pub type HttpBody = BoxBody<Bytes, BoxError>;
 
 /// A body of these bytes.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
+pub fn full(bytes: impl Into<Bytes>) -> HttpBody {
     Full::new(bytes.into()).map_err(|e| match e {}).boxed()
 }
 
 /// An empty body.
-pub fn empty() -> Body {
+pub fn empty() -> HttpBody {
     Empty::new().map_err(|e| match e {}).boxed()
 }
 
@@ -108,7 +108,7 @@ pub struct Sink {
     /// The connection the body belongs to.
     pub conn: u32,
     /// Which way it travels.
-    pub dir: Dir,
+    pub dir: LogDir,
 }
 
 /// What a [`Tap`] reads off the bytes it forwards.
@@ -221,7 +221,11 @@ where
             }
             Some(Err(e)) => {
                 let e: BoxError = e.into();
-                if let Some(s) = this.sink.as_ref().filter(|s| s.dir == Dir::ServerToClient) {
+                if let Some(s) = this
+                    .sink
+                    .as_ref()
+                    .filter(|s| s.dir == LogDir::ServerToClient)
+                {
                     tracing::warn!(
                         "record: the server's stream on connection {} broke: {e}",
                         s.conn
