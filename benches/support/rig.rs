@@ -40,7 +40,7 @@ use listsync_core::client::{Coalesce, Pacing};
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{Era, Kind, KindSet, Op};
 use listsync_rt::client::{BoxRead, BoxWrite, ClientHandle, ClientSettings, Endpoint, View};
-use listsync_rt::gate::{GateId, Phase, Target};
+use listsync_rt::gate::{GateId, GateTarget, Phase};
 use listsync_rt::server::{Server, ServerSettings};
 use rmcp::ServiceExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -257,7 +257,7 @@ impl Rig {
     /// Arms a gate on the `nth` next `tools/list` request (parked before it is served).
     pub fn park_list(&self, nth: u32) -> GateId {
         self.server.gates().arm(
-            Target::Request {
+            GateTarget::Request {
                 method: "tools/list".into(),
                 phase: Phase::Before,
             },

@@ -27,7 +27,7 @@ pub const GRACE: Duration = Duration::from_secs(2);
 
 /// Why one direction's copy ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ended {
+pub enum CopyEnded {
     /// Its source reached the end (the writer closed its side).
     SourceClosed,
     /// Its destination no longer takes bytes (the reader is gone).
@@ -42,7 +42,7 @@ pub async fn pump(
     log: &Writer,
     conn: u32,
     dir: LogDir,
-) -> std::io::Result<Ended> {
+) -> std::io::Result<CopyEnded> {
     let mut from = BufReader::with_capacity(64 << 10, from);
     let mut line: Vec<u8> = Vec::new();
     let mut len = 0usize;
@@ -53,7 +53,7 @@ pub async fn pump(
                 log.line(conn, dir, &line, len);
             }
             let _ = to.shutdown().await;
-            return Ok(Ended::SourceClosed);
+            return Ok(CopyEnded::SourceClosed);
         }
         let (part, end) = match chunk.iter().position(|b| *b == b'\n') {
             Some(i) => (i + 1, true),
@@ -84,7 +84,7 @@ pub async fn pump(
         let write = write.and(to.flush().await);
         if write.is_err() {
             // The other side is gone: nothing more can be forwarded.
-            return Ok(Ended::DestinationClosed);
+            return Ok(CopyEnded::DestinationClosed);
         }
     }
 }
@@ -134,8 +134,8 @@ pub async fn record_stdio(out: &Path, command: &[String]) -> Result<ExitStatus, 
     // output is still being copied)
     let (how, copying) = tokio::select! {
         r = &mut down => match r {
-            Ok(Ended::SourceClosed) => (None, false),
-            Ok(Ended::DestinationClosed) => (Some("the client closed its side".to_owned()), false),
+            Ok(CopyEnded::SourceClosed) => (None, false),
+            Ok(CopyEnded::DestinationClosed) => (Some("the client closed its side".to_owned()), false),
             Err(e) => {
                 tracing::warn!("record: reading the server failed: {e}");
                 (None, false)

@@ -41,7 +41,7 @@ use listsync_core::vocab::{AuthCtx, Op};
 use listsync_rt::client::{
     BoxRead, BoxWrite, ClientHandle, ClientNotice, ClientSettings, Endpoint,
 };
-use listsync_rt::gate::Target;
+use listsync_rt::gate::GateTarget;
 use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 use net::{Net, NetBudget, NetCounts, ms_ceil};
@@ -264,7 +264,7 @@ impl Rig {
         // Each batch's commit takes the next commit gate (gates pick occurrences in the order
         // they were armed), held for its drawn time once the batch's notifications are out.
         let hold = Duration::from_micros(ms_ceil(uniform(r, *range)));
-        let gate = server.gates().arm(Target::Commit, 1);
+        let gate = server.gates().arm(GateTarget::Commit, 1);
         self.spawn_busy("batch".into(), async move {
             let applying = tokio::spawn({
                 let server = server.clone();
