@@ -7,7 +7,7 @@
 //! `{"entry": <event>}`, starting with the current commit: a harness rebuilds the server's side
 //! of the history from them).
 
-use super::{Channel, Failure, Handler, Outbox, ReadyInfo, Reply, str_field};
+use super::{Channel, CommandHandler, CommandReply, Failure, Outbox, ReadyInfo, str_field};
 use crate::admin;
 use crate::gate::{GateTarget, Phase};
 use crate::server::{Server, ServerNotice};
@@ -72,7 +72,7 @@ fn forward_notices(server: &Server, out: Outbox) {
 
 /// Runs one server-role command of the harness's channel (also served on the admin socket): the
 /// gates here, everything else as [`admin::command`].
-pub fn server_command(server: Server, cmd: String, v: Value) -> Reply {
+pub fn server_command(server: Server, cmd: String, v: Value) -> CommandReply {
     Box::pin(async move {
         match cmd.as_str() {
             "gate_call" => {
@@ -143,7 +143,7 @@ pub async fn run_server(
     if health.node.is_some() {
         report_health(&server, out.clone());
     }
-    let handler: Handler = Arc::new(move |cmd, v| server_command(server.clone(), cmd, v));
+    let handler: CommandHandler = Arc::new(move |cmd, v| server_command(server.clone(), cmd, v));
     tokio::spawn(channel.serve(handler, stop));
     Ok(out)
 }
