@@ -32,7 +32,7 @@ pub mod net;
 mod seen;
 
 use crate::case::{roll, stream, streams, uniform};
-use crate::engine::{Budget, Found, Recording, RunOpts, RunResult};
+use crate::engine::{Budget, FirstViolation, RunOpts, RunRecording, RunResult};
 use crate::plan::{FaultPlan, Micros};
 use listsync_core::history::{ClientId, Event};
 use listsync_core::property::Property;
@@ -600,10 +600,10 @@ fn outcome(p: OutcomeParts<'_>) -> RunResult {
         }
     }
     let judgement = listsync_core::monitor::judge(p.events);
-    let mut found: Vec<Found> = Vec::new();
+    let mut found: Vec<FirstViolation> = Vec::new();
     for v in &judgement.violations {
         if !found.iter().any(|f| f.property == v.property) {
-            found.push(Found {
+            found.push(FirstViolation {
                 property: v.property,
                 after_steps: v.at as u64,
                 at_us: p.end_us,
@@ -631,7 +631,7 @@ fn outcome(p: OutcomeParts<'_>) -> RunResult {
                 .iter()
                 .map(|s| format!("{:>6} {:?}", s.seq, s.event)),
         );
-        Recording {
+        RunRecording {
             steps: Vec::new(),
             history: lines,
         }
