@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(a) => a.with_file_name("hosts"),
         None => home.tree.join(".cache/hosts"),
     };
-    let opts = listsync_host::Options {
+    let opts = listsync_host::HostOptions {
         listsync: std::env::current_exe()?,
         hosts_dir,
         cache,

@@ -100,7 +100,7 @@ impl HostRef {
 
 /// Settings of `listsync host`.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct HostOptions {
     /// The listsync binary (`record`, `serve`, `own-host`).
     pub listsync: PathBuf,
     /// The hosts' directory (`harness/hosts`).
@@ -139,7 +139,7 @@ impl std::fmt::Display for HostError {
 
 /// One run of a host under a plan.
 #[derive(Clone, Debug, Serialize)]
-pub struct RunResult {
+pub struct HostRun {
     /// 1-based.
     pub index: usize,
     /// Its files: session log, the model's recording, the host's output.
@@ -168,7 +168,7 @@ pub struct HostReport {
     /// Its description.
     pub plan_description: String,
     /// The runs.
-    pub runs: Vec<RunResult>,
+    pub runs: Vec<HostRun>,
 }
 
 /// How often each verdict came, over the runs.
@@ -237,7 +237,7 @@ impl HostReport {
 }
 
 /// Runs `host` under `plan` `opts.repeat` times (provisioning it first).
-pub fn run_host(host: &HostRef, plan: &Plan, opts: &Options) -> Result<HostReport, HostError> {
+pub fn run_host(host: &HostRef, plan: &Plan, opts: &HostOptions) -> Result<HostReport, HostError> {
     let provisioned = run::provision(host, opts)?;
     let mut runs = Vec::new();
     for i in 1..=opts.repeat.max(1) {
