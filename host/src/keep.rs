@@ -7,12 +7,12 @@
 
 use crate::judge::HostProperty;
 use crate::{HostOptions, HostRef, HostReport, Tally};
-use listsync_harness::hosts::summary::{Count, HostSummary, PlanSummary, Verdicts};
+use listsync_harness::hosts::summary::{Count, HostSummary, PlanSummary, VerdictCounts};
 use listsync_session::audit::Status;
 use std::path::Path;
 
-fn verdicts(name: &str, t: Tally, detail: String) -> Verdicts {
-    Verdicts {
+fn verdicts(name: &str, t: Tally, detail: String) -> VerdictCounts {
+    VerdictCounts {
         property: name.to_owned(),
         violated: t.violated,
         holds: t.holds,
