@@ -192,7 +192,7 @@ struct Tap {
     last_publish: Vec<Micros>,
 }
 
-struct Rig {
+struct Stack {
     net: Net,
     server: Server,
     history: SharedHistory,
@@ -204,7 +204,7 @@ struct Rig {
     commits: Option<(ChaCha8Rng, (Micros, Micros))>,
 }
 
-impl Rig {
+impl Stack {
     /// Whether nothing is scheduled, in flight or running, and every client is connected,
     /// ready and idle.
     fn quiescent(&self) -> bool {
@@ -332,7 +332,7 @@ async fn sleep_until(net: &Net, base: Instant, t: Micros) {
 
 /// Carries out one environment event.
 fn fire(
-    rig: &mut Rig,
+    rig: &mut Stack,
     scn: &Scenario,
     e: Env,
     now: Micros,
@@ -414,7 +414,7 @@ async fn drive(
         })
         .collect();
     drop(tx);
-    let mut rig = Rig {
+    let mut rig = Stack {
         net: net.clone(),
         server,
         history: history.clone(),
