@@ -9,7 +9,7 @@
 mod support;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
-use listsync_report::bench::{BenchFile, Dist, FanoutRow, Group};
+use listsync_render::bench::{BenchFile, Dist, FanoutRow, Group};
 use std::time::{Duration, Instant};
 use support::rig::{Counters, PAGE_SIZE, Strategy, Subject, TappedServer};
 

@@ -23,7 +23,7 @@
 mod support;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
-use listsync_report::bench::{BenchFile, Dist, Group, RefreshRow};
+use listsync_render::bench::{BenchFile, Dist, Group, RefreshRow};
 use std::sync::Arc;
 use std::time::Duration;
 use support::rig::{

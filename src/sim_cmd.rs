@@ -110,7 +110,7 @@ fn emit(
         std::fs::write(path, &json).with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(f) = junit {
-        listsync_report::junit::write(f, &[listsync_report::junit::from_sim(s)])?;
+        listsync_render::junit::write(f, &[listsync_render::junit::from_sim(s)])?;
     }
     if json_out {
         println!("{json}");

@@ -1,7 +1,7 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
 //! `harness/conformance-suite/`) run against `listsync serve --http --fixtures conformance` in
 //! both eras, for the scenarios about lists, list changes, subscriptions and caching; its
-//! document [`ConformanceReport`] (`reports/conformance-suite.json`, rendered by the report crate).
+//! document [`ConformanceReport`] (`reports/conformance-suite.json`, rendered by the render crate).
 //!
 //! The runner is installed on first use (`npm ci` into a cache directory; its lockfile also
 //! pins a Node 22 binary, which the runner needs). Every failed check must carry an explanation

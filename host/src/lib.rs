@@ -365,8 +365,8 @@ pub fn render(r: &HostReport) -> String {
 
 /// One JUnit testcase per host × plan × property (audit properties the runs observed
 /// included); failed when some run violated it, with how often.
-pub fn junit(reports: &[HostReport]) -> listsync_report::junit::Suite {
-    use listsync_report::junit::{Suite, TestCase, TestOutcome};
+pub fn junit(reports: &[HostReport]) -> listsync_render::junit::Suite {
+    use listsync_render::junit::{Suite, TestCase, TestOutcome};
     let mut cases = Vec::new();
     for r in reports {
         let class = format!("host.{}.{}", r.host, r.plan);

@@ -1,5 +1,5 @@
 //! A violated property's evidence as a sequence diagram (the SVG renderer of counterexample
-//! traces, `listsync_report::diagram`): lanes client, link and server; one row per log entry
+//! traces, `listsync_render::diagram`): lanes client, link and server; one row per log entry
 //! around the evidence, of the evidence's connections only (at most [`MAX_ROWS`]); each message
 //! an arrow through the link lane;
 //! the evidence rows highlighted, the first one carrying the explanation.
@@ -7,7 +7,7 @@
 use crate::audit::AuditVerdict;
 use crate::log::{LogDir, SessionLog, What, line_of};
 use listsync_harness::jsonrpc::{Frame, classify, summary};
-use listsync_report::diagram::{
+use listsync_render::diagram::{
     Band, Diagram, DiagramLane, DiagramRow, LaneKind, MsgKind, Tone, Track, render,
 };
 

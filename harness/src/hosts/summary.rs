@@ -1,6 +1,6 @@
 //! The summary of one host's runs (`listsync host HOST --report DIR` writes
 //! `DIR/hosts/NAME-VERSION.json`): per plan how often each property's verdict came. One typed
-//! document shared by its writer (the host crate) and its renderer (the report crate's hosts
+//! document shared by its writer (the host crate) and its renderer (the render crate's hosts
 //! table in `reports/hosts.md`).
 
 use serde::{Deserialize, Serialize};
