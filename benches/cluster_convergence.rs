@@ -10,7 +10,7 @@
 //! work of a change: `INFO commandstats` before and after K back-to-back changes.
 //!
 //! Writes `target/listsync-bench/cluster_convergence.json` (the bench file's
-//! `cluster_convergence` group: `listsync_report::bench::ClusterRow`s, two per N).
+//! `cluster_convergence` group: `listsync_render::bench::ClusterRow`s, two per N).
 
 mod support;
 
@@ -22,7 +22,7 @@ use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion
 use listsync_core::client::Pacing;
 use listsync_core::history::ClientId;
 use listsync_core::vocab::Era;
-use listsync_report::bench::{BenchFile, ClusterRow, Dist, Group, Setup};
+use listsync_render::bench::{BenchFile, ClusterRow, Dist, Group, Setup};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

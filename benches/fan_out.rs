@@ -9,15 +9,18 @@
 mod support;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
-use listsync_report::bench::{BenchFile, Dist, FanoutRow, Group};
+use listsync_render::bench::{BenchFile, Dist, FanoutRow, Group};
 use std::time::{Duration, Instant};
-use support::rig::{Counters, PAGE_SIZE, Rig, Strategy, Subject};
+use support::rig::{Counters, PAGE_SIZE, Strategy, Subject, TappedServer};
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// One mutation; returns the time until every client converged (None if one did not), the
 /// list requests served meanwhile, and the time until every client settled.
-async fn one_mutation(rig: &Rig, clients: &[Subject]) -> (Option<Duration>, f64, Duration) {
+async fn one_mutation(
+    rig: &TappedServer,
+    clients: &[Subject],
+) -> (Option<Duration>, f64, Duration) {
     rig.counters.reset();
     let before: Vec<u64> = clients.iter().map(Subject::notifications).collect();
     let t0 = Instant::now();
@@ -60,12 +63,12 @@ fn bench(c: &mut Criterion) {
             let mut reqs = Vec::new();
             let mut iterations = 0u64;
             // Connected on first use, so that a filtered run does not connect clients it skips.
-            let mut setup: Option<(Rig, Vec<Subject>)> = None;
+            let mut setup: Option<(TappedServer, Vec<Subject>)> = None;
             group.bench_function(BenchmarkId::new(strategy.name(), n), |b| {
                 b.iter_custom(|iters| {
                     let (rig, clients) = setup.get_or_insert_with(|| {
                         rt.block_on(async {
-                            let rig = Rig::new(u32::from(PAGE_SIZE));
+                            let rig = TappedServer::new(u32::from(PAGE_SIZE));
                             let mut clients = Vec::new();
                             for i in 0..n {
                                 clients.push(Subject::connect(&rig, i, strategy, DEADLINE).await);

@@ -20,7 +20,7 @@ mod support;
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use listsync_model::configs;
 use listsync_model::{ListModel, symmetry};
-use listsync_report::bench::{BenchFile, Dist, Group, ModelRow};
+use listsync_render::bench::{BenchFile, Dist, Group, ModelRow};
 use stateright::{Checker, Model};
 use std::time::{Duration, Instant};
 

@@ -23,11 +23,11 @@
 mod support;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
-use listsync_report::bench::{BenchFile, Dist, Group, RefreshRow};
+use listsync_render::bench::{BenchFile, Dist, Group, RefreshRow};
 use std::sync::Arc;
 use std::time::Duration;
 use support::rig::{
-    Counters, FinalAnswer, Neighbour, PAGE_SIZE, Rig, Strategy, Subject, spawn_readers,
+    Counters, FinalAnswer, Neighbour, PAGE_SIZE, Strategy, Subject, TappedServer, spawn_readers,
 };
 
 /// Longest wait for any one phase of an iteration.
@@ -82,7 +82,7 @@ async fn one_burst(
     } else {
         None
     };
-    let rig = Rig::new(pages * u32::from(PAGE_SIZE));
+    let rig = TappedServer::new(pages * u32::from(PAGE_SIZE));
     let client = Arc::new(Subject::connect(&rig, 0, strategy, DEADLINE).await);
     let (stop, _) = tokio::sync::watch::channel(false);
     let reader_tasks = spawn_readers(&client, readers, &stop);

@@ -16,7 +16,7 @@
 //! The ts-v2 adapter is installed on first use (`harness/adapters/provision.sh`); without
 //! `node` the row is left out and a note says why. Quick mode (`LISTSYNC_BENCH_QUICK=1`): 10
 //! samples per row. Writes `target/listsync-bench/replay_throughput.json` (the bench file's
-//! `replay_throughput` group: `listsync_report::bench::ReplayRow`s).
+//! `replay_throughput` group: `listsync_render::bench::ReplayRow`s).
 
 mod support;
 
@@ -27,7 +27,7 @@ use listsync_harness::outcome::RunStatus;
 use listsync_harness::pin::PinnedExe;
 use listsync_harness::replay::{ReplayPlan, plan, replay};
 use listsync_harness::run::Bounds;
-use listsync_report::bench::{BenchFile, Dist, Group, ReplayRow};
+use listsync_render::bench::{BenchFile, Dist, Group, ReplayRow};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -6,12 +6,12 @@
 //! Runs `listsync_sim::campaign` directly (what `listsync sim` runs, without the process's
 //! start or the printing), so the time is the campaign's own. Quick mode runs 2,000 machine
 //! seeds and 200 stack seeds a campaign; the full run 10,000 and 1,000. The report sets each
-//! figure beside the earlier measurements of the same campaigns (`report/src/bench_sim.rs`).
+//! figure beside the earlier measurements of the same campaigns (`render/src/bench_sim.rs`).
 
 mod support;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
-use listsync_report::bench::{BenchFile, Dist, Group, SimRow};
+use listsync_render::bench::{BenchFile, Dist, Group, SimRow};
 use listsync_sim::campaign;
 use listsync_sim::case::{Params, Strategies};
 use listsync_sim::plan::FaultPlan;

@@ -12,7 +12,7 @@
 mod support;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use listsync_report::bench::{BenchFile, ChurnRow, Dist, Group};
+use listsync_render::bench::{BenchFile, ChurnRow, Dist, Group};
 use listsync_store::{SnapshotCell, Versioned};
 use std::collections::BTreeMap;
 use std::hint::black_box;

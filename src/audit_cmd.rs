@@ -32,7 +32,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(f) = &args.junit {
-        listsync_report::junit::write(f, &[listsync_session::junit(&all)])?;
+        listsync_render::junit::write(f, &[listsync_session::junit(&all)])?;
     }
     let violated = all.iter().any(|a| a.audit.violated());
     Ok(if violated {

@@ -202,10 +202,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // its memory figure and limit are its own) replace their entries in the committed file.
     let merged;
     let report = if args.deep && args.update_reports && !args.configs.is_empty() {
-        let path = out.join(listsync_report::model_check::DEEP_FILE);
+        let path = out.join(listsync_render::model_check::DEEP_FILE);
         let before = std::fs::read_to_string(&path)
             .ok()
-            .map(|t| listsync_report::model_check::parse(&t))
+            .map(|t| listsync_render::model_check::parse(&t))
             .transpose()
             .with_context(|| format!("reading {}", path.display()))?;
         merged = suite::merge(before, run.report.clone());
@@ -215,14 +215,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let json = serde_json::to_string_pretty(report)? + "\n";
     let json_path = out.join(if args.deep {
-        listsync_report::model_check::DEEP_FILE
+        listsync_render::model_check::DEEP_FILE
     } else {
         "model-check.json"
     });
     std::fs::write(&json_path, &json)
         .with_context(|| format!("writing {}", json_path.display()))?;
     if args.update_reports {
-        listsync_report::pages::model_check(&out)?;
+        listsync_render::pages::model_check(&out)?;
         if !args.deep {
             suite::update_readme(&args.readme, report)
                 .with_context(|| format!("updating {}", args.readme.display()))?;
@@ -230,14 +230,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let this_run = &run.report;
     if let Some(f) = &args.junit {
-        listsync_report::junit::write(f, &[listsync_report::junit::from_check(this_run, &traces)])?;
+        listsync_render::junit::write(f, &[listsync_render::junit::from_check(this_run, &traces)])?;
     }
     if args.json {
         print!("{}", serde_json::to_string_pretty(this_run)? + "\n");
     } else {
         print!(
             "{}",
-            listsync_report::model_check::text_table(this_run, &traces)
+            listsync_render::model_check::text_table(this_run, &traces)
         );
     }
     if this_run.all_as_expected {
@@ -290,17 +290,17 @@ fn at_size(args: &Args) -> Result<ExitCode> {
     let dfs = runs.pop().expect("two runs");
     let bfs = runs.pop().expect("two runs");
     let report = &listsync_model::at_size::merge(bfs, dfs);
-    let json_path = out.join(listsync_report::strategy_table::AT_SIZE_FILE);
+    let json_path = out.join(listsync_render::strategy_table::AT_SIZE_FILE);
     std::fs::create_dir_all(&out)?;
     std::fs::write(&json_path, serde_json::to_string_pretty(report)? + "\n")
         .with_context(|| format!("writing {}", json_path.display()))?;
     for (name, why) in &left {
         println!("{name}: left in its own world: {why}");
     }
-    let escaped = listsync_report::strategy_table::escaped(report);
-    print!("{}", listsync_report::strategy_table::text_table(report));
+    let escaped = listsync_render::strategy_table::escaped(report);
+    print!("{}", listsync_render::strategy_table::text_table(report));
     if args.update_reports {
-        listsync_report::pages::model_check(&out)?;
+        listsync_render::pages::model_check(&out)?;
     }
     for e in &escaped {
         eprintln!("listsync check --at-size: {e}");
@@ -353,9 +353,9 @@ fn reduction(args: &Args) -> Result<ExitCode> {
     let json_path = out.join(reduction::FILE);
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)? + "\n")
         .with_context(|| format!("writing {}", json_path.display()))?;
-    print!("{}", listsync_report::reduction_table::text_table(&report));
+    print!("{}", listsync_render::reduction_table::text_table(&report));
     if args.update_reports {
-        listsync_report::pages::model_check(&out)?;
+        listsync_render::pages::model_check(&out)?;
     }
     let unsound: Vec<String> = report
         .compare()

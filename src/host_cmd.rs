@@ -4,7 +4,7 @@
 //! offered list per turn as evidence; exit 1 on a violation, 0 with a skip line when the host
 //! needs a program that is missing. `--report DIR` keeps a summary and run 1 of each plan under
 //! `DIR/hosts/` (`listsync_host::keep`) and renders the verdict table of `DIR/hosts.md` from
-//! every summary there (`listsync_report::hosts`). `listsync own-host stale|careful ...` is our own two hosts.
+//! every summary there (`listsync_render::hosts`). `listsync own-host stale|careful ...` is our own two hosts.
 
 use listsync_harness::hosts::plan::Plan;
 use std::path::PathBuf;
@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(a) => a.with_file_name("hosts"),
         None => home.tree.join(".cache/hosts"),
     };
-    let opts = listsync_host::Options {
+    let opts = listsync_host::HostOptions {
         listsync: std::env::current_exe()?,
         hosts_dir,
         cache,
@@ -93,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.report {
         let file =
             listsync_host::keep::keep(&host, &reports, &opts, dir).map_err(anyhow::Error::msg)?;
-        listsync_report::hosts::update_page(dir)?;
+        listsync_render::hosts::update_page(dir)?;
         eprintln!(
             "listsync host: kept {} and rendered {}",
             file.display(),
@@ -101,7 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     if let Some(f) = &args.junit {
-        listsync_report::junit::write(f, &[listsync_host::junit(&reports)])?;
+        listsync_render::junit::write(f, &[listsync_host::junit(&reports)])?;
     }
     Ok(if reports.iter().any(listsync_host::HostReport::violated) {
         ExitCode::from(1)

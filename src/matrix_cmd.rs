@@ -91,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&out)?;
     listsync_harness::report::write(&out, &mut m)
         .with_context(|| format!("writing the report under {}", out.display()))?;
-    let md = listsync_report::pages::write_conformance_page(&out)
+    let md = listsync_render::pages::write_conformance_page(&out)
         .with_context(|| format!("rendering conformance.md under {}", out.display()))?;
     println!(
         "conformance matrix: {} rows, {} runs in {:.0} s -> {} (and conformance.json)",
@@ -102,8 +102,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let judged = expected.judge(&m);
     if let Some(f) = &args.junit {
-        let suite = listsync_report::junit::from_matrix(&m.runs, &out, &expected, &judged.fixed);
-        listsync_report::junit::write(f, &[suite])?;
+        let suite = listsync_render::junit::from_matrix(&m.runs, &out, &expected, &judged.fixed);
+        listsync_render::junit::write(f, &[suite])?;
     }
     for e in &judged.expected {
         println!(

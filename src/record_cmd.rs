@@ -44,14 +44,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     if let (Some(listen), Some(upstream)) = (args.http, args.upstream) {
-        let opts = listsync_session::http::Options {
+        let opts = listsync_session::http::HttpRecorderOptions {
             listen,
             upstream,
             out: args.out,
             allow_non_loopback: args.allow_non_loopback,
         };
         rt.block_on(async {
-            let recorder = listsync_session::http::Recorder::bind(&opts).await?;
+            let recorder = listsync_session::http::HttpRecorder::bind(&opts).await?;
             eprintln!(
                 "listsync record: listening on {} (upstream {}, log {}; stop with Ctrl-C)",
                 recorder.url(),

@@ -128,8 +128,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         runs.push(report);
     }
     if let Some(f) = &args.junit {
-        let suite = listsync_report::junit::from_replays(&runs, Path::new(""));
-        listsync_report::junit::write(f, &[suite])?;
+        let suite = listsync_render::junit::from_replays(&runs, Path::new(""));
+        listsync_render::junit::write(f, &[suite])?;
     }
     Ok(ExitCode::from(worst))
 }

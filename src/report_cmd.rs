@@ -1,9 +1,9 @@
 //! `listsync report`: regenerates every page under `reports/` from the tools' JSON outputs
-//! (see [`listsync_report::pages`]).
+//! (see [`listsync_render::pages`]).
 
 use anyhow::{Context, Result};
-use listsync_report::mutants;
-use listsync_report::pages::{self, Sources};
+use listsync_render::mutants;
+use listsync_render::pages::{self, Sources};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -20,7 +20,7 @@ use listsync_core::server::{DEFAULT_RETAIN_VERSIONS, ServerConfig};
 use listsync_core::strategy::ServerStrategy;
 use listsync_core::vocab::Era;
 use listsync_rt::fixtures::Fixtures;
-use listsync_rt::serve::{Output, ServeOptions, Transport};
+use listsync_rt::serve::{Output, ServeOptions, ServeTransport};
 use listsync_rt::server::fresh_catalog_id;
 use listsync_rt::server::http::{HttpAuth, HttpOptions};
 use listsync_rt::server::tokens::TokenTable;
@@ -169,11 +169,11 @@ fn options(args: Args) -> anyhow::Result<ServeOptions> {
     };
     let transport = match args.http {
         Some(_) if args.stdio => bail!("--stdio and --http are exclusive"),
-        Some(addr) => Transport::Http {
+        Some(addr) => ServeTransport::Http {
             addr,
             options: http_options(&args)?,
         },
-        None => Transport::Stdio,
+        None => ServeTransport::Stdio,
     };
     Ok(ServeOptions {
         transport,

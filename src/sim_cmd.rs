@@ -8,7 +8,7 @@
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use listsync_sim::driver::{self, Request};
+use listsync_sim::driver::{self, SimSettings};
 use listsync_sim::summary::{Level, Summary};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,7 +21,7 @@ pub struct Args {
     cmd: Option<SimCmd>,
     /// What to run.
     #[command(flatten)]
-    req: Request,
+    req: SimSettings,
     /// Print one JSON document instead of the table.
     #[arg(long)]
     json: bool,
@@ -110,7 +110,7 @@ fn emit(
         std::fs::write(path, &json).with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(f) = junit {
-        listsync_report::junit::write(f, &[listsync_report::junit::from_sim(s)])?;
+        listsync_render::junit::write(f, &[listsync_render::junit::from_sim(s)])?;
     }
     if json_out {
         println!("{json}");
@@ -125,7 +125,7 @@ fn emit(
     })
 }
 
-fn progress_bar(req: &Request, quiet: bool) -> ProgressBar {
+fn progress_bar(req: &SimSettings, quiet: bool) -> ProgressBar {
     if quiet || req.burst.is_some() || req.seed.is_some() {
         return ProgressBar::hidden();
     }

@@ -46,7 +46,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
     let page = out.join("conformance-suite.md");
-    std::fs::write(&page, listsync_report::conformance_suite::render(&report))?;
+    std::fs::write(&page, listsync_render::conformance_suite::render(&report))?;
     println!(
         "conformance suite: {} passed, {} failed ({} unexplained), {} warnings; report in {}",
         report.passed,

@@ -123,7 +123,7 @@ async fn the_matrix_passes_the_example_and_catches_its_last_response_wins_varian
 
     // `listsync matrix --junit`: one testcase per run; the last-response-wins rows' stale-race
     // fails naming no_stale_overwrite, the coalescing rows fail nothing.
-    let xml = listsync_report::junit::render(&[listsync_report::junit::from_matrix(
+    let xml = listsync_render::junit::render(&[listsync_render::junit::from_matrix(
         &m.runs,
         &repo().join("reports"),
         &Expectations::default(),

@@ -10,7 +10,7 @@
 
 use listsync_harness::hosts::plan::{BUILTIN, Plan};
 use listsync_host::judge::HostProperty;
-use listsync_host::{HostRef, HostReport, Options, run_host};
+use listsync_host::{HostOptions, HostRef, HostReport, run_host};
 use listsync_session::audit::Status;
 use std::path::PathBuf;
 
@@ -22,7 +22,7 @@ fn run(host: &str, plan: &str, out: &std::path::Path) -> HostReport {
     let hosts_dir = repo().join("harness/hosts");
     let host = HostRef::find(host, &hosts_dir).unwrap();
     let plan = Plan::load(plan).unwrap();
-    let opts = Options {
+    let opts = HostOptions {
         listsync: PathBuf::from(env!("CARGO_BIN_EXE_listsync")),
         hosts_dir,
         cache: out.join("cache"),

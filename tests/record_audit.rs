@@ -431,7 +431,10 @@ async fn naive_client_breaks_bounded_refresh() {
 async fn http_naive_client_breaks_bounded_refresh() {
     let (log, _dir) = naive_breaks_bounded_refresh(Via::Http).await;
     let l = listsync_session::log::read(&log).unwrap();
-    assert_eq!(l.header.transport, listsync_session::log::Transport::Http);
+    assert_eq!(
+        l.header.transport,
+        listsync_session::log::RecordTransport::Http
+    );
     // One MCP session, one connection, opened by the initialize's response and closed when the
     // recording stopped.
     let opens: Vec<u32> = l

@@ -7,7 +7,7 @@ pub mod rig;
 pub mod two_phase;
 
 use criterion::Criterion;
-use listsync_report::bench::{BenchFile, RunInfo};
+use listsync_render::bench::{BenchFile, RunInfo};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 

@@ -40,7 +40,7 @@ use listsync_core::client::{Coalesce, Pacing};
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{Era, Kind, KindSet, Op};
 use listsync_rt::client::{BoxRead, BoxWrite, ClientHandle, ClientSettings, Endpoint, View};
-use listsync_rt::gate::{GateId, Phase, Target};
+use listsync_rt::gate::{GateId, GateTarget, Phase};
 use listsync_rt::server::{Server, ServerSettings};
 use listsync_testkit::peers::serve_in_memory;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -202,7 +202,7 @@ impl Hold {
 }
 
 /// One rt reference server and the counters of every tap in front of it.
-pub struct Rig {
+pub struct TappedServer {
     /// The server.
     pub server: Server,
     /// What the taps counted.
@@ -210,21 +210,21 @@ pub struct Rig {
     hold: Arc<Hold>,
 }
 
-impl Rig {
+impl TappedServer {
     /// A 2025-11-25 reference server holding `items` tools, [`PAGE_SIZE`] per page (call inside
     /// a tokio runtime).
-    pub fn new(items: u32) -> Rig {
+    pub fn new(items: u32) -> TappedServer {
         let ops: Vec<Op> = (0..items)
             .map(|i| Op::add(Kind::Tools, &format!("t{i:04}"), "d0"))
             .collect();
-        Rig {
+        TappedServer {
             server: Server::new(ServerSettings::new(Era::V2025_11_25, PAGE_SIZE), &ops, None),
             counters: Arc::new(Counters::default()),
             hold: Arc::new(Hold::default()),
         }
     }
 
-    /// From now on, the taps hold every `tools/list` request until [`Rig::release_lists`].
+    /// From now on, the taps hold every `tools/list` request until [`TappedServer::release_lists`].
     pub fn hold_lists(&self) {
         self.hold.set(true);
     }
@@ -240,7 +240,7 @@ impl Rig {
         self.burst_spaced(k, Duration::ZERO).await
     }
 
-    /// [`Rig::burst`] with a sleep of `spacing` between two batches (none if zero).
+    /// [`TappedServer::burst`] with a sleep of `spacing` between two batches (none if zero).
     pub async fn burst_spaced(&self, k: u32, spacing: Duration) -> (u64, Instant) {
         let mut last = Instant::now();
         for i in 0..k {
@@ -257,7 +257,7 @@ impl Rig {
     /// Arms a gate on the `nth` next `tools/list` request (parked before it is served).
     pub fn park_list(&self, nth: u32) -> GateId {
         self.server.gates().arm(
-            Target::Request {
+            GateTarget::Request {
                 method: "tools/list".into(),
                 phase: Phase::Before,
             },
@@ -448,7 +448,7 @@ async fn debounce_stage(
 }
 
 /// Connections to the rig's server through a tap.
-fn tapped(rig: &Rig, relay: Relay, tap: Arc<Tap>) -> Endpoint {
+fn tapped(rig: &TappedServer, relay: Relay, tap: Arc<Tap>) -> Endpoint {
     let (server, counters, hold) = (rig.server.clone(), rig.counters.clone(), rig.hold.clone());
     Endpoint::io(move |auth| {
         let (server, relay, tap, counters, hold) = (
@@ -536,7 +536,12 @@ fn locked_refresh(
 impl Subject {
     /// Connects client `id` of `strategy` to the rig's server and waits for its first list
     /// (call inside a tokio runtime).
-    pub async fn connect(rig: &Rig, id: u32, strategy: Strategy, limit: Duration) -> Subject {
+    pub async fn connect(
+        rig: &TappedServer,
+        id: u32,
+        strategy: Strategy,
+        limit: Duration,
+    ) -> Subject {
         let tap = Arc::new(Tap::default());
         let guarded = Arc::new(tokio::sync::Mutex::new(None));
         let workers = Arc::new(AtomicUsize::new(0));
@@ -754,7 +759,7 @@ impl Neighbour {
     /// Starts a neighbour of `strategy` once its client has its first list (call inside a
     /// tokio runtime).
     pub async fn start(strategy: Strategy, limit: Duration) -> Neighbour {
-        let rig = Rig::new(u32::from(PAGE_SIZE));
+        let rig = TappedServer::new(u32::from(PAGE_SIZE));
         let subject = Subject::connect(&rig, 0, strategy, limit).await;
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {

@@ -279,10 +279,10 @@ impl Outbox {
 }
 
 /// What a command handler returns: the reply's extra fields, or a failure.
-pub type Reply = Pin<Box<dyn Future<Output = Result<Value, Failure>> + Send>>;
+pub type CommandReply = Pin<Box<dyn Future<Output = Result<Value, Failure>> + Send>>;
 
 /// Handles one command (`cmd` name, the whole command object).
-pub type Handler = Arc<dyn Fn(String, Value) -> Reply + Send + Sync>;
+pub type CommandHandler = Arc<dyn Fn(String, Value) -> CommandReply + Send + Sync>;
 
 /// An adapter's open control channel: events can be sent at once; [`Channel::serve`] runs the
 /// commands.
@@ -333,7 +333,7 @@ impl Channel {
     /// Reads commands until the socket closes or `stop` is cancelled, running each with
     /// `handler` in its own task. After replying to `shutdown` (and flushing) it cancels `stop`;
     /// so does the socket closing.
-    pub async fn serve(self, handler: Handler, stop: CancellationToken) {
+    pub async fn serve(self, handler: CommandHandler, stop: CancellationToken) {
         let mut reader = BufReader::new(self.reader);
         let mut buf = Vec::new();
         loop {

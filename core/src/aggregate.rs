@@ -69,7 +69,7 @@ pub fn prefix(strategy: ClientStrategy, member: &Member) -> &str {
 
 /// One entry of a combined listing.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Entry {
+pub struct CombinedEntry {
     /// The name the application shows and calls it by.
     pub name: Name,
     /// Index of the member (the connection) it came from.
@@ -87,15 +87,15 @@ pub fn combined(
     strategy: ClientStrategy,
     members: &[Member],
     lists: &[Option<&[Item]>],
-) -> Vec<Entry> {
-    let mut by_name: BTreeMap<Name, Entry> = BTreeMap::new();
+) -> Vec<CombinedEntry> {
+    let mut by_name: BTreeMap<Name, CombinedEntry> = BTreeMap::new();
     for (i, (m, list)) in members.iter().zip(lists).enumerate() {
         let p = prefix(strategy, m);
         for item in list.iter().flat_map(|l| l.iter()) {
             let name: Name = format!("{p}{SEPARATOR}{}", item.name).into();
             by_name.insert(
                 name.clone(),
-                Entry {
+                CombinedEntry {
                     name,
                     member: i,
                     item: item.clone(),
@@ -107,7 +107,7 @@ pub fn combined(
 }
 
 /// Where a call under combined name `name` goes: the entry of `listing` with that name.
-pub fn route<'a>(listing: &'a [Entry], name: &str) -> Option<&'a Entry> {
+pub fn route<'a>(listing: &'a [CombinedEntry], name: &str) -> Option<&'a CombinedEntry> {
     listing
         .binary_search_by(|e| (*e.name).cmp(name))
         .ok()

@@ -842,7 +842,7 @@ impl<C: ClientMachine> World<C> {
 
     /// (several servers) The application's combined listing now, built by the application's
     /// own code ([`aggregate::combined`]) from each client's published tool list.
-    pub fn combined_listing(&self, scn: &Scenario) -> Vec<aggregate::Entry> {
+    pub fn combined_listing(&self, scn: &Scenario) -> Vec<aggregate::CombinedEntry> {
         let Some(a) = &scn.aggregate else {
             return Vec::new();
         };

@@ -20,16 +20,16 @@ use std::sync::Arc;
 const A: AuthCtx = AuthCtx(0);
 
 /// A client machine (its clock set by `at`) and what its last step asked for.
-struct Rig {
+struct MachineUnderTest {
     c: CatalogClient,
     out: Vec<ClientOutput>,
 }
 
-impl Rig {
+impl MachineUnderTest {
     /// A 2025-11-25 client of tools with these limits and pacing, connected and initialized:
     /// its first list request is in `out`.
-    fn new(strategy: ClientStrategy, limits: Limits, pacing: Pacing) -> Rig {
-        let mut r = Rig::of(ClientConfig {
+    fn new(strategy: ClientStrategy, limits: Limits, pacing: Pacing) -> MachineUnderTest {
+        let mut r = MachineUnderTest::of(ClientConfig {
             limits,
             pacing,
             ..ClientConfig::tools(strategy, Era::V2025_11_25)
@@ -39,8 +39,8 @@ impl Rig {
     }
 
     /// A client of this configuration, not started.
-    fn of(cfg: ClientConfig) -> Rig {
-        Rig {
+    fn of(cfg: ClientConfig) -> MachineUnderTest {
+        MachineUnderTest {
             c: CatalogClient::new(0, Arc::new(cfg)),
             out: Vec::new(),
         }
@@ -257,7 +257,7 @@ fn failed_refreshes_back_off_doubling_to_the_cap_and_give_up_after_the_last_retr
         backoff_max_ms: 1_000,
         ..Limits::default()
     };
-    let mut r = Rig::new(ClientStrategy::Reference, limits, Pacing::OFF);
+    let mut r = MachineUnderTest::new(ClientStrategy::Reference, limits, Pacing::OFF);
     let mut id = r.first_page();
     let mut seen = Vec::new();
     for _ in 0..5 {
@@ -289,7 +289,7 @@ fn failed_refreshes_back_off_doubling_to_the_cap_and_give_up_after_the_last_retr
 
 #[test]
 fn a_client_that_does_not_retry_ends_the_refresh_at_the_first_failure() {
-    let mut r = Rig::new(ClientStrategy::Naive, Limits::default(), Pacing::OFF);
+    let mut r = MachineUnderTest::new(ClientStrategy::Naive, Limits::default(), Pacing::OFF);
     let id = r.first_page();
     r.answer(id, internal_error());
     assert!(r.failure().is_some());
@@ -299,7 +299,7 @@ fn a_client_that_does_not_retry_ends_the_refresh_at_the_first_failure() {
 
 #[test]
 fn a_retry_timer_restarts_only_the_walk_it_was_armed_for_and_only_once() {
-    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
+    let mut r = MachineUnderTest::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
     let id = r.first_page();
     // A timer no failure armed, while the first walk waits for its page: nothing happens.
     r.step(ClientInput::RetryDue(Kind::Tools, A));
@@ -325,7 +325,7 @@ fn a_retry_timer_restarts_only_the_walk_it_was_armed_for_and_only_once() {
 
 #[test]
 fn the_retry_walk_starts_from_the_first_page_and_a_second_failure_does_not_mark_again() {
-    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
+    let mut r = MachineUnderTest::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
     let id = r.first_page();
     r.answer(id, page(&["a=1"], None, Some(1)));
     r.notify();
@@ -346,14 +346,14 @@ fn the_retry_walk_starts_from_the_first_page_and_a_second_failure_does_not_mark_
 
 // --- Bounds on a walk ----------------------------------------------------------------------
 
-fn bounded(max_pages: u32, max_items: u32) -> Rig {
+fn bounded(max_pages: u32, max_items: u32) -> MachineUnderTest {
     let limits = Limits {
         max_pages,
         max_items,
         max_retries: 0,
         ..Limits::default()
     };
-    Rig::new(ClientStrategy::Reference, limits, Pacing::OFF)
+    MachineUnderTest::new(ClientStrategy::Reference, limits, Pacing::OFF)
 }
 
 #[test]
@@ -439,7 +439,7 @@ fn a_refused_cursor_restarts_the_reference_walk_and_fails_a_naive_one() {
     assert_eq!(r.failure(), None);
     r.first_page();
 
-    let mut n = Rig::new(ClientStrategy::Naive, Limits::default(), Pacing::OFF);
+    let mut n = MachineUnderTest::new(ClientStrategy::Naive, Limits::default(), Pacing::OFF);
     let id = n.first_page();
     n.answer(id, page(&["a=1"], Some("p2"), Some(1)));
     let id = n.next_page("p2");
@@ -476,7 +476,7 @@ fn a_later_page_from_another_version_or_catalog_restarts_the_walk() {
 // --- Which finished walk is published ------------------------------------------------------
 
 /// A reference client holding `items` at `version` of `catalog` (no versions when None).
-fn holding(items: &[&str], version: Option<u64>, catalog: u64) -> Rig {
+fn holding(items: &[&str], version: Option<u64>, catalog: u64) -> MachineUnderTest {
     let mut r = bounded(10, 100);
     let id = r.first_page();
     r.answer(
@@ -488,7 +488,7 @@ fn holding(items: &[&str], version: Option<u64>, catalog: u64) -> Rig {
 }
 
 /// Walks the list once more after a change; the server answers `resp`.
-fn walk_again(r: &mut Rig, resp: Response) {
+fn walk_again(r: &mut MachineUnderTest, resp: Response) {
     r.notify();
     let id = r.first_page();
     r.answer(id, resp);
@@ -543,22 +543,22 @@ fn a_reconnection_to_a_restarted_server_takes_its_list_whatever_its_version() {
 // --- Pacing --------------------------------------------------------------------------------
 
 /// A reference client with this pacing whose first walk (started at 0 ms) published `a=1`.
-fn paced(pacing: Pacing) -> Rig {
-    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), pacing);
+fn paced(pacing: Pacing) -> MachineUnderTest {
+    let mut r = MachineUnderTest::new(ClientStrategy::Reference, Limits::default(), pacing);
     let id = r.first_page();
     r.answer(id, page(&["a=1"], None, Some(1)));
     r
 }
 
 /// A change at `ms`: the walk it causes is held; returns the pacing delay asked for.
-fn change_at(r: &mut Rig, ms: u64) -> Option<u32> {
+fn change_at(r: &mut MachineUnderTest, ms: u64) -> Option<u32> {
     r.at(ms);
     r.notify();
     r.walk_delay()
 }
 
 /// The held walk starts at `ms` and the server answers it at once with `items` at `version`.
-fn walk_at(r: &mut Rig, ms: u64, items: &[&str], version: u64) {
+fn walk_at(r: &mut MachineUnderTest, ms: u64, items: &[&str], version: u64) {
     r.at(ms);
     r.step(ClientInput::WalkDue(Kind::Tools, A));
     let id = r.first_page();
@@ -606,7 +606,7 @@ fn the_adaptive_gap_is_four_smoothed_notification_intervals_from_the_last_walk_s
 
 /// A reference client with an adaptive gap of at most 100 ms, its list changed at `t` ms (far
 /// from 0, so that absolute times are not mistaken for intervals) and walked at once.
-fn adaptive_after_a_change_at(t: u64) -> Rig {
+fn adaptive_after_a_change_at(t: u64) -> MachineUnderTest {
     let mut r = paced(Pacing {
         coalesce: Coalesce::Adaptive(100),
         ..Pacing::OFF
@@ -691,7 +691,7 @@ fn a_client_knows_its_id_and_a_renumbered_copy_its_new_one() {
 
 #[test]
 fn a_failed_or_unreadable_page_request_fails_the_walk_and_arms_a_retry() {
-    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
+    let mut r = MachineUnderTest::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
     let id = r.first_page();
     r.step(ClientInput::RequestFailed(id, "timed out".into()));
     assert_eq!(
@@ -749,7 +749,7 @@ fn a_kept_list_is_due_for_a_ttl_refetch_only_with_a_ttl_when_idle_and_behind_the
         r.c.ttl_due(2).is_empty(),
         "a list published without a ttl is never due, however far behind"
     );
-    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
+    let mut r = MachineUnderTest::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
     let id = r.first_page();
     let Response::Page(mut p) = page(&["a=1"], None, Some(1)) else {
         unreachable!()
@@ -773,7 +773,7 @@ fn a_cut_connection_marks_the_held_list_stale_once() {
     let mut r = paced(Pacing::OFF);
     r.step(ClientInput::Disconnected);
     assert!(r.marked_stale(), "{:?}", r.out);
-    let mut r = Rig::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
+    let mut r = MachineUnderTest::new(ClientStrategy::Reference, Limits::default(), Pacing::OFF);
     let id = r.first_page();
     r.answer(id, page(&["a=1"], None, Some(1)));
     r.notify();
@@ -808,13 +808,13 @@ fn a_context_switch_relists_under_the_new_context() {
 
 /// A 2026-07-28 reference client of tools watching resource `r`, its listen stream
 /// acknowledged as stream 1 and its first tools walk published.
-fn listening() -> Rig {
+fn listening() -> MachineUnderTest {
     let cfg = ClientConfig {
         watch: vec!["r".into()],
         pacing: Pacing::OFF,
         ..ClientConfig::tools(ClientStrategy::Reference, Era::V2026_07_28)
     };
-    let mut r = Rig::of(cfg);
+    let mut r = MachineUnderTest::of(cfg);
     r.step(ClientInput::Start);
     r.request(|q| matches!(q, Request::Listen { .. }));
     ack(&mut r, 1);
@@ -824,7 +824,7 @@ fn listening() -> Rig {
     r
 }
 
-fn ack(r: &mut Rig, sub: u32) {
+fn ack(r: &mut MachineUnderTest, sub: u32) {
     r.step(ClientInput::Receive(ServerMsg::Notification(
         Notification::Acknowledged {
             sub,
@@ -833,7 +833,7 @@ fn ack(r: &mut Rig, sub: u32) {
     )));
 }
 
-fn updated(r: &mut Rig, sub: Option<u32>) {
+fn updated(r: &mut MachineUnderTest, sub: Option<u32>) {
     r.step(ClientInput::Receive(ServerMsg::Notification(
         Notification::ResourceUpdated {
             uri: "r".into(),
@@ -902,12 +902,12 @@ const GAP_100: Pacing = Pacing {
 
 /// A reference client that asks approval, holding tool `t` (with side effects) at definition
 /// `t1`, approved, with `max_retries` retries of a failed refresh.
-fn approving(max_retries: u8) -> Rig {
+fn approving(max_retries: u8) -> MachineUnderTest {
     approving_paced(max_retries, Pacing::OFF)
 }
 
 /// [`approving`] with this pacing; its first walk started at 0 ms.
-fn approving_paced(max_retries: u8, pacing: Pacing) -> Rig {
+fn approving_paced(max_retries: u8, pacing: Pacing) -> MachineUnderTest {
     let cfg = ClientConfig {
         ask_approval: true,
         pacing,
@@ -917,7 +917,7 @@ fn approving_paced(max_retries: u8, pacing: Pacing) -> Rig {
         },
         ..ClientConfig::tools(ClientStrategy::Reference, Era::V2025_11_25)
     };
-    let mut r = Rig::of(cfg);
+    let mut r = MachineUnderTest::of(cfg);
     r.connect();
     let id = r.first_page();
     r.answer(id, page(&["t=t1"], None, Some(1)));
@@ -926,7 +926,7 @@ fn approving_paced(max_retries: u8, pacing: Pacing) -> Rig {
     r
 }
 
-fn call_result(r: &Rig) -> Option<Result<String, CallError>> {
+fn call_result(r: &MachineUnderTest) -> Option<Result<String, CallError>> {
     r.out.iter().find_map(|o| match o {
         ClientOutput::CallDone { result, .. } => Some(result.clone().map(|d| d.to_string())),
         _ => None,
@@ -934,7 +934,7 @@ fn call_result(r: &Rig) -> Option<Result<String, CallError>> {
 }
 
 /// The last step refused the held or new call: the tool list is known to be out of date.
-fn refused_as_out_of_date(r: &Rig) {
+fn refused_as_out_of_date(r: &MachineUnderTest) {
     assert_eq!(
         call_result(r),
         Some(Err(CallError::ListOutOfDate)),
@@ -964,7 +964,7 @@ fn a_call_held_for_a_change_fails_as_out_of_date_when_the_walk_after_it_fails_fo
 
 /// The call the last step held is neither refused nor sent; the walk held by pacing runs at
 /// `ms` and shows the approved definition, and the call goes out.
-fn goes_out_after_the_held_walk(r: &mut Rig, ms: u64) {
+fn goes_out_after_the_held_walk(r: &mut MachineUnderTest, ms: u64) {
     assert_eq!(call_result(r), None, "held, not refused: {:?}", r.out);
     assert_eq!(r.c.paused_calls(), 1);
     walk_at(r, ms, &["t=t1"], 2);
@@ -973,7 +973,7 @@ fn goes_out_after_the_held_walk(r: &mut Rig, ms: u64) {
 
 /// [`approving`] with a 100 ms gap between walks: at 200 ms a change, whose walk is due at once
 /// and runs (the id of its page request is returned), and a call held for it.
-fn a_call_held_for_the_walk_after_a_change() -> (Rig, ReqId) {
+fn a_call_held_for_the_walk_after_a_change() -> (MachineUnderTest, ReqId) {
     let mut r = approving_paced(0, GAP_100);
     r.at(200);
     r.notify();
@@ -1062,7 +1062,7 @@ fn a_discarded_walk_refreshes_the_held_list_s_ttl_only_if_it_is_the_same_list() 
     let mut r = bounded(10, 100);
     let id = r.first_page();
     r.answer(id, page_with_ttl(&["a=1"], 5, 1_000));
-    let ttl = |r: &Rig| r.c.snapshot(Kind::Tools).and_then(|s| s.ttl_ms);
+    let ttl = |r: &MachineUnderTest| r.c.snapshot(Kind::Tools).and_then(|s| s.ttl_ms);
     assert_eq!(ttl(&r), Some(1_000));
     // An older walk of the same items: discarded, and its ttlMs is not the held list's.
     walk_again(&mut r, page_with_ttl(&["a=1"], 3, 50));
@@ -1076,7 +1076,7 @@ fn a_discarded_walk_refreshes_the_held_list_s_ttl_only_if_it_is_the_same_list() 
 
 /// The first page of a two-page walk after a change, at version 2, its cursors declared
 /// version-bound or not; returns the continuation request's id.
-fn mid_walk(r: &mut Rig, version_bound: bool) -> ReqId {
+fn mid_walk(r: &mut MachineUnderTest, version_bound: bool) -> ReqId {
     r.notify();
     let id = r.first_page();
     let Response::Page(mut p) = page(&["a=2"], Some("p2"), Some(2)) else {
@@ -1148,7 +1148,7 @@ fn a_storm_back_off_set_to_start_after_zero_walks_is_off() {
 }
 
 /// The kinds of the list requests the last step sent.
-fn listed(r: &Rig) -> Vec<Kind> {
+fn listed(r: &MachineUnderTest) -> Vec<Kind> {
     r.out
         .iter()
         .filter_map(|o| match o {
@@ -1162,7 +1162,7 @@ fn listed(r: &Rig) -> Vec<Kind> {
 }
 
 /// The kinds of the listen request the last step sent.
-fn listened(r: &Rig) -> KindSet {
+fn listened(r: &MachineUnderTest) -> KindSet {
     let id = r.request(|q| matches!(q, Request::Listen { .. }));
     r.out
         .iter()
@@ -1191,7 +1191,7 @@ fn only_the_lists_the_server_offers_are_kept() {
     };
     let tools = KindSet::only(Kind::Tools);
 
-    let mut r = Rig::of(every(Era::V2025_11_25));
+    let mut r = MachineUnderTest::of(every(Era::V2025_11_25));
     r.step(ClientInput::Offers(tools));
     r.connect();
     assert_eq!(listed(&r), vec![Kind::Tools], "{:?}", r.out);
@@ -1200,22 +1200,22 @@ fn only_the_lists_the_server_offers_are_kept() {
     r.step(ClientInput::Refresh(Kind::Prompts));
     assert_eq!(listed(&r), vec![Kind::Prompts], "{:?}", r.out);
 
-    let mut r = Rig::of(every(Era::V2025_11_25));
+    let mut r = MachineUnderTest::of(every(Era::V2025_11_25));
     r.connect();
     let mut all = listed(&r);
     all.sort();
     assert_eq!(all, Kind::ALL.to_vec(), "{:?}", r.out);
 
-    let mut only_tools = Rig::of(ClientConfig::tools(
+    let mut only_tools = MachineUnderTest::of(ClientConfig::tools(
         ClientStrategy::Reference,
         Era::V2026_07_28,
     ));
     only_tools.step(ClientInput::Start);
-    let mut r = Rig::of(every(Era::V2026_07_28));
+    let mut r = MachineUnderTest::of(every(Era::V2026_07_28));
     r.step(ClientInput::Offers(tools));
     r.step(ClientInput::Start);
     assert_eq!(listened(&r), listened(&only_tools));
-    let mut told_nothing = Rig::of(every(Era::V2026_07_28));
+    let mut told_nothing = MachineUnderTest::of(every(Era::V2026_07_28));
     told_nothing.step(ClientInput::Start);
     assert_ne!(listened(&told_nothing), listened(&only_tools));
 }

@@ -77,7 +77,7 @@ pub const RULES: &[(&str, &str)] = &[
 
 /// One broken rule.
 #[derive(Clone, Debug)]
-pub struct Failure {
+pub struct RuleFailure {
     /// Rule id.
     pub rule: &'static str,
     /// What happened.
@@ -94,7 +94,7 @@ pub struct Session {
     /// Variant started.
     pub variant: String,
     /// Rules broken.
-    pub failures: Vec<Failure>,
+    pub failures: Vec<RuleFailure>,
     /// Rules checked and kept.
     pub passed: Vec<&'static str>,
 }
@@ -183,14 +183,14 @@ pub async fn check(
 }
 
 struct Book {
-    failures: Vec<Failure>,
+    failures: Vec<RuleFailure>,
     passed: Vec<&'static str>,
 }
 
 impl Book {
     fn fail(&mut self, rule: &'static str, message: impl Into<String>) {
         if !self.failures.iter().any(|f| f.rule == rule) {
-            self.failures.push(Failure {
+            self.failures.push(RuleFailure {
                 rule,
                 message: message.into(),
             });

@@ -1,11 +1,11 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
 //! `harness/conformance-suite/`) run against `listsync serve --http --fixtures conformance` in
 //! both eras, for the scenarios about lists, list changes, subscriptions and caching; its
-//! document [`SuiteReport`] (`reports/conformance-suite.json`, rendered by the report crate).
+//! document [`ConformanceReport`] (`reports/conformance-suite.json`, rendered by the render crate).
 //!
 //! The runner is installed on first use (`npm ci` into a cache directory; its lockfile also
 //! pins a Node 22 binary, which the runner needs). Every failed check must carry an explanation
-//! from [`EXPLAINED`]; a failure without one counts in [`SuiteReport::unexplained`].
+//! from [`EXPLAINED`]; a failure without one counts in [`ConformanceReport::unexplained`].
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -99,7 +99,7 @@ pub struct ScenarioRun {
 
 /// The document `listsync conformance-suite` writes (`conformance-suite.json`) and renders.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SuiteReport {
+pub struct ConformanceReport {
     /// Runner package and version.
     pub runner: String,
     /// The server command under test.
@@ -124,7 +124,7 @@ pub fn run(
     exe: &Path,
     timeout_s: u64,
     log: &dyn Fn(&str),
-) -> Result<SuiteReport> {
+) -> Result<ConformanceReport> {
     let pinned = repo.join("harness/conformance-suite");
     if !pinned.join("package-lock.json").is_file() {
         bail!(
@@ -199,7 +199,7 @@ pub fn run(
             .iter()
             .filter(|s| s.runner_error.is_some())
             .count();
-    Ok(SuiteReport {
+    Ok(ConformanceReport {
         runner: format!("@modelcontextprotocol/conformance {runner_version}"),
         server: format!(
             "listsync {} serve --http --fixtures conformance --page-size 2 --ttl-ms 60000",

@@ -59,7 +59,7 @@ struct EntryDoc {
 
 /// One expected failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub struct ExpectedFailure {
     /// The row, `IMPL:ROLE@VARIANT.ERA`.
     pub row: String,
     /// The property it violates.
@@ -74,7 +74,7 @@ pub struct Entry {
     pub at: String,
 }
 
-impl Entry {
+impl ExpectedFailure {
     /// `reason (link)`.
     pub fn why(&self) -> String {
         match &self.link {
@@ -88,7 +88,7 @@ impl Entry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fixed {
     /// The entry.
-    pub entry: Entry,
+    pub entry: ExpectedFailure,
     /// What the cell is now (`holds`, `diverged`, `n/a`).
     pub now: &'static str,
 }
@@ -109,17 +109,17 @@ pub struct Judged {
     /// Violated cells nobody expected: `ROW violates PROPERTY (run ID)`.
     pub unexpected: Vec<String>,
     /// Violated cells listed as expected.
-    pub expected: Vec<Entry>,
+    pub expected: Vec<ExpectedFailure>,
     /// Listed cells that were judged and did not fail.
     pub fixed: Vec<Fixed>,
     /// Cells listed as violated in some runs only that held in this one.
-    pub held_this_time: Vec<Entry>,
+    pub held_this_time: Vec<ExpectedFailure>,
 }
 
 /// Every expected failure in force, by (row, property).
 #[derive(Clone, Debug, Default)]
 pub struct Expectations {
-    by_cell: BTreeMap<(String, Property), Entry>,
+    by_cell: BTreeMap<(String, Property), ExpectedFailure>,
 }
 
 /// Every row of `adapters`, by name.
@@ -246,7 +246,7 @@ impl Expectations {
                     "{at}: the entry for {row} {property} gives no reason"
                 ));
             }
-            let entry = Entry {
+            let entry = ExpectedFailure {
                 row: row.clone(),
                 property,
                 reason: e.reason,
@@ -265,7 +265,7 @@ impl Expectations {
     }
 
     /// The entry expecting `row` (`IMPL:ROLE@VARIANT.ERA`) to violate `p`, if any.
-    pub fn get(&self, row: &str, p: Property) -> Option<&Entry> {
+    pub fn get(&self, row: &str, p: Property) -> Option<&ExpectedFailure> {
         self.by_cell.get(&(row.to_string(), p))
     }
 

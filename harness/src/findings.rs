@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// A claim's status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub enum ClaimStatus {
     /// The runs show it.
     Confirmed,
     /// The runs show otherwise.
@@ -24,14 +24,14 @@ pub enum Status {
     NotTested,
 }
 
-impl Status {
+impl ClaimStatus {
     /// For reports.
     pub fn as_str(self) -> &'static str {
         match self {
-            Status::Confirmed => "confirmed",
-            Status::Refuted => "refuted",
-            Status::Partly => "partly",
-            Status::NotTested => "not tested",
+            ClaimStatus::Confirmed => "confirmed",
+            ClaimStatus::Refuted => "refuted",
+            ClaimStatus::Partly => "partly",
+            ClaimStatus::NotTested => "not tested",
         }
     }
 }
@@ -45,7 +45,7 @@ pub struct Finding {
     /// The claim.
     pub claim: String,
     /// Verdict.
-    pub status: Status,
+    pub status: ClaimStatus,
     /// What was observed, per row.
     pub evidence: Vec<String>,
     /// The run behind each line of `evidence` (same index; empty when no run completed).
@@ -205,10 +205,10 @@ fn fold(c: &Claim, runs: &[RunReport]) -> Finding {
         }
     }
     let status = match (yes, no) {
-        (0, 0) => Status::NotTested,
-        (_, 0) => Status::Confirmed,
-        (0, _) => Status::Refuted,
-        _ => Status::Partly,
+        (0, 0) => ClaimStatus::NotTested,
+        (_, 0) => ClaimStatus::Confirmed,
+        (0, _) => ClaimStatus::Refuted,
+        _ => ClaimStatus::Partly,
     };
     Finding {
         section: c.section.into(),

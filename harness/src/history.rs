@@ -21,7 +21,7 @@
 //! definitions are reduced to their description).
 
 use crate::proxy::{control_items, notified_kind};
-use crate::timeline::{Action, Body, Dir, Fact, Fate, NamedItem, Record, Side};
+use crate::timeline::{Action, Body, Dir, Fact, LineFate, NamedItem, Record, Side};
 use listsync_core::history::{Cause, ClientId, Event, RefreshOutcome};
 use listsync_core::monitor::{Violation, judge};
 use listsync_core::property::Verdicts;
@@ -305,7 +305,7 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
                         );
                     }
                 }
-                if *fate == Fate::Passed {
+                if *fate == LineFate::Passed {
                     delivered(&mut out, &mut push, r.seq, v);
                 }
             }

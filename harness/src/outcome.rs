@@ -8,7 +8,7 @@ use crate::adapters::{Role, Subject};
 use crate::history::judge_run;
 use crate::jsonrpc::{self, Frame};
 use crate::proxy::listed_kind;
-use crate::timeline::{Action, Body, Dir, Fact, Fate, Record, Side};
+use crate::timeline::{Action, Body, Dir, Fact, LineFate, Record, Side};
 use listsync_core::property::{Property, Verdict, Verdicts};
 use listsync_core::scenario::Scenario;
 use listsync_core::situation::Situation;
@@ -447,7 +447,7 @@ pub fn observe(records: &[Record], kinds: KindSet) -> Observations {
                             o.paginated = true;
                         }
                         response_of.insert(r.seq, *req);
-                        if *fate == Fate::Passed {
+                        if *fate == LineFate::Passed {
                             in_flight.remove(req);
                         }
                     }

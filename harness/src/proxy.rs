@@ -11,7 +11,7 @@
 //! to itself, to learn which catalog a list request saw right after the notification was sent.
 
 use crate::jsonrpc::{self, Frame, MAX_LINE_BYTES};
-use crate::timeline::{Action, Body, Dir, Fact, Fate, Held, Hub, NamedItem, Pending};
+use crate::timeline::{Action, Body, Dir, Fact, Held, Hub, LineFate, NamedItem, Pending};
 use listsync_core::vocab::{Kind, KindSet};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -207,7 +207,7 @@ impl Proxy {
                     len,
                     json: None,
                     text: Some(text),
-                    fate: Fate::Passed,
+                    fate: LineFate::Passed,
                 });
                 st.push(Body::Bad {
                     from: format!("mcp {}", dir_name(dir)),
@@ -247,23 +247,27 @@ impl Proxy {
                             answered: false,
                         },
                     );
-                    if held { Fate::Held } else { Fate::Passed }
+                    if held {
+                        LineFate::Held
+                    } else {
+                        LineFate::Passed
+                    }
                 }
                 (Dir::Down, Frame::Response { id, .. }) if is_probe_id(&id) => {
                     intercepted = Some((id, v.clone()));
-                    Fate::Intercepted
+                    LineFate::Intercepted
                 }
                 (Dir::Down, Frame::Response { id, .. }) => {
                     match st.requests.get_mut(&(Dir::Up, id)) {
                         Some(p) => {
                             p.answered = true;
                             if p.hold_response {
-                                Fate::Held
+                                LineFate::Held
                             } else {
-                                Fate::Passed
+                                LineFate::Passed
                             }
                         }
-                        None => Fate::Passed,
+                        None => LineFate::Passed,
                     }
                 }
                 (Dir::Down, Frame::Notification { method }) => {
@@ -273,9 +277,9 @@ impl Proxy {
                         probe = Some(k);
                     }
                     if (policy.hold_notification)(&v) {
-                        Fate::Held
+                        LineFate::Held
                     } else {
-                        Fate::Passed
+                        LineFate::Passed
                     }
                 }
                 (Dir::Down, Frame::Request { id, method }) => {
@@ -289,22 +293,22 @@ impl Proxy {
                             answered: false,
                         },
                     );
-                    Fate::Passed
+                    LineFate::Passed
                 }
                 (Dir::Up, Frame::Response { id, .. }) => {
                     if let Some(p) = st.requests.get_mut(&(Dir::Down, id)) {
                         p.answered = true;
                     }
-                    Fate::Passed
+                    LineFate::Passed
                 }
                 (_, Frame::Invalid(why)) => {
                     st.push(Body::Bad {
                         from: format!("mcp {}", dir_name(dir)),
                         what: format!("not a JSON-RPC message ({why}); forwarded unchanged"),
                     });
-                    Fate::Passed
+                    LineFate::Passed
                 }
-                (Dir::Up, Frame::Notification { .. }) => Fate::Passed,
+                (Dir::Up, Frame::Notification { .. }) => LineFate::Passed,
             };
             let seq = st.push(Body::Msg {
                 dir,
@@ -314,14 +318,14 @@ impl Proxy {
                 fate,
             });
             match fate {
-                Fate::Held => st.held.push(Held {
+                LineFate::Held => st.held.push(Held {
                     seq,
                     dir,
                     raw: raw.clone(),
                     json: v,
                 }),
-                Fate::Passed => self.send(dir, raw.clone()),
-                Fate::Intercepted | Fate::Discarded => {}
+                LineFate::Passed => self.send(dir, raw.clone()),
+                LineFate::Intercepted | LineFate::Discarded => {}
             }
             if let Some(k) = probe {
                 let _ = self.probe_tx.send((seq, k));

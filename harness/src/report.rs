@@ -1,10 +1,10 @@
-//! Writes the conformance matrix as `reports/conformance.json` (read by tools and by the report
+//! Writes the conformance matrix as `reports/conformance.json` (read by tools and by the render
 //! crate, which renders `reports/conformance.md` from it), with a message log under
 //! `reports/conformance/` for every run that violated a property, diverged or failed (the cells
 //! and findings link them). Paths of the generating machine are written as placeholders
 //! ([`crate::portable`]).
 //!
-//! [`Conformance`] is the document's one schema: the writer serializes it and the report crate
+//! [`Conformance`] is the document's one schema: the writer serializes it and the render crate
 //! deserializes it ([`Conformance::parse`]), so a field renamed on one side is a compile error,
 //! and a committed file of another format or with an unknown field is a parse error naming it.
 
@@ -89,7 +89,7 @@ impl Conformance {
 }
 
 /// Writes `conformance.json` and the message logs; returns the path of the JSON. The page for
-/// people, `conformance.md`, is rendered from that JSON by the report crate (one renderer for
+/// people, `conformance.md`, is rendered from that JSON by the render crate (one renderer for
 /// `listsync matrix` and `listsync report`).
 pub fn write(reports: &Path, m: &mut Matrix) -> std::io::Result<std::path::PathBuf> {
     let logs = reports.join(LOG_DIR);

@@ -49,7 +49,7 @@ impl Side {
 /// What the proxy did with a line when it arrived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Fate {
+pub enum LineFate {
     /// Held until the harness releases, drops or duplicates it.
     Held,
     /// Forwarded at once (the policy does not hold it).
@@ -165,7 +165,7 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
         /// What the proxy did with it.
-        fate: Fate,
+        fate: LineFate,
     },
     /// The harness released, dropped or duplicated a held line.
     Release {

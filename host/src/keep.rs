@@ -6,13 +6,13 @@
 //! and the rest as [`listsync_harness::portable`] writes them.
 
 use crate::judge::HostProperty;
-use crate::{HostRef, HostReport, Options, Tally};
-use listsync_harness::hosts::summary::{Count, HostSummary, PlanSummary, Verdicts};
+use crate::{HostOptions, HostRef, HostReport, Tally};
+use listsync_harness::hosts::summary::{Count, HostSummary, PlanSummary, VerdictCounts};
 use listsync_session::audit::Status;
 use std::path::Path;
 
-fn verdicts(name: &str, t: Tally, detail: String) -> Verdicts {
-    Verdicts {
+fn verdicts(name: &str, t: Tally, detail: String) -> VerdictCounts {
+    VerdictCounts {
         property: name.to_owned(),
         violated: t.violated,
         holds: t.holds,
@@ -85,7 +85,7 @@ pub fn plan_summary(r: &HostReport) -> PlanSummary {
 }
 
 /// `text` with the run's machine paths as placeholders (see the module's doc).
-pub fn placeholders(text: &str, opts: &Options) -> String {
+pub fn placeholders(text: &str, opts: &HostOptions) -> String {
     let mut s = text.replace(&*opts.listsync.to_string_lossy(), "listsync");
     if let Ok(out) = std::path::absolute(&opts.out) {
         s = s.replace(&*out.to_string_lossy(), "$OUT");
@@ -107,7 +107,7 @@ pub fn placeholders(text: &str, opts: &Options) -> String {
 pub fn keep(
     host: &HostRef,
     reports: &[HostReport],
-    opts: &Options,
+    opts: &HostOptions,
     dir: &Path,
 ) -> Result<std::path::PathBuf, String> {
     let label = host.label().replace('@', "-");
@@ -158,7 +158,7 @@ mod tests {
 
     #[test]
     fn machine_paths_become_placeholders() {
-        let opts = Options {
+        let opts = HostOptions {
             listsync: "/opt/x/listsync".into(),
             hosts_dir: "/h".into(),
             cache: "/c".into(),

@@ -100,7 +100,7 @@ impl HostRef {
 
 /// Settings of `listsync host`.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct HostOptions {
     /// The listsync binary (`record`, `serve`, `own-host`).
     pub listsync: PathBuf,
     /// The hosts' directory (`harness/hosts`).
@@ -139,7 +139,7 @@ impl std::fmt::Display for HostError {
 
 /// One run of a host under a plan.
 #[derive(Clone, Debug, Serialize)]
-pub struct RunResult {
+pub struct HostRun {
     /// 1-based.
     pub index: usize,
     /// Its files: session log, the model's recording, the host's output.
@@ -168,7 +168,7 @@ pub struct HostReport {
     /// Its description.
     pub plan_description: String,
     /// The runs.
-    pub runs: Vec<RunResult>,
+    pub runs: Vec<HostRun>,
 }
 
 /// How often each verdict came, over the runs.
@@ -237,7 +237,7 @@ impl HostReport {
 }
 
 /// Runs `host` under `plan` `opts.repeat` times (provisioning it first).
-pub fn run_host(host: &HostRef, plan: &Plan, opts: &Options) -> Result<HostReport, HostError> {
+pub fn run_host(host: &HostRef, plan: &Plan, opts: &HostOptions) -> Result<HostReport, HostError> {
     let provisioned = run::provision(host, opts)?;
     let mut runs = Vec::new();
     for i in 1..=opts.repeat.max(1) {
@@ -365,24 +365,24 @@ pub fn render(r: &HostReport) -> String {
 
 /// One JUnit testcase per host × plan × property (audit properties the runs observed
 /// included); failed when some run violated it, with how often.
-pub fn junit(reports: &[HostReport]) -> listsync_report::junit::Suite {
-    use listsync_report::junit::{Case, Outcome, Suite};
+pub fn junit(reports: &[HostReport]) -> listsync_render::junit::Suite {
+    use listsync_render::junit::{Suite, TestCase, TestOutcome};
     let mut cases = Vec::new();
     for r in reports {
         let class = format!("host.{}.{}", r.host, r.plan);
         let mut push = |name: &str, t: Tally, detail: String| {
             let n = r.runs.len();
             let outcome = match t.status() {
-                Status::Violated => Outcome::Failed {
+                Status::Violated => TestOutcome::Failed {
                     message: format!("{name} violated in {}/{n} run(s)", t.violated),
                     detail,
                 },
-                Status::HoldsAsObserved => Outcome::Passed,
-                _ => Outcome::Skipped {
+                Status::HoldsAsObserved => TestOutcome::Passed,
+                _ => TestOutcome::Skipped {
                     message: format!("{name}: not observed in {n} run(s)"),
                 },
             };
-            cases.push(Case {
+            cases.push(TestCase {
                 class: class.clone(),
                 name: name.to_owned(),
                 seconds: 0.0,

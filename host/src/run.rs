@@ -10,7 +10,7 @@
 //! log and admin socket, and the plan's changes go to the newest server that answers.
 
 use crate::judge;
-use crate::{HostError, HostRef, Options, RunResult};
+use crate::{HostError, HostOptions, HostRef, HostRun};
 use listsync_harness::hosts::manifest::{Expand, HostManifest};
 use listsync_harness::hosts::model_server::{ChangeHook, ModelServer, ModelSettings};
 use listsync_harness::hosts::plan::Plan;
@@ -29,7 +29,7 @@ fn on_path(prog: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
 }
 
-fn base_expand(host: &HostRef, opts: &Options) -> Expand {
+fn base_expand(host: &HostRef, opts: &HostOptions) -> Expand {
     Expand {
         listsync: opts.listsync.clone(),
         hosts: opts.hosts_dir.clone(),
@@ -40,7 +40,7 @@ fn base_expand(host: &HostRef, opts: &Options) -> Expand {
 }
 
 /// Runs the manifest's provisioning (if any); what it printed last on stdout.
-pub fn provision(host: &HostRef, opts: &Options) -> Result<String, HostError> {
+pub fn provision(host: &HostRef, opts: &HostOptions) -> Result<String, HostError> {
     let m = &host.manifest;
     if let Some(missing) = m.needs.iter().find(|p| !on_path(p)) {
         return Err(HostError::Skipped(format!(
@@ -80,7 +80,7 @@ pub fn provision(host: &HostRef, opts: &Options) -> Result<String, HostError> {
 
 /// The server's command line for a run.
 fn server_argv(
-    opts: &Options,
+    opts: &HostOptions,
     plan: &Plan,
     log: &Path,
     socket: &Path,
@@ -121,11 +121,11 @@ fn server_argv(
 pub fn run_once(
     host: &HostRef,
     plan: &Plan,
-    opts: &Options,
+    opts: &HostOptions,
     provisioned: &str,
     index: usize,
     dir: &Path,
-) -> Result<RunResult, HostError> {
+) -> Result<HostRun, HostError> {
     let fail = |what: &str, e: &dyn std::fmt::Display| HostError::Failed(format!("{what}: {e}"));
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| fail(&dir.display().to_string(), &e))?;
@@ -266,7 +266,7 @@ pub fn run_once(
         serde_json::to_string_pretty(&judgement).unwrap_or_default(),
     )
     .map_err(|e| fail("judgement.json", &e))?;
-    Ok(RunResult {
+    Ok(HostRun {
         index,
         dir: dir.to_path_buf(),
         host_exit: exit,
@@ -304,7 +304,7 @@ fn numbered(template: &Path) -> Vec<std::path::PathBuf> {
 /// start the earliest), start N's entries as connection N, times made relative to that start,
 /// entries in time order and numbered again. The per-start logs are removed once merged.
 fn merge_logs(parts: &[std::path::PathBuf], out: &Path) -> Result<(), String> {
-    use listsync_session::log::Entry;
+    use listsync_session::log::LogEntry;
     let mut logs = Vec::new();
     for p in parts {
         logs.push(listsync_session::log::read(p).map_err(|e| format!("{}: {e}", p.display()))?);
@@ -316,11 +316,11 @@ fn merge_logs(parts: &[std::path::PathBuf], out: &Path) -> Result<(), String> {
     let mut header = first.header.clone();
     header.started_unix_ms = start / 1000;
     header.started_unix_us = Some(start);
-    let mut entries: Vec<Entry> = Vec::new();
+    let mut entries: Vec<LogEntry> = Vec::new();
     for (n, l) in logs.iter().enumerate() {
         let shift = l.header.start_us() - start;
         let conn = u32::try_from(n).unwrap_or(u32::MAX);
-        entries.extend(l.entries.iter().map(|e| Entry {
+        entries.extend(l.entries.iter().map(|e| LogEntry {
             t_us: e.t_us + shift,
             conn,
             ..e.clone()

@@ -3,7 +3,7 @@
 //! exploring it a second time.
 //!
 //! stateright expands a state by asking the model for its actions and then, on the same thread,
-//! for the successor of each action. The [`Recorder`] notes the state on the first call (its
+//! for the successor of each action. The [`GraphRecorder`] notes the state on the first call (its
 //! fingerprint and whether it is quiescent) and an edge on each of the others. States are
 //! identified by their own fingerprint, or with the symmetric search by that of their
 //! canonical renumbering, as the checker identifies them. For random walks, which are never
@@ -42,7 +42,7 @@ const RECENT_CAP: usize = 1 << 16;
 /// Records the states a checker expands and the edges between them, or only which distinct
 /// states it expanded.
 #[derive(Debug)]
-pub struct Recorder {
+pub struct GraphRecorder {
     symmetric: bool,
     /// The graph is recorded (the progress pass needs it); otherwise only the distinct
     /// fingerprints, which is all that counting the distinct states of random walks needs: a
@@ -70,12 +70,12 @@ pub struct Recorded {
     pub edges: Vec<(u64, u64)>,
 }
 
-impl Recorder {
+impl GraphRecorder {
     /// A recorder identifying states by their fingerprint, or with `symmetric` by that of their
     /// canonical renumbering; recording the graph with `keep_graph`, else only the distinct
-    /// states ([`Recorder::distinct`]).
+    /// states ([`GraphRecorder::distinct`]).
     pub fn new(symmetric: bool, keep_graph: bool) -> Self {
-        Recorder {
+        GraphRecorder {
             symmetric,
             keep_graph,
             on: AtomicBool::new(true),
@@ -169,7 +169,7 @@ mod tests {
     fn edges_start_at_the_state_expanded_on_the_same_thread() {
         let scn = crate::configs::by_name("reference").unwrap().scenario;
         let w = World::new(&scn);
-        let r = Recorder::new(false, true);
+        let r = GraphRecorder::new(false, true);
         r.expanding(&w);
         let mut steps = Vec::new();
         w.enabled(&scn, &mut steps);
@@ -193,7 +193,7 @@ mod tests {
         w.enabled(&scn, &mut steps);
         let mut next = w.clone();
         next.apply(&scn, &steps[0], &mut ()).unwrap();
-        let r = Recorder::new(false, false);
+        let r = GraphRecorder::new(false, false);
         for v in [&w, &next, &w, &w, &next] {
             r.expanding(v);
             r.successor(v);

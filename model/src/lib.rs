@@ -24,7 +24,7 @@ pub mod reduction;
 pub mod suite;
 pub mod symmetry;
 
-use graph::Recorder;
+use graph::GraphRecorder;
 use listsync_core::client::CatalogClient;
 use listsync_core::machine::ClientMachine;
 use listsync_core::property::{Property, Verdict, Verdicts};
@@ -50,7 +50,7 @@ pub struct ListModel<C = CatalogClient> {
     /// Counts the states in each watched situation.
     pub situations: Arc<SituationCounts>,
     /// Records the explored graph for the progress pass, when set.
-    pub graph: Option<Arc<Recorder>>,
+    pub graph: Option<Arc<GraphRecorder>>,
     /// Set when the exploration must stop (the memory limit was passed): no state is expanded
     /// any more, so the checker finishes with what it has.
     pub stop: Arc<AtomicBool>,
@@ -118,7 +118,7 @@ impl<C: ClientMachine> ListModel<C> {
     /// as that search identifies them; for random walks the states only, to count the distinct
     /// ones).
     pub fn recording(mut self, search: Search) -> Self {
-        self.graph = Some(Arc::new(Recorder::new(
+        self.graph = Some(Arc::new(GraphRecorder::new(
             search == Search::DfsSymmetric,
             search != Search::Walks,
         )));
@@ -350,7 +350,7 @@ pub struct CheckResult {
     /// Protocol era.
     pub era: String,
     /// Client and server strategies.
-    pub strategies: Strategies,
+    pub strategies: StrategyNames,
     /// Search used.
     pub search: Search,
     /// Distinct states explored.
@@ -401,7 +401,7 @@ impl fmt::Display for Search {
 
 /// Strategy names of a configuration.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Strategies {
+pub struct StrategyNames {
     /// Client strategy.
     pub client: String,
     /// Server strategy.
@@ -659,7 +659,7 @@ pub fn check_machine<C: ClientMachine>(
         progress: quiescence,
         name: scenario.name.clone(),
         era: scenario.era.to_string(),
-        strategies: Strategies {
+        strategies: StrategyNames {
             client: scenario.client_strategy().to_string(),
             server: scenario.server_strategy().to_string(),
         },

@@ -40,7 +40,7 @@ pub struct ConfigReport {
     /// Protocol era.
     pub era: String,
     /// Client and server strategy names.
-    pub strategies: crate::Strategies,
+    pub strategies: crate::StrategyNames,
     /// Search used.
     pub search: Search,
     /// Unique states.

@@ -12,7 +12,7 @@
 
 use crate::server::Server;
 use listsync_control::{
-    Channel, Failure, Handler, Incoming, Line, MAX_LINE, Reply, read_line, str_field,
+    Channel, CommandHandler, CommandReply, Failure, Incoming, Line, MAX_LINE, read_line, str_field,
 };
 use listsync_core::vocab::{AuthCtx, Kind, Op, Scope};
 use serde_json::{Map, Value, json};
@@ -175,7 +175,7 @@ pub fn parse_ops(v: &Value) -> Result<Vec<Op>, Failure> {
 /// Runs one command of the server role that changes or reads the catalog (`mutate`, `notify`,
 /// `catalog`, `shutdown`): what the admin socket serves, and what the harness channel
 /// ([`crate::control`], feature `harness`) serves besides its gates.
-pub fn command(server: Server, cmd: String, v: Value) -> Reply {
+pub fn command(server: Server, cmd: String, v: Value) -> CommandReply {
     Box::pin(async move {
         match cmd.as_str() {
             "mutate" => {
@@ -431,10 +431,10 @@ pub async fn listen(server: Server, path: &Path) -> std::io::Result<AdminSocket>
     let stop = CancellationToken::new();
     // With the harness's gates (feature `harness`), the socket serves them too.
     #[cfg(feature = "harness")]
-    let handler: Handler =
+    let handler: CommandHandler =
         Arc::new(move |cmd, v| crate::control::server_command(server.clone(), cmd, v));
     #[cfg(not(feature = "harness"))]
-    let handler: Handler = Arc::new(move |cmd, v| command(server.clone(), cmd, v));
+    let handler: CommandHandler = Arc::new(move |cmd, v| command(server.clone(), cmd, v));
     let slots = Arc::new(Semaphore::new(MAX_ADMIN_CONNECTIONS));
     let s = stop.clone();
     let task = tokio::spawn(async move {

@@ -30,7 +30,7 @@ pub enum Phase {
 
 /// What a gate waits for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
+pub enum GateTarget {
     /// A request of this JSON-RPC method (`tools/list`, `tools/call`, ...).
     Request {
         /// Method name.
@@ -71,11 +71,11 @@ pub struct Parked {
     /// Gate.
     pub gate: GateId,
     /// What it holds.
-    pub target: Target,
+    pub target: GateTarget,
 }
 
 struct Rule {
-    target: Target,
+    target: GateTarget,
     /// Matching occurrences still to let through before parking.
     skip: u32,
     state: watch::Sender<GateState>,
@@ -105,7 +105,7 @@ impl Gates {
     }
 
     /// Arms a gate on the `nth` (1-based) next occurrence of `target`.
-    pub fn arm(&self, target: Target, nth: u32) -> GateId {
+    pub fn arm(&self, target: GateTarget, nth: u32) -> GateId {
         let mut inner = self.lock();
         inner.next += 1;
         let id = inner.next;
@@ -161,7 +161,7 @@ impl Gates {
 
     /// Passes an occurrence of `target` through the gates: returns at once unless a gate picks
     /// this occurrence, in which case it returns once that gate is released.
-    pub async fn checkpoint(&self, target: &Target) {
+    pub async fn checkpoint(&self, target: &GateTarget) {
         let waiting = {
             let mut inner = self.lock();
             let hit = inner.rules.iter_mut().find_map(|(id, rule)| {
@@ -197,8 +197,8 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    fn list() -> Target {
-        Target::Request {
+    fn list() -> GateTarget {
+        GateTarget::Request {
             method: "tools/list".into(),
             phase: Phase::After,
         }

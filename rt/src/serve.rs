@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Where the server speaks MCP.
 #[derive(Clone, Debug, Default)]
-pub enum Transport {
+pub enum ServeTransport {
     /// stdin/stdout.
     #[default]
     Stdio,
@@ -38,7 +38,7 @@ pub enum Transport {
 #[derive(Clone, Default)]
 pub struct ServeOptions {
     /// Where MCP is spoken.
-    pub transport: Transport,
+    pub transport: ServeTransport,
     /// The registry's configuration (strategy, era, page size, ttl, retained versions, catalog
     /// id).
     pub core: ServerConfig,
@@ -193,7 +193,7 @@ pub async fn serve(opts: ServeOptions, say: Say) -> std::io::Result<()> {
     let mut http = None;
     match opts.transport {
         #[cfg(feature = "http")]
-        Transport::Http { addr, options } => {
+        ServeTransport::Http { addr, options } => {
             let admin = options.admin.is_some();
             let endpoint = server
                 .serve_http_with(addr, options)
@@ -214,7 +214,7 @@ pub async fn serve(opts: ServeOptions, say: Say) -> std::io::Result<()> {
             extra["url"] = serde_json::json!(url);
             http = Some(endpoint);
         }
-        Transport::Stdio => {
+        ServeTransport::Stdio => {
             extra["transport"] = serde_json::json!("stdio");
             let service = server.service();
             let done = transport_done.clone();

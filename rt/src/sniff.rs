@@ -73,7 +73,7 @@ fn readable<M: serde::de::DeserializeOwned>(line: &[u8]) -> bool {
 const RMCP_MAX_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 
 /// A reader checked line by line; `G` is kept with it (and dropped with it).
-pub struct Checked<R, G = ()> {
+pub struct CheckedReader<R, G = ()> {
     inner: R,
     check: LineCheck,
     _keep: G,
@@ -81,7 +81,7 @@ pub struct Checked<R, G = ()> {
 
 /// A server child's stdout, checked line by line. The child lives (and is killed on drop)
 /// with the connection.
-pub(crate) type Sniffer = Checked<ChildStdout, KillOnDrop>;
+pub(crate) type Sniffer = CheckedReader<ChildStdout, KillOnDrop>;
 
 /// Kills the child when dropped.
 pub(crate) struct KillOnDrop(Arc<Mutex<Child>>);
@@ -96,7 +96,7 @@ impl Drop for KillOnDrop {
 
 /// A server child's stdout, reporting what the server prints that is not JSON-RPC.
 pub(crate) fn sniffer(stdout: ChildStdout, child: Arc<Mutex<Child>>, report: Report) -> Sniffer {
-    Checked {
+    CheckedReader {
         inner: stdout,
         check: LineCheck::new(SERVER_STDOUT, report),
         _keep: KillOnDrop(child),
@@ -104,11 +104,11 @@ pub(crate) fn sniffer(stdout: ChildStdout, child: Arc<Mutex<Child>>, report: Rep
 }
 
 /// This process's stdin, checked line by line (a stdio server's requests).
-pub type CheckedStdin = Checked<tokio::io::Stdin>;
+pub type CheckedStdin = CheckedReader<tokio::io::Stdin>;
 
 /// Stdin for a stdio server, reporting what its client sends that is not JSON-RPC.
 pub fn checked_stdin(report: Report) -> CheckedStdin {
-    Checked {
+    CheckedReader {
         inner: tokio::io::stdin(),
         check: LineCheck::new(CLIENT_STDIN, report),
         _keep: (),
@@ -211,7 +211,7 @@ impl LineCheck {
     }
 }
 
-impl<R: AsyncRead + Unpin, G: Unpin> AsyncRead for Checked<R, G> {
+impl<R: AsyncRead + Unpin, G: Unpin> AsyncRead for CheckedReader<R, G> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

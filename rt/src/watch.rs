@@ -15,7 +15,9 @@
 //! One member giving up ends the run. The control channel serves one client, so it is refused
 //! with several servers.
 
-use crate::client::{ClientHandle, ClientNotice, ClientSettings, Endpoint, Servers, Status, View};
+use crate::client::{
+    ClientHandle, ClientNotice, ClientSettings, ClientStatus, Endpoint, Servers, View,
+};
 #[cfg(feature = "harness")]
 use crate::control::{self, ReadyInfo};
 use listsync_core::aggregate::{self, Member};
@@ -448,7 +450,7 @@ async fn watch_one(
 enum FromMember {
     Notice(ClientNotice),
     Changed,
-    Ended(Status),
+    Ended(ClientStatus),
 }
 
 /// Forwards member `i`'s notices, snapshot changes and end to `tx`, in that priority (its

@@ -16,7 +16,7 @@ use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{Era, Kind, KindSet, Op, Scope};
 use listsync_rt::canon::canonical;
 use listsync_rt::client::ClientHandle;
-use listsync_rt::gate::{Phase, Target};
+use listsync_rt::gate::{GateTarget, Phase};
 use listsync_rt::history::SharedHistory;
 use listsync_rt::items::build;
 use listsync_rt::server::{Server, ServerSettings};
@@ -108,7 +108,7 @@ async fn a_call_waits_while_a_change_is_announced() {
     assert!(within("approve a", client.approve("a")).await);
     // The change is announced; the walk it starts is held before the server serves it.
     let walk = server.gates().arm(
-        Target::Request {
+        GateTarget::Request {
             method: "tools/list".into(),
             phase: Phase::Before,
         },

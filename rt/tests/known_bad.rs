@@ -11,7 +11,7 @@ use listsync_core::property::Property;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Op, Scope};
 use listsync_rt::client::ClientHandle;
-use listsync_rt::gate::{Phase, Target};
+use listsync_rt::gate::{GateTarget, Phase};
 use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 
@@ -19,15 +19,15 @@ fn tools() -> KindSet {
     KindSet::only(Kind::Tools)
 }
 
-fn list_gate(phase: Phase) -> Target {
-    Target::Request {
+fn list_gate(phase: Phase) -> GateTarget {
+    GateTarget::Request {
         method: "tools/list".into(),
         phase,
     }
 }
 
-fn tools_changed() -> Target {
-    Target::Notification {
+fn tools_changed() -> GateTarget {
+    GateTarget::Notification {
         method: "notifications/tools/list_changed".into(),
     }
 }
@@ -111,7 +111,7 @@ async fn notify_before_commit_loses_the_change() {
         3,
     )
     .await;
-    let commit = r.server.gates().arm(Target::Commit, 1);
+    let commit = r.server.gates().arm(GateTarget::Commit, 1);
     let add = apply_later(&r.server, vec![Op::add(Kind::Tools, "t8", "t8 v1")]);
     assert!(within("commit parked", r.server.gates().parked(commit)).await);
     settle(&r.server, &[&r.catalog]).await; // the client re-listed and is idle again
@@ -147,7 +147,7 @@ async fn a_batch_after_a_held_one_builds_on_it() {
         ServerStrategy::Reference,
     ] {
         let r = start(strategy, ClientStrategy::Reference, 0, 3).await;
-        let commit = r.server.gates().arm(Target::Commit, 1);
+        let commit = r.server.gates().arm(GateTarget::Commit, 1);
         let add = apply_later(&r.server, vec![added.clone()]);
         if strategy == ServerStrategy::NotifyBeforeCommit {
             // The addition is announced, not committed, when the update comes.

@@ -10,7 +10,7 @@
 mod common;
 
 use common::*;
-use listsync_core::aggregate::Entry;
+use listsync_core::aggregate::CombinedEntry;
 use listsync_core::history::Event;
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Op};
@@ -80,7 +80,7 @@ impl Side {
     }
 }
 
-fn names(listing: &[Entry]) -> Vec<String> {
+fn names(listing: &[CombinedEntry]) -> Vec<String> {
     listing.iter().map(|e| e.name.to_string()).collect()
 }
 
@@ -99,7 +99,7 @@ async fn any_changed(rxs: &mut [watch::Receiver<Change>]) {
 }
 
 /// Waits until the combined listing satisfies `pred`.
-async fn wait_listing(what: &str, servers: &Servers, pred: impl Fn(&[Entry]) -> bool) {
+async fn wait_listing(what: &str, servers: &Servers, pred: impl Fn(&[CombinedEntry]) -> bool) {
     within(what, async {
         loop {
             let mut rxs: Vec<_> = servers.handles().map(|(_, h)| h.changes()).collect();

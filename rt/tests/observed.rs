@@ -14,7 +14,7 @@ use listsync_core::property::Property;
 use listsync_core::strategy::ServerStrategy;
 use listsync_core::vocab::{Era, Kind, KindSet, Op};
 use listsync_rt::client::ClientNotice;
-use listsync_rt::gate::Target;
+use listsync_rt::gate::GateTarget;
 use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{ServerNotice, ServerSettings};
 use std::collections::BTreeMap;
@@ -52,7 +52,7 @@ async fn a_lying_registry_is_caught_for_both_lies() {
     );
     settle(&server, &[&catalog]).await;
     // The removal is announced while the commit is held: the client re-lists and still sees t0.
-    let commit = server.gates().arm(Target::Commit, 1);
+    let commit = server.gates().arm(GateTarget::Commit, 1);
     let removal = apply_later(&server, vec![Op::remove(Kind::Tools, "t0")]);
     assert!(within("commit parked", server.gates().parked(commit)).await);
     settle(&server, &[&catalog]).await;
@@ -122,7 +122,7 @@ async fn a_notification_sent_outside_the_registry_is_judged() {
         client_settings(Era::V2025_11_25, tools(), 0, &history),
     );
     settle(&server, &[&catalog]).await;
-    let commit = server.gates().arm(Target::Commit, 1);
+    let commit = server.gates().arm(GateTarget::Commit, 1);
     let add = apply_later(&server, vec![Op::add(Kind::Tools, "t8", "t8 v1")]);
     assert!(within("commit parked", server.gates().parked(commit)).await);
     assert_eq!(early(&history).len(), 1, "{}", history.render());

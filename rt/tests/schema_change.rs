@@ -13,7 +13,7 @@ use listsync_core::strategy::ServerStrategy;
 use listsync_core::vocab::{Era, Kind, KindSet, Op, Scope};
 use listsync_core::wire::ErrorReason;
 use listsync_rt::canon::canonical;
-use listsync_rt::gate::{Phase, Target};
+use listsync_rt::gate::{GateTarget, Phase};
 use listsync_rt::history::SharedHistory;
 use listsync_rt::items::build;
 use listsync_rt::server::ServerSettings;
@@ -45,7 +45,7 @@ async fn race(strategy: ServerStrategy) -> (Result<(), CallError>, Vec<Property>
     );
     settle(&server, &[&client]).await;
     let call_gate = server.gates().arm(
-        Target::Request {
+        GateTarget::Request {
             method: "tools/call".into(),
             phase: Phase::Before,
         },

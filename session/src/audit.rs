@@ -13,7 +13,7 @@
 //! connection with nothing unanswered is quiescence; a complete walk is what the client
 //! published.
 
-use crate::log::{SessionLog, Transport, line_of};
+use crate::log::{RecordTransport, SessionLog, line_of};
 use crate::wire::{Fate, Walk, Wire, observe};
 use listsync_core::history::{ClientId, Event, RefreshOutcome, Restart};
 use listsync_core::monitor::judge;
@@ -56,7 +56,7 @@ impl Status {
 
 /// One property's verdict, with its evidence.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Verdict {
+pub struct AuditVerdict {
     /// The property (core's name).
     pub property: Property,
     /// The verdict.
@@ -74,7 +74,7 @@ pub struct Verdict {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Audit {
     /// One verdict per property, in core's order.
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<AuditVerdict>,
     /// Entries read.
     pub entries: usize,
     /// Connections seen.
@@ -149,7 +149,7 @@ impl Seen {
 pub fn audit(log: &SessionLog) -> Audit {
     let wire = observe(&log.entries);
     let mut seen = Seen {
-        name_conns: log.header.transport == Transport::Http || wire.conns.len() > 1,
+        name_conns: log.header.transport == RecordTransport::Http || wire.conns.len() > 1,
         ..Seen::default()
     };
     // Each connection (an MCP session) is judged on its own: its own walks, notifications,
@@ -203,7 +203,7 @@ pub fn not_judged(p: Property) -> Option<&'static str> {
     })
 }
 
-fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
+fn verdict(p: Property, seen: &Seen, wire: &Wire) -> AuditVerdict {
     if let Some((detail, lines, conns)) = seen.violations.get(&p) {
         let mut detail = detail.clone();
         if conns.len() > 1 {
@@ -213,7 +213,7 @@ fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
                 others.join(", ")
             ));
         }
-        return Verdict {
+        return AuditVerdict {
             property: p,
             status: Status::Violated,
             detail,
@@ -237,7 +237,7 @@ fn verdict(p: Property, seen: &Seen, wire: &Wire) -> Verdict {
         _ if seen.observed.contains(&p) => (Status::HoldsAsObserved, observed_text(p).into()),
         _ => (Status::NotObserved, unobserved_text(p, seen).into()),
     };
-    Verdict {
+    AuditVerdict {
         property: p,
         status,
         detail,

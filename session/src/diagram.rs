@@ -1,19 +1,21 @@
 //! A violated property's evidence as a sequence diagram (the SVG renderer of counterexample
-//! traces, `listsync_report::diagram`): lanes client, link and server; one row per log entry
+//! traces, `listsync_render::diagram`): lanes client, link and server; one row per log entry
 //! around the evidence, of the evidence's connections only (at most [`MAX_ROWS`]); each message
 //! an arrow through the link lane;
 //! the evidence rows highlighted, the first one carrying the explanation.
 
-use crate::audit::Verdict;
-use crate::log::{Dir, SessionLog, What, line_of};
+use crate::audit::AuditVerdict;
+use crate::log::{LogDir, SessionLog, What, line_of};
 use listsync_harness::jsonrpc::{Frame, classify, summary};
-use listsync_report::diagram::{Diagram, Lane, LaneKind, Line, MsgKind, Row, Tone, Track, render};
+use listsync_render::diagram::{
+    Band, Diagram, DiagramLane, DiagramRow, LaneKind, MsgKind, Tone, Track, render,
+};
 
 /// Most rows drawn; the rows nearest the evidence are kept.
 pub const MAX_ROWS: usize = 80;
 
 /// The SVG of one violated property's evidence in `log` (`title`: the log's name).
-pub fn svg(log: &SessionLog, v: &Verdict, title: &str) -> String {
+pub fn svg(log: &SessionLog, v: &AuditVerdict, title: &str) -> String {
     let lines: Vec<u64> = v.evidence.clone();
     let lo = lines.first().copied().unwrap_or(2).saturating_sub(4).max(2);
     let hi = lines.last().copied().unwrap_or(2) + 2;
@@ -66,7 +68,7 @@ pub fn svg(log: &SessionLog, v: &Verdict, title: &str) -> String {
     for i in picked {
         let e = &log.entries[i];
         let line = line_of(e.seq);
-        let mut row = Row {
+        let mut row = DiagramRow {
             step: Some(usize::try_from(line).unwrap_or(usize::MAX)),
             label: format!("line {line}"),
             lines: Vec::new(),
@@ -75,13 +77,13 @@ pub fn svg(log: &SessionLog, v: &Verdict, title: &str) -> String {
         match &e.what {
             What::Msg { dir, json } => {
                 let kind = match (dir, classify(json)) {
-                    (Dir::ClientToServer, _) => MsgKind::Request,
-                    (Dir::ServerToClient, Frame::Response { .. }) => MsgKind::Response,
+                    (LogDir::ClientToServer, _) => MsgKind::Request,
+                    (LogDir::ServerToClient, Frame::Response { .. }) => MsgKind::Response,
                     _ => MsgKind::Notification,
                 };
                 let (from, to) = match dir {
-                    Dir::ClientToServer => (0, 2),
-                    Dir::ServerToClient => (2, 0),
+                    LogDir::ClientToServer => (0, 2),
+                    LogDir::ServerToClient => (2, 0),
                 };
                 let text = summary(json);
                 let r = d.rows.len();
@@ -95,31 +97,31 @@ pub fn svg(log: &SessionLog, v: &Verdict, title: &str) -> String {
                     slot: 0,
                 });
                 let t = Some(d.tracks.len() - 1);
-                row.lines.push(Line::Send {
+                row.lines.push(Band::Send {
                     from,
                     track: t,
                     text: text.clone(),
                 });
-                row.lines.push(Line::Deliver { to, track: t, text });
+                row.lines.push(Band::Deliver { to, track: t, text });
             }
-            What::Invalid { dir, why, .. } => row.lines.push(Line::Note {
-                lane: if *dir == Dir::ClientToServer { 0 } else { 2 },
+            What::Invalid { dir, why, .. } => row.lines.push(Band::Note {
+                lane: if *dir == LogDir::ClientToServer { 0 } else { 2 },
                 text: format!("not a message: {why}"),
                 tone: Tone::Warn,
             }),
-            What::Open { detail } => row.lines.push(Line::Note {
+            What::Open { detail } => row.lines.push(Band::Note {
                 lane: 1,
                 text: format!("connection {} opens {detail}", e.conn),
                 tone: Tone::Plain,
             }),
-            What::Close { detail } => row.lines.push(Line::Note {
+            What::Close { detail } => row.lines.push(Band::Note {
                 lane: 1,
                 text: format!("connection {} closes {detail}", e.conn),
                 tone: Tone::Plain,
             }),
         }
         if lines.contains(&line) {
-            row.lines.push(Line::Violation {
+            row.lines.push(Band::Violation {
                 property: v.property,
                 text: if flagged {
                     "evidence".into()
@@ -139,8 +141,8 @@ pub fn svg(log: &SessionLog, v: &Verdict, title: &str) -> String {
     render(&d)
 }
 
-fn lane(kind: LaneKind, name: &str, about: &str) -> Lane {
-    Lane {
+fn lane(kind: LaneKind, name: &str, about: &str) -> DiagramLane {
+    DiagramLane {
         kind,
         name: name.into(),
         about: about.into(),

@@ -7,19 +7,21 @@
 //! --session-logs` writes one beside each message log; the audit of a replay is then compared
 //! with the replay's own verdicts (tests/audit_replays.rs).
 
-use crate::log::{Dir, Entry, FORMAT, Header, MAX_PREVIEW, SessionLog, Transport, VERSION, What};
+use crate::log::{
+    FORMAT, Header, LogDir, LogEntry, MAX_PREVIEW, RecordTransport, SessionLog, VERSION, What,
+};
 use listsync_harness::outcome::RunReport;
 use listsync_harness::proxy::PROBE_PREFIX;
-use listsync_harness::timeline::{self, Action, Body, Fate};
+use listsync_harness::timeline::{self, Action, Body, LineFate};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
-fn dir_of(d: timeline::Dir) -> Dir {
+fn dir_of(d: timeline::Dir) -> LogDir {
     match d {
-        timeline::Dir::Up => Dir::ClientToServer,
-        timeline::Dir::Down => Dir::ServerToClient,
+        timeline::Dir::Up => LogDir::ClientToServer,
+        timeline::Dir::Down => LogDir::ServerToClient,
     }
 }
 
@@ -35,7 +37,7 @@ pub fn session_log(report: &RunReport) -> SessionLog {
     let header = Header {
         format: FORMAT.into(),
         version: VERSION,
-        transport: Transport::Stdio,
+        transport: RecordTransport::Stdio,
         server: vec![report.server.clone()],
         // A replayed run has no wall clock worth keeping: its entries carry the run's own.
         started_unix_ms: 0,
@@ -44,7 +46,7 @@ pub fn session_log(report: &RunReport) -> SessionLog {
     let mut entries = Vec::new();
     let mut push = |t_us: u64, what: What| {
         let seq = entries.len() as u64;
-        entries.push(Entry {
+        entries.push(LogEntry {
             seq,
             t_us,
             conn: 0,
@@ -92,11 +94,11 @@ pub fn session_log(report: &RunReport) -> SessionLog {
                     }
                 };
                 match fate {
-                    Fate::Passed => push(r.micros, what),
-                    Fate::Held => {
+                    LineFate::Passed => push(r.micros, what),
+                    LineFate::Held => {
                         held.insert(r.seq, what);
                     }
-                    Fate::Intercepted | Fate::Discarded => {}
+                    LineFate::Intercepted | LineFate::Discarded => {}
                 }
             }
             Body::Release { of, action, .. } => match action {

@@ -7,7 +7,7 @@
 //!
 //! A crate of its own because it stands on both the harness (the wire vocabulary: JSON-RPC
 //! framing, list kinds and items, the events a delivered message is, shared with the replay's
-//! reconstruction) and the report crate (the sequence-diagram renderer), and the report crate
+//! reconstruction) and the render crate (the sequence-diagram renderer), and the render crate
 //! already depends on the harness.
 
 pub mod audit;
@@ -62,8 +62,8 @@ pub fn audit_file(file: &Path) -> Result<Audited, String> {
 /// The JUnit testsuite of audited logs: one testcase per log × property (class `audit.LOG`);
 /// a violation fails with its detail and the diagram's path, a property the wire cannot show or
 /// that never happened is skipped, saying which.
-pub fn junit(audited: &[Audited]) -> listsync_report::junit::Suite {
-    use listsync_report::junit::{Case, Outcome, Suite};
+pub fn junit(audited: &[Audited]) -> listsync_render::junit::Suite {
+    use listsync_render::junit::{Suite, TestCase, TestOutcome};
     let mut cases = Vec::new();
     for a in audited {
         let log = a.file.display().to_string();
@@ -79,17 +79,17 @@ pub fn junit(audited: &[Audited]) -> listsync_report::junit::Suite {
                         })
                         .map(|d| format!(" (diagram {})", d.display()))
                         .unwrap_or_default();
-                    Outcome::Failed {
+                    TestOutcome::Failed {
                         message: format!("{} violated in {log}{diagram}", v.property),
                         detail: v.detail.clone(),
                     }
                 }
-                audit::Status::HoldsAsObserved => Outcome::Passed,
-                audit::Status::NotObserved | audit::Status::NotApplicable => Outcome::Skipped {
+                audit::Status::HoldsAsObserved => TestOutcome::Passed,
+                audit::Status::NotObserved | audit::Status::NotApplicable => TestOutcome::Skipped {
                     message: format!("{}: {}", v.status.as_str(), v.detail),
                 },
             };
-            cases.push(Case {
+            cases.push(TestCase {
                 class: format!("audit.{log}"),
                 name: v.property.as_str().to_owned(),
                 seconds: 0.0,

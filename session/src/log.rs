@@ -1,5 +1,5 @@
 //! The session log format (docs/session-log.md): JSON Lines, a [`Header`] first, then one
-//! [`Entry`] per connection event or message. These types are the one schema: [`Writer`] writes
+//! [`LogEntry`] per connection event or message. These types are the one schema: [`Writer`] writes
 //! them, [`read`] reads them back, bounded ([`MAX_LINE_BYTES`], [`MAX_ENTRIES`],
 //! [`MAX_LOG_BYTES`]: the memory a log costs is bounded by the last, whatever its lines) and refusing
 //! anything else with the number of the offending line.
@@ -29,7 +29,7 @@ pub const MAX_PREVIEW: usize = 1024;
 /// How the session was recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Transport {
+pub enum RecordTransport {
     /// An interposed stdio link (`listsync record -- SERVER_COMMAND...`).
     Stdio,
     /// A Streamable HTTP reverse proxy (`listsync record --http ... --upstream URL`).
@@ -45,7 +45,7 @@ pub struct Header {
     /// [`VERSION`] when written by this build.
     pub version: u32,
     /// How it was recorded.
-    pub transport: Transport,
+    pub transport: RecordTransport,
     /// The server: its command line (stdio) or upstream URL (HTTP).
     pub server: Vec<String>,
     /// Wall-clock start, milliseconds since the Unix epoch (entries carry time since then).
@@ -67,7 +67,7 @@ impl Header {
 
 /// Which way a message travelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Dir {
+pub enum LogDir {
     /// Client to server.
     #[serde(rename = "c2s")]
     ClientToServer,
@@ -96,14 +96,14 @@ pub enum What {
     /// A JSON-RPC message (or a JSON value that is not one: the audit classifies it).
     Msg {
         /// Direction.
-        dir: Dir,
+        dir: LogDir,
         /// The message as sent.
         json: Value,
     },
     /// A line that was forwarded but is not JSON, or too long to keep.
     Invalid {
         /// Direction.
-        dir: Dir,
+        dir: LogDir,
         /// Its length in bytes.
         len: usize,
         /// Why it is not logged as a message.
@@ -115,7 +115,7 @@ pub enum What {
 
 /// One line after the header.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
+pub struct LogEntry {
     /// Position among the entries (0, 1, ...).
     pub seq: u64,
     /// Microseconds since the header's start.
@@ -133,7 +133,7 @@ pub struct SessionLog {
     /// Its header.
     pub header: Header,
     /// Its entries; entry `i` is on line `i + 2` of the file.
-    pub entries: Vec<Entry>,
+    pub entries: Vec<LogEntry>,
 }
 
 /// The file line an entry is on (the header is line 1).
@@ -269,7 +269,7 @@ fn read_limited(name: &str, r: &mut impl BufRead, limits: Limits) -> Result<Sess
             ),
         ));
     }
-    let mut entries: Vec<Entry> = Vec::new();
+    let mut entries: Vec<LogEntry> = Vec::new();
     let mut line = 1u64;
     let mut bytes = 0usize;
     loop {
@@ -295,7 +295,7 @@ fn read_limited(name: &str, r: &mut impl BufRead, limits: Limits) -> Result<Sess
                 ),
             ));
         }
-        let e: Entry = serde_json::from_slice(&buf).map_err(|e| {
+        let e: LogEntry = serde_json::from_slice(&buf).map_err(|e| {
             let what = if e.is_eof() {
                 format!("truncated entry ({e})")
             } else {
@@ -329,7 +329,11 @@ struct WriterState {
 
 impl Writer {
     /// Creates (truncates) `path` and writes the header.
-    pub fn create(path: &Path, transport: Transport, server: Vec<String>) -> std::io::Result<Self> {
+    pub fn create(
+        path: &Path,
+        transport: RecordTransport,
+        server: Vec<String>,
+    ) -> std::io::Result<Self> {
         let file = std::fs::File::create(path)?;
         Self::new(Box::new(file), transport, server)
     }
@@ -337,7 +341,7 @@ impl Writer {
     /// A writer on any output; writes the header.
     pub fn new(
         mut out: Box<dyn Write + Send>,
-        transport: Transport,
+        transport: RecordTransport,
         server: Vec<String>,
     ) -> std::io::Result<Self> {
         // The wall clock and the monotonic clock of the entries, read together.
@@ -373,7 +377,7 @@ impl Writer {
         if s.failed {
             return;
         }
-        let entry = Entry {
+        let entry = LogEntry {
             seq: s.seq,
             t_us: u64::try_from(s.started.elapsed().as_micros()).unwrap_or(u64::MAX),
             conn,
@@ -395,7 +399,7 @@ impl Writer {
     /// Logs one line that crossed the proxy: a message if it is JSON, else an `invalid` entry.
     /// `line` is the line without its newline; `len` its full length (a line longer than
     /// [`MAX_LINE_BYTES`] arrives cut to that length).
-    pub fn line(&self, conn: u32, dir: Dir, line: &[u8], len: usize) {
+    pub fn line(&self, conn: u32, dir: LogDir, line: &[u8], len: usize) {
         let what = if len > line.len() {
             What::Invalid {
                 dir,
@@ -421,7 +425,7 @@ impl Writer {
     /// JSON-RPC batch) as one message per element, other JSON as one message, anything else as
     /// an `invalid` entry. `body` holds at most [`MAX_LINE_BYTES`] of it; `len` is its full
     /// length (longer: logged as `invalid`, not kept).
-    pub fn body(&self, conn: u32, dir: Dir, body: &[u8], len: usize) {
+    pub fn body(&self, conn: u32, dir: LogDir, body: &[u8], len: usize) {
         if len > body.len() {
             return self.line(conn, dir, body, len);
         }
@@ -463,7 +467,12 @@ pub(crate) mod tests {
 
     fn written(f: impl FnOnce(&Writer)) -> Vec<u8> {
         let buf = Shared::default();
-        let w = Writer::new(Box::new(buf.clone()), Transport::Stdio, vec!["srv".into()]).unwrap();
+        let w = Writer::new(
+            Box::new(buf.clone()),
+            RecordTransport::Stdio,
+            vec!["srv".into()],
+        )
+        .unwrap();
         f(&w);
         buf.0.lock().unwrap().clone()
     }
@@ -478,12 +487,12 @@ pub(crate) mod tests {
             w.append(0, What::Open { detail: "".into() });
             w.line(
                 0,
-                Dir::ClientToServer,
+                LogDir::ClientToServer,
                 br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#,
                 37,
             );
-            w.line(0, Dir::ServerToClient, b"hello", 5);
-            w.line(0, Dir::ServerToClient, b"{\"a\":", 99);
+            w.line(0, LogDir::ServerToClient, b"hello", 5);
+            w.line(0, LogDir::ServerToClient, b"{\"a\":", 99);
         });
         let log = parse(&bytes).unwrap();
         assert_eq!(log.header.server, ["srv"]);
@@ -491,7 +500,7 @@ pub(crate) mod tests {
         assert!(matches!(
             log.entries[1].what,
             What::Msg {
-                dir: Dir::ClientToServer,
+                dir: LogDir::ClientToServer,
                 ..
             }
         ));
@@ -508,7 +517,7 @@ pub(crate) mod tests {
     fn refuses_bad_input_naming_the_line() {
         let good = written(|w| {
             w.append(0, What::Open { detail: "".into() });
-            w.line(0, Dir::ClientToServer, b"{}", 2);
+            w.line(0, LogDir::ClientToServer, b"{}", 2);
         });
         let text = String::from_utf8(good).unwrap();
         // Truncated: the last line cut in the middle.
@@ -569,7 +578,7 @@ pub(crate) mod tests {
     fn a_log_over_its_entries_or_bytes_is_refused_at_that_line() {
         let bytes = written(|w| {
             for _ in 0..10 {
-                w.line(0, Dir::ClientToServer, b"{}", 2);
+                w.line(0, LogDir::ClientToServer, b"{}", 2);
             }
         });
         let limited = |entries, log_bytes| {

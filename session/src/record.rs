@@ -12,7 +12,7 @@
 //! how hosts end their servers — which it forwards to the server before waiting for it. Every
 //! entry is flushed as it is written ([`Writer`]), so nothing logged before the end is lost.
 
-use crate::log::{Dir, MAX_LINE_BYTES, Transport, What, Writer};
+use crate::log::{LogDir, MAX_LINE_BYTES, RecordTransport, What, Writer};
 use futures_util::future::{FusedFuture, FutureExt};
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -27,7 +27,7 @@ pub const GRACE: Duration = Duration::from_secs(2);
 
 /// Why one direction's copy ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ended {
+pub enum CopyEnded {
     /// Its source reached the end (the writer closed its side).
     SourceClosed,
     /// Its destination no longer takes bytes (the reader is gone).
@@ -41,8 +41,8 @@ pub async fn pump(
     mut to: impl AsyncWrite + Unpin,
     log: &Writer,
     conn: u32,
-    dir: Dir,
-) -> std::io::Result<Ended> {
+    dir: LogDir,
+) -> std::io::Result<CopyEnded> {
     let mut from = BufReader::with_capacity(64 << 10, from);
     let mut line: Vec<u8> = Vec::new();
     let mut len = 0usize;
@@ -53,7 +53,7 @@ pub async fn pump(
                 log.line(conn, dir, &line, len);
             }
             let _ = to.shutdown().await;
-            return Ok(Ended::SourceClosed);
+            return Ok(CopyEnded::SourceClosed);
         }
         let (part, end) = match chunk.iter().position(|b| *b == b'\n') {
             Some(i) => (i + 1, true),
@@ -84,7 +84,7 @@ pub async fn pump(
         let write = write.and(to.flush().await);
         if write.is_err() {
             // The other side is gone: nothing more can be forwarded.
-            return Ok(Ended::DestinationClosed);
+            return Ok(CopyEnded::DestinationClosed);
         }
     }
 }
@@ -95,7 +95,7 @@ pub async fn record_stdio(out: &Path, command: &[String]) -> Result<ExitStatus, 
         .split_first()
         .ok_or("no server command given (listsync record --out FILE -- SERVER_COMMAND...)")?;
     let log = Arc::new(
-        Writer::create(out, Transport::Stdio, command.to_vec())
+        Writer::create(out, RecordTransport::Stdio, command.to_vec())
             .map_err(|e| format!("cannot create {}: {e}", out.display()))?,
     );
     let mut child = tokio::process::Command::new(program)
@@ -118,17 +118,24 @@ pub async fn record_stdio(out: &Path, command: &[String]) -> Result<ExitStatus, 
     let pid = child.id();
     let up_log = log.clone();
     let mut up = tokio::spawn(async move {
-        pump(tokio::io::stdin(), stdin, &up_log, 0, Dir::ClientToServer).await
+        pump(
+            tokio::io::stdin(),
+            stdin,
+            &up_log,
+            0,
+            LogDir::ClientToServer,
+        )
+        .await
     });
-    let down = pump(stdout, tokio::io::stdout(), &log, 0, Dir::ServerToClient).fuse();
+    let down = pump(stdout, tokio::io::stdout(), &log, 0, LogDir::ServerToClient).fuse();
     tokio::pin!(down);
     let mut signals = Signals::new();
     // (why the session ended, if not by the server closing its output; whether the server's
     // output is still being copied)
     let (how, copying) = tokio::select! {
         r = &mut down => match r {
-            Ok(Ended::SourceClosed) => (None, false),
-            Ok(Ended::DestinationClosed) => (Some("the client closed its side".to_owned()), false),
+            Ok(CopyEnded::SourceClosed) => (None, false),
+            Ok(CopyEnded::DestinationClosed) => (Some("the client closed its side".to_owned()), false),
             Err(e) => {
                 tracing::warn!("record: reading the server failed: {e}");
                 (None, false)

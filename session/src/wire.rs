@@ -5,7 +5,7 @@
 //! unanswered. Framing and item extraction are the harness's ([`listsync_harness::jsonrpc`],
 //! [`listsync_harness::proxy`]), so a message means the same here as in a replay.
 
-use crate::log::{Dir, Entry, What};
+use crate::log::{LogDir, LogEntry, What};
 use listsync_core::vocab::Kind;
 use listsync_harness::jsonrpc::{self, Frame, IdKey};
 use listsync_harness::proxy::{listed_kind, page_items};
@@ -125,7 +125,7 @@ enum Req {
 }
 
 /// Reads the wire out of a log's entries.
-pub fn observe(entries: &[Entry]) -> Wire {
+pub fn observe(entries: &[LogEntry]) -> Wire {
     let mut w = Wire::default();
     let mut pending: HashMap<(u32, IdKey), Req> = HashMap::new();
     for e in entries {
@@ -148,7 +148,7 @@ pub fn observe(entries: &[Entry]) -> Wire {
             What::Open { .. } => continue,
         };
         match (dir, jsonrpc::classify(v)) {
-            (Dir::ClientToServer, Frame::Request { id, method }) => {
+            (LogDir::ClientToServer, Frame::Request { id, method }) => {
                 let req = if let Some(kind) = listed_kind(method) {
                     let cursor = jsonrpc::params(v)
                         .get("cursor")
@@ -210,7 +210,7 @@ pub fn observe(entries: &[Entry]) -> Wire {
                 };
                 pending.insert((e.conn, id), req);
             }
-            (Dir::ServerToClient, Frame::Response { id, error }) => {
+            (LogDir::ServerToClient, Frame::Response { id, error }) => {
                 match pending.remove(&(e.conn, id)) {
                     Some(Req::List(i)) => {
                         let walk = &mut w.walks[i];
@@ -244,7 +244,7 @@ pub fn observe(entries: &[Entry]) -> Wire {
                 }
             }
             (
-                Dir::ClientToServer,
+                LogDir::ClientToServer,
                 Frame::Notification {
                     method: "notifications/cancelled",
                 },
@@ -256,7 +256,7 @@ pub fn observe(entries: &[Entry]) -> Wire {
                     w.walks[i].ended_at = Some(e.seq);
                 }
             }
-            (Dir::ServerToClient, Frame::Notification { method }) => {
+            (LogDir::ServerToClient, Frame::Notification { method }) => {
                 if method == "notifications/subscriptions/acknowledged" {
                     // The listen it acknowledges (named by its subscription id, else every
                     // listen of the connection) is answered: its open stream is not an

@@ -6,7 +6,7 @@
 
 use listsync_core::property::Property;
 use listsync_session::audit::{Status, audit};
-use listsync_session::log::{Dir, Transport, What, Writer, line_of, read};
+use listsync_session::log::{LogDir, RecordTransport, What, Writer, line_of, read};
 use serde_json::{Value, json};
 
 fn list(id: u64, cursor: Option<&str>) -> Value {
@@ -36,7 +36,7 @@ fn each_connection_is_judged_on_its_own_and_violations_name_theirs() {
     let path = dir.path().join("three.jsonl");
     let w = Writer::create(
         &path,
-        Transport::Http,
+        RecordTransport::Http,
         vec!["http://127.0.0.1:1/mcp".into()],
     )
     .unwrap();
@@ -44,7 +44,7 @@ fn each_connection_is_judged_on_its_own_and_violations_name_theirs() {
         w.append(
             conn,
             What::Msg {
-                dir: Dir::ClientToServer,
+                dir: LogDir::ClientToServer,
                 json: v,
             },
         )
@@ -53,7 +53,7 @@ fn each_connection_is_judged_on_its_own_and_violations_name_theirs() {
         w.append(
             conn,
             What::Msg {
-                dir: Dir::ServerToClient,
+                dir: LogDir::ServerToClient,
                 json: v,
             },
         )
@@ -131,10 +131,10 @@ fn each_connection_is_judged_on_its_own_and_violations_name_theirs() {
 }
 
 /// Audits a stdio log of one connection that opens, carries `msgs` and closes.
-fn audit_one_connection(msgs: Vec<(Dir, Value)>) -> listsync_session::audit::Audit {
+fn audit_one_connection(msgs: Vec<(LogDir, Value)>) -> listsync_session::audit::Audit {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("one.jsonl");
-    let w = Writer::create(&path, Transport::Stdio, vec!["srv".into()]).unwrap();
+    let w = Writer::create(&path, RecordTransport::Stdio, vec!["srv".into()]).unwrap();
     let detail = String::new();
     w.append(
         0,
@@ -153,8 +153,8 @@ fn audit_one_connection(msgs: Vec<(Dir, Value)>) -> listsync_session::audit::Aud
 #[test]
 fn one_connection_on_stdio_is_not_named() {
     let a = audit_one_connection(vec![
-        (Dir::ClientToServer, list(1, None)),
-        (Dir::ServerToClient, page(1, &["a"], Some("c1"))),
+        (LogDir::ClientToServer, list(1, None)),
+        (LogDir::ServerToClient, page(1, &["a"], Some("c1"))),
     ]);
     let torn = a
         .verdicts
@@ -169,8 +169,8 @@ fn one_connection_on_stdio_is_not_named() {
 #[test]
 fn a_quiescent_end_without_list_changed_says_that_none_came() {
     let a = audit_one_connection(vec![
-        (Dir::ClientToServer, list(1, None)),
-        (Dir::ServerToClient, page(1, &["a"], None)),
+        (LogDir::ClientToServer, list(1, None)),
+        (LogDir::ServerToClient, page(1, &["a"], None)),
     ]);
     let verdict = |p| a.verdicts.iter().find(|v| v.property == p).unwrap();
     assert_eq!(verdict(Property::Converges).status, Status::HoldsAsObserved);

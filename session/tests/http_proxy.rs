@@ -11,8 +11,8 @@ use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{HeaderMap, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use listsync_session::http::{Options, Recorder};
-use listsync_session::log::{Dir, SessionLog, What};
+use listsync_session::http::{HttpRecorder, HttpRecorderOptions};
+use listsync_session::log::{LogDir, SessionLog, What};
 use serde_json::{Value, json};
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
@@ -106,7 +106,7 @@ async fn recorder(
     tokio::task::JoinHandle<()>,
 ) {
     let out = dir.join("session.jsonl");
-    let rec = Recorder::bind(&Options {
+    let rec = HttpRecorder::bind(&HttpRecorderOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         upstream: upstream_url.to_owned(),
         out: out.clone(),
@@ -154,7 +154,7 @@ fn read_log(path: &Path) -> SessionLog {
 }
 
 /// Entries as (conn, type, dir, json or why).
-fn entries(log: &SessionLog) -> Vec<(u32, &'static str, Option<Dir>, Value)> {
+fn entries(log: &SessionLog) -> Vec<(u32, &'static str, Option<LogDir>, Value)> {
     log.entries
         .iter()
         .map(|e| match &e.what {
@@ -259,15 +259,15 @@ async fn requests_and_responses_cross_byte_for_byte() {
     assert_eq!(e[0].1, "open");
     assert_eq!(e[1].3["method"], "tools/list");
     assert_eq!(e[2].3["method"], "notifications/initialized");
-    assert_eq!((e[3].1, e[3].2), ("msg", Some(Dir::ServerToClient)));
+    assert_eq!((e[3].1, e[3].2), ("msg", Some(LogDir::ServerToClient)));
     assert_eq!(e[3].3["id"], 7);
     assert_eq!(
         (e[4].0, e[4].1, e[4].2),
-        (0, "invalid", Some(Dir::ClientToServer))
+        (0, "invalid", Some(LogDir::ClientToServer))
     );
     assert_eq!(e[4].3["len"], junk.len());
     assert!(e[4].3["preview"].as_str().unwrap().contains("not json"));
-    assert_eq!((e[5].1, e[5].2), ("msg", Some(Dir::ServerToClient)));
+    assert_eq!((e[5].1, e[5].2), ("msg", Some(LogDir::ServerToClient)));
     assert_eq!((e[6].0, e[6].1), (0, "close"));
     assert_eq!(e.len(), 7, "{e:#?}");
 }
@@ -490,9 +490,9 @@ async fn sessions_are_connections_that_open_and_close_as_the_wire_says() {
     let _ = stop.send(());
     task.await.unwrap();
     let l = read_log(&log);
-    let e: Vec<(u32, &str, Option<Dir>)> =
+    let e: Vec<(u32, &str, Option<LogDir>)> =
         entries(&l).into_iter().map(|x| (x.0, x.1, x.2)).collect();
-    use Dir::{ClientToServer as C, ServerToClient as S};
+    use LogDir::{ClientToServer as C, ServerToClient as S};
     assert_eq!(
         e,
         [
@@ -567,7 +567,7 @@ async fn an_oversized_body_is_forwarded_whole_and_logged_as_too_long() {
     let e = entries(&read_log(&log));
     assert_eq!(
         (e[1].1, e[1].2),
-        ("invalid", Some(Dir::ClientToServer)),
+        ("invalid", Some(LogDir::ClientToServer)),
         "{e:?}"
     );
     assert_eq!(e[1].3["len"], len);
@@ -581,7 +581,7 @@ async fn an_oversized_body_is_forwarded_whole_and_logged_as_too_long() {
 async fn a_non_loopback_address_is_refused_unless_asked_for() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.jsonl");
-    let e = Recorder::bind(&Options {
+    let e = HttpRecorder::bind(&HttpRecorderOptions {
         listen: "0.0.0.0:0".parse().unwrap(),
         upstream: "http://127.0.0.1:1/mcp".into(),
         out: out.clone(),
@@ -595,7 +595,7 @@ async fn a_non_loopback_address_is_refused_unless_asked_for() {
         "{e}"
     );
     assert!(!out.exists(), "no log is created for a refused address");
-    let e = Recorder::bind(&Options {
+    let e = HttpRecorder::bind(&HttpRecorderOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         upstream: "https://127.0.0.1:1/mcp".into(),
         out: out.clone(),

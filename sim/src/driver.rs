@@ -23,7 +23,7 @@ use std::time::Instant;
 /// A `listsync sim` invocation (with the feature `clap`, its flags: the CLI flattens it).
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
-pub struct Request {
+pub struct SimSettings {
     /// Simulation level.
     #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "machine"))]
     pub level: Level,
@@ -122,7 +122,7 @@ impl Ran {
     }
 }
 
-impl Request {
+impl SimSettings {
     /// The request's problems, as the one-line error a user sees.
     pub fn validate(&self) -> Result<(Strategies, FaultPlan), String> {
         if self.nodes.is_some_and(|n| n == 0 || n > 16) {
@@ -192,7 +192,7 @@ impl Request {
 /// Runs a request. `progress` hears how many more seeds finished; `harness` says whether a
 /// shrunk trace replays in the harness (the shrinker prefers one that does).
 pub fn run(
-    req: &Request,
+    req: &SimSettings,
     progress: &(dyn Fn(u64) + Sync),
     harness: HarnessCheck<'_>,
 ) -> Result<Ran, String> {
@@ -263,7 +263,7 @@ pub fn run(
 
 /// Writes the evidence of `p` (shrunk trace or recorded history) and links it in `summary`.
 fn evidence(
-    req: &Request,
+    req: &SimSettings,
     params: &Params,
     failing: &[u64],
     p: Property,
@@ -346,7 +346,7 @@ fn shrink_and_write(
 ) -> Result<Option<TraceSummary>, String> {
     let mut first: Option<Shrunk> = None;
     for &seed in seeds {
-        let Some(s) = shrink::shrink(seed, params, p, shrink::Limits::default()) else {
+        let Some(s) = shrink::shrink(seed, params, p, shrink::ShrinkLimits::default()) else {
             continue;
         };
         if harness(&s.trace).is_none() {
@@ -388,7 +388,7 @@ fn write_trace(
 }
 
 fn single(
-    req: &Request,
+    req: &SimSettings,
     params: &Params,
     seed: u64,
     harness: HarnessCheck<'_>,
@@ -448,7 +448,7 @@ fn single(
 /// client has listed. The reference must stay within the coalescing bound: one walk for the
 /// burst's first notification, one more for all that arrived meanwhile.
 fn scale(
-    req: &Request,
+    req: &SimSettings,
     strategies: Strategies,
     mut plan: FaultPlan,
     burst: u32,

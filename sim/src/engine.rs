@@ -76,7 +76,7 @@ pub struct Budget {
 
 /// The first violation of one property in a run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Found {
+pub struct FirstViolation {
     /// The property.
     pub property: Property,
     /// Number of steps applied when it showed (a trace of that many steps shows it).
@@ -89,7 +89,7 @@ pub struct Found {
 
 /// What a run recorded, with `RunOpts::record`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Recording {
+pub struct RunRecording {
     /// The applied steps, in order: a trace of the run.
     pub steps: Vec<Step>,
     /// The history: every applied step and every event, with its simulated time, one line
@@ -122,7 +122,7 @@ pub struct RunResult {
     /// Time from the last commit to the end of the run.
     pub settle_us: Option<Micros>,
     /// First violation of each violated property, in the order found.
-    pub found: Vec<Found>,
+    pub found: Vec<FirstViolation>,
     /// The run ended with something pending that nothing would ever move (a scheduler bug).
     pub stuck: Option<String>,
     /// The step limit was reached.
@@ -130,7 +130,7 @@ pub struct RunResult {
     /// Steps the world refused (a scheduler bug; always 0).
     pub refused: u32,
     /// With `RunOpts::record`.
-    pub recording: Option<Recording>,
+    pub recording: Option<RunRecording>,
     /// The situations (`core::situation`) some state of the run was in; `None` when they were
     /// not watched (runs with more than [`SITUATION_CLIENTS`] clients).
     pub situations: Option<BTreeSet<Situation>>,
@@ -342,9 +342,9 @@ pub struct Engine<'a, C = CatalogClient> {
     ttl_timers: BTreeSet<(ClientId, Kind)>,
     steps: u64,
     observed: usize,
-    found: Vec<Found>,
+    found: Vec<FirstViolation>,
     refused: u32,
-    recording: Option<Recording>,
+    recording: Option<RunRecording>,
     /// The situations reached so far, one bit each (`Situation::index`); `None` when they are
     /// not watched.
     situations: Option<u32>,
@@ -406,7 +406,7 @@ impl<'a, C: ClientMachine> Engine<'a, C> {
             observed: 0,
             found: Vec::new(),
             refused: 0,
-            recording: opts.record.then(Recording::default),
+            recording: opts.record.then(RunRecording::default),
             situations: (n <= SITUATION_CLIENTS).then_some(0),
         };
         for c in 0..n {
@@ -635,7 +635,7 @@ impl<'a, C: ClientMachine> Engine<'a, C> {
     }
 
     fn record_found(&mut self, property: Property, detail: String) {
-        self.found.push(Found {
+        self.found.push(FirstViolation {
             property,
             after_steps: self.steps,
             at_us: self.now,

@@ -30,16 +30,16 @@ use std::marker::PhantomData;
 
 /// Limits on shrinking work.
 #[derive(Clone, Copy, Debug)]
-pub struct Limits {
+pub struct ShrinkLimits {
     /// Most runs while shrinking the shape.
     pub shape_runs: u32,
     /// Most replays while minimizing the trace.
     pub replays: u32,
 }
 
-impl Default for Limits {
+impl Default for ShrinkLimits {
     fn default() -> Self {
-        Limits {
+        ShrinkLimits {
             shape_runs: 400,
             replays: 20_000,
         }
@@ -75,7 +75,7 @@ fn shape_fails<C: ClientMachine>(shape: Shape, params: &Params, p: Property) -> 
 }
 
 /// Shrinks the failure of `p` seen with `seed`. None if the seed does not violate `p`.
-pub fn shrink(seed: u64, params: &Params, p: Property, limits: Limits) -> Option<Shrunk> {
+pub fn shrink(seed: u64, params: &Params, p: Property, limits: ShrinkLimits) -> Option<Shrunk> {
     shrink_machine::<CatalogClient>(seed, params, p, limits)
 }
 
@@ -85,7 +85,7 @@ pub fn shrink_machine<C: ClientMachine>(
     seed: u64,
     params: &Params,
     p: Property,
-    limits: Limits,
+    limits: ShrinkLimits,
 ) -> Option<Shrunk> {
     let mut tree: ShapeTree = Shape::draw(seed, params);
     let first = tree.current();

@@ -192,7 +192,7 @@ fn every_known_bad_strategy_is_caught_and_shrinks_to_a_replayable_trace() {
                 r.failing.keys()
             );
         }
-        let s = shrink::shrink(seed, &p, prop, shrink::Limits::default())
+        let s = shrink::shrink(seed, &p, prop, shrink::ShrinkLimits::default())
             .unwrap_or_else(|| panic!("{name}: seed {seed} does not reproduce {prop}"));
         assert!(s.trace.steps.len() <= s.original_steps, "{name}");
         let replay = s.trace.check().unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -206,7 +206,7 @@ fn every_known_bad_strategy_is_caught_and_shrinks_to_a_replayable_trace() {
 
 #[test]
 fn one_seed_says_what_it_ran_and_what_it_found() {
-    let req = listsync_sim::driver::Request {
+    let req = listsync_sim::driver::SimSettings {
         level: listsync_sim::summary::Level::Machine,
         seeds: None,
         seed: Some(7),

@@ -3,13 +3,19 @@
 //! situation and the verdict; only the timing fields (wall time, rates, threads) differ — at
 //! both levels; summaries that do not belong together are refused.
 
-use listsync_sim::driver::{self, Request};
+use listsync_sim::driver::{self, SimSettings};
 use listsync_sim::merge;
 use listsync_sim::summary::{Level, Summary};
 use std::path::{Path, PathBuf};
 
-fn request(level: Level, strategy: &str, seeds: u64, shard: Option<&str>, out: &Path) -> Request {
-    Request {
+fn request(
+    level: Level,
+    strategy: &str,
+    seeds: u64,
+    shard: Option<&str>,
+    out: &Path,
+) -> SimSettings {
+    SimSettings {
         level,
         seeds: Some(seeds),
         seed: None,
@@ -28,7 +34,7 @@ fn request(level: Level, strategy: &str, seeds: u64, shard: Option<&str>, out: &
     }
 }
 
-fn run(req: &Request) -> Summary {
+fn run(req: &SimSettings) -> Summary {
     driver::run(req, &|_| {}, &|_| None).expect("runs").summary
 }
 

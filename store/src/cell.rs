@@ -10,7 +10,7 @@
 //!
 //! The cell also carries a *stale* flag: a refresh that failed marks the current snapshot stale
 //! ([`SnapshotCell::mark_stale`]) instead of clearing it (the design's reference client keeps the
-//! old snapshot, marked stale, and retries). Flag, version and value live in one [`Snapshot`]
+//! old snapshot, marked stale, and retries). Flag, version and value live in one [`CellSnapshot`]
 //! behind one pointer, so they too are read together.
 //!
 //! Change notification is not here: the runtime layers a `tokio::sync::watch` on top and signals
@@ -44,13 +44,13 @@ pub trait Versioned {
 /// What a [`SnapshotCell`] holds: a value, its version (read once at publish), and the stale flag.
 ///
 /// Dereferences to the value.
-pub struct Snapshot<T: Versioned> {
+pub struct CellSnapshot<T: Versioned> {
     value: Arc<T>,
     version: T::Version,
     stale: bool,
 }
 
-impl<T: Versioned> Snapshot<T> {
+impl<T: Versioned> CellSnapshot<T> {
     pub(crate) fn fresh(value: Arc<T>) -> Self {
         Self {
             version: value.version(),
@@ -75,7 +75,7 @@ impl<T: Versioned> Snapshot<T> {
     }
 }
 
-impl<T: Versioned> Deref for Snapshot<T> {
+impl<T: Versioned> Deref for CellSnapshot<T> {
     type Target = T;
 
     fn deref(&self) -> &T {
@@ -83,7 +83,7 @@ impl<T: Versioned> Deref for Snapshot<T> {
     }
 }
 
-impl<T: Versioned + fmt::Debug> fmt::Debug for Snapshot<T> {
+impl<T: Versioned + fmt::Debug> fmt::Debug for CellSnapshot<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Snapshot")
             .field("version", &self.version)
@@ -122,15 +122,16 @@ impl<V> Published<V> {
 
 /// Holds a client's current snapshot of one list.
 ///
-/// Readers get a whole [`Snapshot`] (value, version and stale flag together) or the previous one,
-/// never a mix (`no_torn_snapshot`); [`publish`](Self::publish) never replaces a newer snapshot
-/// with an older one, whatever order concurrent completions arrive in (`no_stale_overwrite`).
+/// Readers get a whole [`CellSnapshot`] (value, version and stale flag together) or the previous
+/// one, never a mix (`no_torn_snapshot`); [`publish`](Self::publish) never replaces a newer
+/// snapshot with an older one, whatever order concurrent completions arrive in
+/// (`no_stale_overwrite`).
 ///
 /// Reads ([`load`](Self::load), [`read`](Self::read)) are wait-free in a normal build. Writes
 /// ([`publish`](Self::publish), [`mark_stale`](Self::mark_stale)) are lock-free CAS loops: one
 /// retries only because another write succeeded in between.
 pub struct SnapshotCell<T: Versioned> {
-    current: AtomicArc<Snapshot<T>>,
+    current: AtomicArc<CellSnapshot<T>>,
 }
 
 impl<T: Versioned> SnapshotCell<T> {
@@ -138,24 +139,24 @@ impl<T: Versioned> SnapshotCell<T> {
     /// (for example an empty list at version 0) for "nothing fetched yet".
     pub fn new(initial: Arc<T>) -> Self {
         Self {
-            current: AtomicArc::new(Arc::new(Snapshot::fresh(initial))),
+            current: AtomicArc::new(Arc::new(CellSnapshot::fresh(initial))),
         }
     }
 
     /// The current snapshot. Costs one atomic reference-count increment.
-    pub fn load(&self) -> Arc<Snapshot<T>> {
+    pub fn load(&self) -> Arc<CellSnapshot<T>> {
         self.current.load()
     }
 
     /// Calls `f` with the current snapshot without touching its reference count (cheapest read;
     /// keep `f` short, see [`AtomicArc::with`]).
-    pub fn read<R>(&self, f: impl FnOnce(&Snapshot<T>) -> R) -> R {
+    pub fn read<R>(&self, f: impl FnOnce(&CellSnapshot<T>) -> R) -> R {
         self.current.with(|snapshot| f(snapshot))
     }
 
     /// The current snapshot's version.
     pub fn version(&self) -> T::Version {
-        self.read(Snapshot::version)
+        self.read(CellSnapshot::version)
     }
 
     /// Publishes `value` unless a newer snapshot is already current.
@@ -172,7 +173,7 @@ impl<T: Versioned> SnapshotCell<T> {
         let version = value.version();
         let mut current = self.current.load();
         // Built on the first attempt that needs it and reused across retries.
-        let mut next: Option<Arc<Snapshot<T>>> = None;
+        let mut next: Option<Arc<CellSnapshot<T>>> = None;
         let mut value = Some(value);
         loop {
             match version.cmp(&current.version) {
@@ -187,7 +188,7 @@ impl<T: Versioned> SnapshotCell<T> {
             let candidate = next
                 .get_or_insert_with(|| {
                     let value = value.take().expect("value is taken once");
-                    Arc::new(Snapshot {
+                    Arc::new(CellSnapshot {
                         value,
                         version,
                         stale: false,
@@ -218,7 +219,7 @@ impl<T: Versioned> SnapshotCell<T> {
             if current.stale {
                 return false;
             }
-            let marked = Arc::new(Snapshot {
+            let marked = Arc::new(CellSnapshot {
                 value: Arc::clone(&current.value),
                 version: current.version,
                 stale: true,

@@ -30,5 +30,5 @@ mod flight;
 #[doc(hidden)]
 pub mod racy;
 
-pub use cell::{Published, Snapshot, SnapshotCell, Versioned};
+pub use cell::{CellSnapshot, Published, SnapshotCell, Versioned};
 pub use flight::FlightState;

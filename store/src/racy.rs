@@ -6,13 +6,13 @@
 //! `tests/loom_store.rs` runs loom on it and asserts that loom reports the violation.
 
 use crate::{
-    Published, Snapshot, Versioned,
+    CellSnapshot, Published, Versioned,
     sync::{Arc, AtomicArc, Mutex, lock},
 };
 
 /// Known-bad [`crate::SnapshotCell`]: version check outside the write lock, then a plain store.
 pub struct RacySnapshotCell<T: Versioned> {
-    current: AtomicArc<Snapshot<T>>,
+    current: AtomicArc<CellSnapshot<T>>,
     write: Mutex<()>,
 }
 
@@ -20,13 +20,13 @@ impl<T: Versioned> RacySnapshotCell<T> {
     /// A cell holding `initial`.
     pub fn new(initial: Arc<T>) -> Self {
         Self {
-            current: AtomicArc::new(Arc::new(Snapshot::fresh(initial))),
+            current: AtomicArc::new(Arc::new(CellSnapshot::fresh(initial))),
             write: Mutex::new(()),
         }
     }
 
     /// The current snapshot.
-    pub fn load(&self) -> Arc<Snapshot<T>> {
+    pub fn load(&self) -> Arc<CellSnapshot<T>> {
         self.current.load()
     }
 
@@ -41,7 +41,7 @@ impl<T: Versioned> RacySnapshotCell<T> {
         }
         // The lock serializes writers but not the check above with them.
         let _writer = lock(&self.write);
-        self.current.store(Arc::new(Snapshot::fresh(value)));
+        self.current.store(Arc::new(CellSnapshot::fresh(value)));
         Published::Applied {
             previous: current.version(),
         }

@@ -1,6 +1,6 @@
 //! The summary of one host's runs (`listsync host HOST --report DIR` writes
 //! `DIR/hosts/NAME-VERSION.json`): per plan how often each property's verdict came. One typed
-//! document shared by its writer (the host crate) and its renderer (the report crate's hosts
+//! document shared by its writer (the host crate) and its renderer (the render crate's hosts
 //! table in `reports/hosts.md`).
 
 use serde::{Deserialize, Serialize};
@@ -36,9 +36,9 @@ pub struct PlanSummary {
     /// Model requests that were no model turn, over all runs.
     pub side_requests: usize,
     /// The host properties, in report order.
-    pub host: Vec<Verdicts>,
+    pub host: Vec<VerdictCounts>,
     /// The audit's properties (the MCP side) that some run judged.
-    pub audit: Vec<Verdicts>,
+    pub audit: Vec<VerdictCounts>,
 }
 
 /// A value and how many runs gave it.
@@ -54,7 +54,7 @@ pub struct Count {
 /// How often one property's verdicts came.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Verdicts {
+pub struct VerdictCounts {
     /// The property's name.
     pub property: String,
     /// Runs where it was violated.

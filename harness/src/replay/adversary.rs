@@ -22,7 +22,7 @@
 
 use crate::jsonrpc::{self, Frame};
 use crate::proxy::{listed_kind, notified_kind};
-use crate::timeline::{Action, Body, Dir, Fate, HubState};
+use crate::timeline::{Action, Body, Dir, HubState, LineFate};
 use listsync_core::history::Event;
 use listsync_core::machine::ClientMachine;
 use listsync_core::record::Log;
@@ -335,7 +335,7 @@ fn schedule_in<C: ClientMachine>(
 /// Labels of the wire: the identity of each `Msg` (and duplicate) record of the run so far,
 /// and whether each was handed on.
 #[derive(Default)]
-pub struct Wire {
+pub struct WireLabels {
     /// Record seq → identity.
     pub ids: HashMap<u64, Id>,
     /// Records handed on (passed at once, or released).
@@ -346,10 +346,10 @@ pub struct Wire {
     pub sent: HashSet<Id>,
 }
 
-impl Wire {
+impl WireLabels {
     /// Labels every record of `st`.
-    pub fn of(st: &HubState) -> Wire {
-        let mut w = Wire::default();
+    pub fn of(st: &HubState) -> WireLabels {
+        let mut w = WireLabels::default();
         let mut requests: HashMap<String, u32> = HashMap::new();
         let mut by_id: HashMap<String, Id> = HashMap::new();
         for r in &st.records {
@@ -360,7 +360,7 @@ impl Wire {
                     fate,
                     ..
                 } => {
-                    if *fate == Fate::Passed {
+                    if *fate == LineFate::Passed {
                         w.delivered.insert(r.seq);
                     }
                     let id = match (dir, jsonrpc::classify(v)) {
@@ -438,7 +438,7 @@ fn listed(v: &Value) -> Option<Kind> {
 
 /// The situations of [`OBSERVABLE`] the run is in now, as the proxy sees it: what is held is
 /// in flight, a request is unanswered until its answer is handed on.
-pub fn observed(st: &HubState, wire: &Wire) -> BTreeSet<Situation> {
+pub fn observed(st: &HubState, wire: &WireLabels) -> BTreeSet<Situation> {
     let mut out = BTreeSet::new();
     // The client's list requests whose answer has not reached it, by kind.
     let mut answered: HashSet<String> = HashSet::new();

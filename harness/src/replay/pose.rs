@@ -3,7 +3,7 @@
 //! trace's situations the wire showed ([`adversary`](super::adversary) says what a move and a
 //! situation are).
 
-use super::adversary::{Id, Move, OBSERVABLE, Reaction, Schedule, Wire, observed};
+use super::adversary::{Id, Move, OBSERVABLE, Reaction, Schedule, WireLabels, observed};
 use super::lockstep::Lockstep;
 use super::progress::count_real;
 use crate::adapters::Role;
@@ -45,7 +45,7 @@ impl Lockstep<'_> {
         loop {
             let seen = {
                 let st = self.run.hub.lock();
-                let wire = Wire::of(&st);
+                let wire = WireLabels::of(&st);
                 if let Some(seq) = wire.held(&st, id) {
                     return Found::Held(seq);
                 }
@@ -88,7 +88,7 @@ impl Lockstep<'_> {
         let mut seen: BTreeSet<Situation> = BTreeSet::new();
         let look = |ls: &Lockstep<'_>, seen: &mut BTreeSet<Situation>| {
             let st = ls.run.hub.lock();
-            let wire = Wire::of(&st);
+            let wire = WireLabels::of(&st);
             seen.extend(observed(&st, &wire));
         };
         for (i, mv, reaction) in &schedule.moves {
@@ -234,7 +234,7 @@ impl Lockstep<'_> {
         let (published, _) = count_real(&self.run.hub.lock(), self.kinds);
         let kinds = self.kinds;
         let done = |st: &HubState| {
-            let wire = Wire::of(st);
+            let wire = WireLabels::of(st);
             reaction.requests.iter().all(|r| wire.sent.contains(r))
                 && (!reaction.publishes || count_real(st, kinds).0 > published)
         };
@@ -263,7 +263,7 @@ impl Lockstep<'_> {
                 break;
             }
         }
-        let wire = Wire::of(&self.run.hub.lock());
+        let wire = WireLabels::of(&self.run.hub.lock());
         for r in &reaction.requests {
             if !wire.sent.contains(r) {
                 unsent.insert(r.clone());
@@ -307,7 +307,7 @@ impl Lockstep<'_> {
             .run
             .hub
             .wait_until(bound, |st| {
-                Wire::of(st)
+                WireLabels::of(st)
                     .ids
                     .values()
                     .any(|x| *x == answer)

@@ -12,7 +12,7 @@ use super::inflow::Inflow;
 use super::request::{self, CallMeta, RequestOutcome};
 use super::views::{Listing, View, Views};
 use super::{
-    CallResult, ClientNotice, ClientSettings, ListHealth, ListStatus, RefreshDone, Status,
+    CallResult, ClientNotice, ClientSettings, ClientStatus, ListHealth, ListStatus, RefreshDone,
 };
 use listsync_core::client::{CallError, CatalogClient, ClientInput, ClientOutput};
 use listsync_core::history::{Event, RefreshOutcome};
@@ -140,9 +140,9 @@ pub(crate) struct Actor {
     /// Where notifications wait, coalesced, until the actor takes them.
     inflow: Inflow,
     views: Arc<Views>,
-    status: watch::Sender<Status>,
+    status: watch::Sender<ClientStatus>,
     /// The status being built; published (all fields at once) after each input.
-    now: Status,
+    now: ClientStatus,
     epoch: u32,
     live: Option<Live>,
     /// A connection attempt of the current epoch is under way.
@@ -324,7 +324,7 @@ impl Actor {
         endpoint: Endpoint,
         tx: mpsc::UnboundedSender<Input>,
         views: Arc<Views>,
-        status: watch::Sender<Status>,
+        status: watch::Sender<ClientStatus>,
     ) -> Self {
         let seed = settings.jitter_seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
@@ -335,14 +335,14 @@ impl Actor {
         let coalesce =
             settings.client.strategy == listsync_core::strategy::ClientStrategy::Reference;
         let inflow = Inflow::new(tx.clone(), &settings.client.watch, coalesce);
-        let now = Status {
+        let now = ClientStatus {
             lists: settings
                 .client
                 .kinds
                 .iter()
                 .map(|k| (k, not_listed_yet()))
                 .collect(),
-            ..Status::default()
+            ..ClientStatus::default()
         };
         Actor {
             machine: CatalogClient::new(settings.id, Arc::new(settings.client.clone())),

@@ -112,7 +112,7 @@ impl ClientSettings {
 
 /// What the client is doing, for tests and tools that wait for a state.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Status {
+pub struct ClientStatus {
     /// A connection is open.
     pub connected: bool,
     /// Past the handshake (2025-11-25) or the listen acknowledgement (2026-07-28).
@@ -143,7 +143,7 @@ pub struct Status {
     pub protocol_version: Option<String>,
     /// `serverInfo` name and version (`NAME VERSION`).
     pub server: Option<String>,
-    /// `serverInfo.name` alone (either field may contain spaces, so [`Status::server`] cannot
+    /// `serverInfo.name` alone (either field may contain spaces, so [`ClientStatus::server`] cannot
     /// be split back reliably).
     pub server_name: Option<String>,
 }
@@ -307,7 +307,7 @@ pub struct RefreshDone {
 struct Inner {
     views: Arc<Views>,
     tx: mpsc::UnboundedSender<Input>,
-    status: watch::Receiver<Status>,
+    status: watch::Receiver<ClientStatus>,
     era: Era,
 }
 
@@ -329,7 +329,7 @@ impl ClientHandle {
     pub fn spawn(settings: ClientSettings, endpoint: Endpoint) -> ClientHandle {
         let (tx, rx) = mpsc::unbounded_channel();
         let views = Arc::new(Views::new(settings.client.auth));
-        let (status_tx, status) = watch::channel(Status::default());
+        let (status_tx, status) = watch::channel(ClientStatus::default());
         let era = settings.client.era;
         let actor = Actor::new(
             Arc::new(settings),
@@ -390,7 +390,7 @@ impl ClientHandle {
     }
 
     /// A stream of status changes.
-    pub fn status(&self) -> watch::Receiver<Status> {
+    pub fn status(&self) -> watch::Receiver<ClientStatus> {
         self.inner.status.clone()
     }
 

@@ -7,7 +7,7 @@
 //! published before one, and the reference prefixes never use it).
 
 use super::{CallResult, ClientHandle};
-use listsync_core::aggregate::{self, Entry, Member};
+use listsync_core::aggregate::{self, CombinedEntry, Member};
 use listsync_core::client::CallError;
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::Item;
@@ -88,7 +88,7 @@ impl Servers {
 
     /// The combined listing of the members' current tools snapshots (a member that has not
     /// listed yet contributes nothing), sorted by combined name.
-    pub fn listing(&self) -> Vec<Entry> {
+    pub fn listing(&self) -> Vec<CombinedEntry> {
         let views: Vec<_> = self.handles.iter().map(ClientHandle::tools).collect();
         let lists: Vec<Option<&[Item]>> = views
             .iter()

@@ -57,7 +57,7 @@ impl Versioned for Listing {
 }
 
 /// A snapshot as read: the listing, and whether it is known to be out of date.
-pub type View = listsync_store::Snapshot<Listing>;
+pub type View = listsync_store::CellSnapshot<Listing>;
 
 /// One change of what applications read.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! `refresh_started`, `refresh_failed`, `published`, `marked_stale`, `call_done`, and `history`
 //! (each core history event of the client, as `{"entry": <event>}`).
 
-use super::{Channel, Failure, Handler, Outbox, ReadyInfo, Reply, str_field};
+use super::{Channel, CommandHandler, CommandReply, Failure, Outbox, ReadyInfo, str_field};
 use crate::admin::item_json;
 use crate::client::{ClientHandle, ClientNotice};
 use listsync_core::client::CallError;
@@ -128,7 +128,7 @@ fn kind_of(v: &Value) -> Result<Kind, Failure> {
     str_field(v, "kind")?.parse::<Kind>().map_err(Failure::new)
 }
 
-fn command(catalog: ClientHandle, cmd: String, v: Value) -> Reply {
+fn command(catalog: ClientHandle, cmd: String, v: Value) -> CommandReply {
     Box::pin(async move {
         match cmd.as_str() {
             "snapshot" => {
@@ -237,7 +237,7 @@ pub async fn run_client(
     let mut fields = info.fields();
     fields["protocol_version"] = json!(negotiated);
     out.event("ready", fields);
-    let handler: Handler = Arc::new(move |cmd, v| command(catalog.clone(), cmd, v));
+    let handler: CommandHandler = Arc::new(move |cmd, v| command(catalog.clone(), cmd, v));
     tokio::spawn(channel.serve(handler, stop));
     out
 }

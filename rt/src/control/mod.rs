@@ -10,7 +10,9 @@ mod server_role;
 pub use client_role::{connect as connect_client, run_client};
 pub use server_role::{run_server, server_command};
 
-pub use listsync_control::{Channel, Failure, Handler, MAX_LINE, Outbox, Reply, str_field};
+pub use listsync_control::{
+    Channel, CommandHandler, CommandReply, Failure, MAX_LINE, Outbox, str_field,
+};
 
 use serde_json::{Map, Value, json};
 

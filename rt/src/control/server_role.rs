@@ -7,9 +7,9 @@
 //! `{"entry": <event>}`, starting with the current commit: a harness rebuilds the server's side
 //! of the history from them).
 
-use super::{Channel, Failure, Handler, Outbox, ReadyInfo, Reply, str_field};
+use super::{Channel, CommandHandler, CommandReply, Failure, Outbox, ReadyInfo, str_field};
 use crate::admin;
-use crate::gate::{Phase, Target};
+use crate::gate::{GateTarget, Phase};
 use crate::server::{Server, ServerNotice};
 use listsync_core::history::Event;
 use serde_json::{Value, json};
@@ -39,19 +39,19 @@ fn forward_notices(server: &Server, out: Outbox) {
                 // What the registry says about itself: reported, never judged.
                 ServerNotice::Claim(e) => out.event("claim", json!({ "entry": e })),
                 ServerNotice::Parked(p) => match p.target {
-                    Target::Call { tool } => {
+                    GateTarget::Call { tool } => {
                         out.event("call_parked", json!({"tool": tool, "gate": p.gate}));
                     }
-                    Target::Request { method, phase } => {
+                    GateTarget::Request { method, phase } => {
                         out.event(
                             "reply_parked",
                             json!({"method": method, "phase": phase, "gate": p.gate}),
                         );
                     }
-                    Target::Notification { method } => {
+                    GateTarget::Notification { method } => {
                         out.event("notify_parked", json!({"method": method, "gate": p.gate}));
                     }
-                    Target::Commit => out.event("commit_parked", json!({ "gate": p.gate })),
+                    GateTarget::Commit => out.event("commit_parked", json!({ "gate": p.gate })),
                 },
                 ServerNotice::CallDone { tool } => out.event("call_done", json!({ "tool": tool })),
                 ServerNotice::Sent {
@@ -72,12 +72,12 @@ fn forward_notices(server: &Server, out: Outbox) {
 
 /// Runs one server-role command of the harness's channel (also served on the admin socket): the
 /// gates here, everything else as [`admin::command`].
-pub fn server_command(server: Server, cmd: String, v: Value) -> Reply {
+pub fn server_command(server: Server, cmd: String, v: Value) -> CommandReply {
     Box::pin(async move {
         match cmd.as_str() {
             "gate_call" => {
                 let tool = str_field(&v, "tool")?.to_owned();
-                let gate = server.gates().arm(Target::Call { tool }, 1);
+                let gate = server.gates().arm(GateTarget::Call { tool }, 1);
                 Ok(json!({ "gate": gate }))
             }
             "gate_reply" => {
@@ -89,17 +89,19 @@ pub fn server_command(server: Server, cmd: String, v: Value) -> Reply {
                     other => return Err(Failure::new(format!("unknown phase '{other}'"))),
                 };
                 let nth = u32::try_from(nth.max(1)).unwrap_or(u32::MAX);
-                let gate = server.gates().arm(Target::Request { method, phase }, nth);
+                let gate = server
+                    .gates()
+                    .arm(GateTarget::Request { method, phase }, nth);
                 Ok(json!({ "gate": gate }))
             }
             "gate_notify" => {
                 let method = str_field(&v, "method")?.to_owned();
                 let nth = v.get("nth").and_then(Value::as_u64).unwrap_or(1);
                 let nth = u32::try_from(nth.max(1)).unwrap_or(u32::MAX);
-                let gate = server.gates().arm(Target::Notification { method }, nth);
+                let gate = server.gates().arm(GateTarget::Notification { method }, nth);
                 Ok(json!({ "gate": gate }))
             }
-            "gate_commit" => Ok(json!({ "gate": server.gates().arm(Target::Commit, 1) })),
+            "gate_commit" => Ok(json!({ "gate": server.gates().arm(GateTarget::Commit, 1) })),
             "release" => {
                 let gate = v
                     .get("gate")
@@ -141,7 +143,7 @@ pub async fn run_server(
     if health.node.is_some() {
         report_health(&server, out.clone());
     }
-    let handler: Handler = Arc::new(move |cmd, v| server_command(server.clone(), cmd, v));
+    let handler: CommandHandler = Arc::new(move |cmd, v| server_command(server.clone(), cmd, v));
     tokio::spawn(channel.serve(handler, stop));
     Ok(out)
 }

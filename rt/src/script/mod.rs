@@ -11,7 +11,7 @@
 
 use crate::admin::op_arg;
 use crate::admin::parse_op;
-use crate::gate::{Phase, Target};
+use crate::gate::{GateTarget, Phase};
 use crate::server::{Server, ServerNotice};
 use listsync_core::history::Event;
 use listsync_core::vocab::{Kind, Op};
@@ -103,7 +103,7 @@ fn fill(v: &Value, n: u64) -> Value {
 
 /// One step of a schedule.
 #[derive(Clone, Debug)]
-pub struct Step {
+pub struct ScheduleStep {
     /// Name (for the lines the schedule reports).
     pub name: String,
     /// First occurrence, from the script's start.
@@ -150,7 +150,7 @@ pub struct Script {
     /// Page size to serve at, unless `--page-size` says otherwise.
     pub page_size: Option<u16>,
     /// The steps, each on its own clock from the start.
-    pub steps: Vec<Step>,
+    pub steps: Vec<ScheduleStep>,
 }
 
 /// A script refused: one line naming where.
@@ -406,7 +406,7 @@ impl Script {
             }
             let trigger = ops(&s.trigger, "trigger")?;
             let undo = ops(&s.undo, "undo")?;
-            steps.push(Step {
+            steps.push(ScheduleStep {
                 name,
                 at: s.at.map_or(Duration::ZERO, |d| d.0),
                 every: s.every.map(|d| d.0),
@@ -520,7 +520,7 @@ impl Drop for Held<'_> {
     }
 }
 
-async fn run_step(server: Server, step: Step, report: Report) {
+async fn run_step(server: Server, step: ScheduleStep, report: Report) {
     tokio::time::sleep(step.at).await;
     let mut commits = 0u64;
     let mut occurrence = 0u32;
@@ -543,7 +543,7 @@ async fn run_step(server: Server, step: Step, report: Report) {
 }
 
 /// Commits one batch of `ops` as commit number `n`.
-async fn commit(server: &Server, step: &Step, ops: &[OpTemplate], n: u64, report: &Report) {
+async fn commit(server: &Server, step: &ScheduleStep, ops: &[OpTemplate], n: u64, report: &Report) {
     let batch: Result<Vec<Op>, String> = ops.iter().map(|o| o.op(n)).collect();
     let said = match batch {
         Err(e) => format!("{}: commit {n}: {e}", step.name),
@@ -560,7 +560,7 @@ async fn commit(server: &Server, step: &Step, ops: &[OpTemplate], n: u64, report
 
 async fn occur(
     server: &Server,
-    step: &Step,
+    step: &ScheduleStep,
     ops: &[OpTemplate],
     occurrence: u32,
     commits: &mut u64,
@@ -584,13 +584,13 @@ async fn occur(
     };
     let (target, nth) = match hold {
         Hold::Request { method, nth, phase } => (
-            Target::Request {
+            GateTarget::Request {
                 method: method.clone(),
                 phase: *phase,
             },
             *nth,
         ),
-        Hold::Call { tool } => (Target::Call { tool: tool.clone() }, 1),
+        Hold::Call { tool } => (GateTarget::Call { tool: tool.clone() }, 1),
     };
     // Served pages are watched from before the hold, so none is missed.
     let (tx, mut served) = mpsc::unbounded_channel();

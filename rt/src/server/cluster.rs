@@ -155,7 +155,9 @@ impl Shared {
             // The known-bad variant: the announced version becomes visible only after the
             // notifications went out (a commit gate can hold it longer).
             #[cfg(feature = "harness")]
-            self.gates.checkpoint(&crate::gate::Target::Commit).await;
+            self.gates
+                .checkpoint(&crate::gate::GateTarget::Commit)
+                .await;
             self.step(ServerInput::CommitStaged);
         }
         notified

@@ -108,7 +108,7 @@ impl Shared {
             };
             #[cfg(feature = "harness")]
             self.gates
-                .checkpoint(&crate::gate::Target::Notification {
+                .checkpoint(&crate::gate::GateTarget::Notification {
                     method: method.to_owned(),
                 })
                 .await;

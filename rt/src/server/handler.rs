@@ -19,7 +19,7 @@
 use super::reply;
 use super::{Outlet, Shared, lock};
 #[cfg(feature = "harness")]
-use crate::gate::{Phase, Target};
+use crate::gate::{GateTarget, Phase};
 use crate::panic::catch;
 use listsync_core::history::ClientId;
 use listsync_core::server::ServerInput;
@@ -188,7 +188,7 @@ impl Handler {
         #[cfg(feature = "harness")]
         let method = req.method().to_owned();
         #[cfg(feature = "harness")]
-        let gate = |phase| Target::Request {
+        let gate = |phase| GateTarget::Request {
             method: method.clone(),
             phase,
         };
@@ -204,7 +204,7 @@ impl Handler {
             #[cfg(feature = "harness")]
             self.shared
                 .gates
-                .checkpoint(&Target::Call { tool: tool.clone() })
+                .checkpoint(&GateTarget::Call { tool: tool.clone() })
                 .await;
             self.shared.notice(super::ServerNotice::CallDone { tool });
         }

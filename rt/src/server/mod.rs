@@ -427,7 +427,7 @@ impl Server {
             #[cfg(feature = "harness")]
             self.shared
                 .gates
-                .checkpoint(&crate::gate::Target::Commit)
+                .checkpoint(&crate::gate::GateTarget::Commit)
                 .await;
             self.shared.step(ServerInput::CommitStaged);
         }

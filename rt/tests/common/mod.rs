@@ -7,7 +7,7 @@
 use listsync_core::history::ClientId;
 use listsync_core::property::{Property, Verdict};
 use listsync_core::vocab::{AuthCtx, Kind, KindSet, Op};
-use listsync_rt::client::{ClientHandle, ClientSettings, Endpoint, Status};
+use listsync_rt::client::{ClientHandle, ClientSettings, ClientStatus, Endpoint};
 use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 
@@ -23,8 +23,8 @@ pub use listsync_testkit::within;
 pub async fn wait_status(
     what: &str,
     catalog: &ClientHandle,
-    pred: impl Fn(&Status) -> bool,
-) -> Status {
+    pred: impl Fn(&ClientStatus) -> bool,
+) -> ClientStatus {
     let mut rx = catalog.status();
     within(what, async {
         rx.wait_for(|s| pred(s))

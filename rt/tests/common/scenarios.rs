@@ -2,7 +2,7 @@
 
 use super::*;
 use listsync_core::vocab::{Era, Kind, KindSet, Op};
-use listsync_rt::gate::{Phase, Target};
+use listsync_rt::gate::{GateTarget, Phase};
 use listsync_rt::history::SharedHistory;
 use listsync_rt::server::ServerSettings;
 
@@ -57,7 +57,7 @@ pub async fn mutation_between_pages(era: Era, transport: Transport, phase: Phase
     settle(&server, &[&catalog]).await;
 
     let gate = server.gates().arm(
-        Target::Request {
+        GateTarget::Request {
             method: "tools/list".into(),
             phase,
         },

@@ -7,7 +7,7 @@
 
 use super::conns::Conns;
 use super::sse::SseReader;
-use crate::log::{Dir, MAX_PREVIEW, Writer};
+use crate::log::{LogDir, MAX_PREVIEW, Writer};
 use bytes::{Bytes, BytesMut};
 use http_body::{Frame, SizeHint};
 use http_body_util::{BodyExt, Empty, Full, combinators::BoxBody};
@@ -24,15 +24,15 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The body type the recorder sends both ways.
-pub type Body = BoxBody<Bytes, BoxError>;
+pub type HttpBody = BoxBody<Bytes, BoxError>;
 
 /// A body of these bytes.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
+pub fn full(bytes: impl Into<Bytes>) -> HttpBody {
     Full::new(bytes.into()).map_err(|e| match e {}).boxed()
 }
 
 /// An empty body.
-pub fn empty() -> Body {
+pub fn empty() -> HttpBody {
     Empty::new().map_err(|e| match e {}).boxed()
 }
 
@@ -108,11 +108,11 @@ pub struct Sink {
     /// The connection the body belongs to.
     pub conn: u32,
     /// Which way it travels.
-    pub dir: Dir,
+    pub dir: LogDir,
 }
 
 /// What a [`Tap`] reads off the bytes it forwards.
-pub enum Watch {
+pub enum TapWatch {
     /// Server-sent events: each one's data is logged as it completes.
     Events(SseReader),
     /// A body longer than the limit: counted, logged as too long when it ends.
@@ -126,12 +126,12 @@ pub enum Watch {
     Nothing,
 }
 
-/// A body forwarded frame by frame as it arrives, its bytes read by a [`Watch`] before each
+/// A body forwarded frame by frame as it arrives, its bytes read by a [`TapWatch`] before each
 /// frame is passed on.
 pub struct Tap<B> {
     head: Option<Bytes>,
     inner: B,
-    watch: Watch,
+    watch: TapWatch,
     sink: Option<Sink>,
 }
 
@@ -139,7 +139,7 @@ impl<B> Tap<B> {
     /// Forwards a body longer than the limit whole (`head`, its bytes read so far, then
     /// `rest`), counting it for a `too long` entry in `sink`'s log when it ends.
     pub fn oversized(head: Bytes, rest: B, sink: Sink) -> Self {
-        let watch = Watch::Count {
+        let watch = TapWatch::Count {
             preview: Vec::new(),
             len: 0,
         };
@@ -147,7 +147,7 @@ impl<B> Tap<B> {
     }
 
     /// Forwards `head` (bytes already read, if any) and then `inner`.
-    pub fn new(head: Option<Bytes>, inner: B, watch: Watch, sink: Option<Sink>) -> Self {
+    pub fn new(head: Option<Bytes>, inner: B, watch: TapWatch, sink: Option<Sink>) -> Self {
         let mut tap = Tap {
             head: None,
             inner,
@@ -163,24 +163,24 @@ impl<B> Tap<B> {
 
     /// A body forwarded as is.
     pub fn plain(inner: B) -> Self {
-        Tap::new(None, inner, Watch::Nothing, None)
+        Tap::new(None, inner, TapWatch::Nothing, None)
     }
 
     /// Logs a counted body as too long, once. Called at its end, or when it is dropped: hyper
     /// stops polling a body once it has sent the `Content-Length` it announced.
     fn finish(&mut self) {
-        if let (Watch::Count { preview, len }, Some(s)) = (&self.watch, &self.sink) {
+        if let (TapWatch::Count { preview, len }, Some(s)) = (&self.watch, &self.sink) {
             s.log.body(s.conn, s.dir, preview, *len);
-            self.watch = Watch::Nothing;
+            self.watch = TapWatch::Nothing;
         }
     }
 
     fn read(&mut self, bytes: &[u8]) {
         match (&mut self.watch, &self.sink) {
-            (Watch::Events(r), Some(s)) => {
+            (TapWatch::Events(r), Some(s)) => {
                 r.feed(bytes, |e| s.log.body(s.conn, s.dir, e.data, e.len));
             }
-            (Watch::Count { preview, len }, _) => {
+            (TapWatch::Count { preview, len }, _) => {
                 let keep = MAX_PREVIEW.saturating_sub(preview.len()).min(bytes.len());
                 preview.extend_from_slice(&bytes[..keep]);
                 *len += bytes.len();
@@ -221,7 +221,11 @@ where
             }
             Some(Err(e)) => {
                 let e: BoxError = e.into();
-                if let Some(s) = this.sink.as_ref().filter(|s| s.dir == Dir::ServerToClient) {
+                if let Some(s) = this
+                    .sink
+                    .as_ref()
+                    .filter(|s| s.dir == LogDir::ServerToClient)
+                {
                     tracing::warn!(
                         "record: the server's stream on connection {} broke: {e}",
                         s.conn

@@ -143,12 +143,17 @@ impl Conns {
 mod tests {
     use super::*;
     use crate::log::tests::Shared;
-    use crate::log::{Transport, read_from};
+    use crate::log::{RecordTransport, read_from};
 
     #[test]
     fn one_conn_per_session_opened_and_closed_once() {
         let buf = Shared::default();
-        let w = Writer::new(Box::new(buf.clone()), Transport::Http, vec!["u".into()]).unwrap();
+        let w = Writer::new(
+            Box::new(buf.clone()),
+            RecordTransport::Http,
+            vec!["u".into()],
+        )
+        .unwrap();
         let c = Conns::new(Arc::new(w));
         assert_eq!(c.session("a", "assigned"), 0);
         assert_eq!(c.sessionless(), 1);

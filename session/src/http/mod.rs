@@ -1,5 +1,5 @@
 //! `listsync record --http ADDR --upstream URL`: the Streamable HTTP reverse proxy (MCP
-//! 2025-11-25 transport). Clients are pointed at the recorder's URL ([`Recorder::url`]: its
+//! 2025-11-25 transport). Clients are pointed at the recorder's URL ([`HttpRecorder::url`]: its
 //! address and the upstream's path); every request is forwarded to the upstream server and
 //! every response back, unchanged — method, path and query, status, headers (`Mcp-Session-Id`,
 //! `MCP-Protocol-Version`, `Authorization`, `Last-Event-ID`, `Origin`...) except the hop-by-hop
@@ -29,8 +29,8 @@ pub mod conns;
 pub mod sse;
 pub mod upstream;
 
-use crate::log::{Dir, MAX_LINE_BYTES, Transport, Writer};
-use body::{Body, Read, Sink, Tap, Watch, full, read_capped};
+use crate::log::{LogDir, MAX_LINE_BYTES, RecordTransport, Writer};
+use body::{HttpBody, Read, Sink, Tap, TapWatch, full, read_capped};
 use conns::Conns;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -53,7 +53,7 @@ const SESSION_ID: &str = "mcp-session-id";
 
 /// What `listsync record --http` was asked to do.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct HttpRecorderOptions {
     /// The address to listen on.
     pub listen: SocketAddr,
     /// The upstream server's URL (`http://HOST:PORT/PATH`).
@@ -66,7 +66,7 @@ pub struct Options {
 }
 
 /// A bound recorder, not yet serving.
-pub struct Recorder {
+pub struct HttpRecorder {
     listener: tokio::net::TcpListener,
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -78,10 +78,10 @@ struct Shared {
     upstream: Upstream,
 }
 
-impl Recorder {
+impl HttpRecorder {
     /// Checks the options, binds the address and creates the log (in that order: a refused
     /// address leaves an existing log alone).
-    pub async fn bind(opts: &Options) -> Result<Recorder, String> {
+    pub async fn bind(opts: &HttpRecorderOptions) -> Result<HttpRecorder, String> {
         let upstream = Upstream::parse(&opts.upstream)?;
         if !opts.listen.ip().is_loopback() && !opts.allow_non_loopback {
             return Err(format!(
@@ -96,10 +96,10 @@ impl Recorder {
             .local_addr()
             .map_err(|e| format!("cannot listen on {}: {e}", opts.listen))?;
         let log = Arc::new(
-            Writer::create(&opts.out, Transport::Http, vec![upstream.url.clone()])
+            Writer::create(&opts.out, RecordTransport::Http, vec![upstream.url.clone()])
                 .map_err(|e| format!("cannot create {}: {e}", opts.out.display()))?,
         );
-        Ok(Recorder {
+        Ok(HttpRecorder {
             listener,
             addr,
             shared: Arc::new(Shared {
@@ -240,8 +240,8 @@ fn session_of(headers: &HeaderMap) -> Option<String> {
 fn upstream_request(
     shared: &Shared,
     parts: &hyper::http::request::Parts,
-    body: Body,
-) -> Request<Body> {
+    body: HttpBody,
+) -> Request<HttpBody> {
     let mut headers = end_to_end(&parts.headers);
     if let Ok(host) = HeaderValue::from_str(&shared.upstream.authority) {
         headers.insert(hyper::header::HOST, host);
@@ -255,7 +255,7 @@ fn upstream_request(
 }
 
 /// The response to send the client: the server's, without hop-by-hop headers.
-fn client_response(parts: hyper::http::response::Parts, body: Body) -> Response<Body> {
+fn client_response(parts: hyper::http::response::Parts, body: HttpBody) -> Response<HttpBody> {
     let mut resp = Response::new(body);
     *resp.status_mut() = parts.status;
     *resp.headers_mut() = end_to_end(&parts.headers);
@@ -263,7 +263,7 @@ fn client_response(parts: hyper::http::response::Parts, body: Body) -> Response<
 }
 
 /// An answer of the recorder's own (the exchange could not be forwarded), in one line.
-fn own_answer(status: StatusCode, what: &str) -> Response<Body> {
+fn own_answer(status: StatusCode, what: &str) -> Response<HttpBody> {
     let mut resp = Response::new(full(format!("listsync record: {what}\n")));
     *resp.status_mut() = status;
     resp.headers_mut().insert(
@@ -273,7 +273,7 @@ fn own_answer(status: StatusCode, what: &str) -> Response<Body> {
     resp
 }
 
-async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<HttpBody> {
     if req.uri().path() != shared.upstream.path {
         return pass(shared, req).await;
     }
@@ -301,7 +301,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     };
     let log_request = |conn: u32| {
         if let Some(b) = &whole {
-            shared.log.body(conn, Dir::ClientToServer, b, b.len());
+            shared.log.body(conn, LogDir::ClientToServer, b, b.len());
         }
     };
     // The connection is known now if the request names a session: its messages are logged
@@ -312,7 +312,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     if let Some(c) = known {
         log_request(c);
     }
-    let sink = |conn: u32, dir: Dir| Sink {
+    let sink = |conn: u32, dir: LogDir| Sink {
         log: shared.log.clone(),
         conns: shared.conns.clone(),
         conn,
@@ -323,7 +323,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         Read::Over { head, rest } => {
             // On the session's connection, or the sessionless one if the request names none.
             let conn = known.unwrap_or_else(|| shared.conns.sessionless());
-            Tap::oversized(head, rest, sink(conn, Dir::ClientToServer)).boxed()
+            Tap::oversized(head, rest, sink(conn, LogDir::ClientToServer)).boxed()
         }
     };
     let resp = match shared
@@ -371,20 +371,20 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         Tap::new(
             None,
             rbody,
-            Watch::Events(Default::default()),
-            Some(sink(conn, Dir::ServerToClient)),
+            TapWatch::Events(Default::default()),
+            Some(sink(conn, LogDir::ServerToClient)),
         )
         .boxed()
     } else {
         match read_capped(rbody, MAX_LINE_BYTES).await {
             Ok(Read::Whole(b)) => {
                 if !b.is_empty() {
-                    shared.log.body(conn, Dir::ServerToClient, &b, b.len());
+                    shared.log.body(conn, LogDir::ServerToClient, &b, b.len());
                 }
                 full(b)
             }
             Ok(Read::Over { head, rest }) => {
-                Tap::oversized(head, rest, sink(conn, Dir::ServerToClient)).boxed()
+                Tap::oversized(head, rest, sink(conn, LogDir::ServerToClient)).boxed()
             }
             Err(e) => {
                 tracing::warn!("record: a response body from the server was {e}");
@@ -412,7 +412,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
 }
 
 /// An exchange outside the MCP endpoint: forwarded both ways as it streams, not logged.
-async fn pass(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+async fn pass(shared: &Shared, req: Request<Incoming>) -> Response<HttpBody> {
     let (parts, body) = req.into_parts();
     let up = upstream_request(shared, &parts, Tap::plain(body).boxed());
     match shared.upstream.send(up).await {

@@ -17,7 +17,7 @@ const MAX_KEPT_LINE: usize = MAX_LINE_BYTES + 8;
 
 /// One event's data as it completed.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Event<'a> {
+pub struct SseEvent<'a> {
     /// The data kept (the whole data when `len == data.len()`).
     pub data: &'a [u8],
     /// The data's full length; more than `data.len()` when it was longer than the limit.
@@ -43,7 +43,7 @@ pub struct SseReader {
 
 impl SseReader {
     /// Reads `chunk`, calling `on_event` for each event it completes, in order.
-    pub fn feed(&mut self, chunk: &[u8], mut on_event: impl FnMut(Event<'_>)) {
+    pub fn feed(&mut self, chunk: &[u8], mut on_event: impl FnMut(SseEvent<'_>)) {
         let mut rest = chunk;
         if self.after_cr && !rest.is_empty() {
             if rest[0] == b'\n' {
@@ -82,12 +82,12 @@ impl SseReader {
         self.line_len += part.len();
     }
 
-    fn end_line(&mut self, on_event: &mut impl FnMut(Event<'_>)) {
+    fn end_line(&mut self, on_event: &mut impl FnMut(SseEvent<'_>)) {
         let line = std::mem::take(&mut self.line);
         let line_len = std::mem::take(&mut self.line_len);
         if line_len == 0 {
             if self.has_data && self.data_len > 0 {
-                on_event(Event {
+                on_event(SseEvent {
                     data: &self.data,
                     len: self.data_len,
                 });

@@ -3,7 +3,7 @@
 //! spares the recorder a pool whose idle connections the server may close under it (a stale
 //! pooled connection would fail a request the client sent once).
 
-use super::body::Body;
+use super::body::HttpBody;
 use hyper::Request;
 use hyper::Response;
 use hyper::body::Incoming;
@@ -75,7 +75,7 @@ impl Upstream {
 
     /// Sends `req` (origin-form URI) on a new connection and returns the response head with
     /// its body streaming.
-    pub async fn send(&self, req: Request<Body>) -> Result<Response<Incoming>, String> {
+    pub async fn send(&self, req: Request<HttpBody>) -> Result<Response<Incoming>, String> {
         let tcp = tokio::time::timeout(
             CONNECT_TIMEOUT,
             tokio::net::TcpStream::connect((self.host.as_str(), self.port)),

@@ -32,7 +32,7 @@ pub mod net;
 mod seen;
 
 use crate::case::{roll, stream, streams, uniform};
-use crate::engine::{Budget, Found, Recording, RunOpts, RunResult};
+use crate::engine::{Budget, FirstViolation, RunOpts, RunRecording, RunResult};
 use crate::plan::{FaultPlan, Micros};
 use listsync_core::history::{ClientId, Event};
 use listsync_core::property::Property;
@@ -41,7 +41,7 @@ use listsync_core::vocab::{AuthCtx, Op};
 use listsync_rt::client::{
     BoxRead, BoxWrite, ClientHandle, ClientNotice, ClientSettings, Endpoint,
 };
-use listsync_rt::gate::Target;
+use listsync_rt::gate::GateTarget;
 use listsync_rt::history::SharedHistory;
 use listsync_rt::server::{Server, ServerSettings};
 use net::{Net, NetBudget, NetCounts, ms_ceil};
@@ -192,7 +192,7 @@ struct Tap {
     last_publish: Vec<Micros>,
 }
 
-struct Rig {
+struct Stack {
     net: Net,
     server: Server,
     history: SharedHistory,
@@ -204,7 +204,7 @@ struct Rig {
     commits: Option<(ChaCha8Rng, (Micros, Micros))>,
 }
 
-impl Rig {
+impl Stack {
     /// Whether nothing is scheduled, in flight or running, and every client is connected,
     /// ready and idle.
     fn quiescent(&self) -> bool {
@@ -264,7 +264,7 @@ impl Rig {
         // Each batch's commit takes the next commit gate (gates pick occurrences in the order
         // they were armed), held for its drawn time once the batch's notifications are out.
         let hold = Duration::from_micros(ms_ceil(uniform(r, *range)));
-        let gate = server.gates().arm(Target::Commit, 1);
+        let gate = server.gates().arm(GateTarget::Commit, 1);
         self.spawn_busy("batch".into(), async move {
             let applying = tokio::spawn({
                 let server = server.clone();
@@ -332,7 +332,7 @@ async fn sleep_until(net: &Net, base: Instant, t: Micros) {
 
 /// Carries out one environment event.
 fn fire(
-    rig: &mut Rig,
+    rig: &mut Stack,
     scn: &Scenario,
     e: Env,
     now: Micros,
@@ -414,7 +414,7 @@ async fn drive(
         })
         .collect();
     drop(tx);
-    let mut rig = Rig {
+    let mut rig = Stack {
         net: net.clone(),
         server,
         history: history.clone(),
@@ -600,10 +600,10 @@ fn outcome(p: OutcomeParts<'_>) -> RunResult {
         }
     }
     let judgement = listsync_core::monitor::judge(p.events);
-    let mut found: Vec<Found> = Vec::new();
+    let mut found: Vec<FirstViolation> = Vec::new();
     for v in &judgement.violations {
         if !found.iter().any(|f| f.property == v.property) {
-            found.push(Found {
+            found.push(FirstViolation {
                 property: v.property,
                 after_steps: v.at as u64,
                 at_us: p.end_us,
@@ -631,7 +631,7 @@ fn outcome(p: OutcomeParts<'_>) -> RunResult {
                 .iter()
                 .map(|s| format!("{:>6} {:?}", s.seq, s.event)),
         );
-        Recording {
+        RunRecording {
             steps: Vec::new(),
             history: lines,
         }

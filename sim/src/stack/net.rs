@@ -36,22 +36,22 @@ use tokio::time::Instant;
 
 /// One direction of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Dir {
+pub enum NetDir {
     /// Client to server.
     Up = 0,
     /// Server to client.
     Down = 1,
 }
 
-impl Dir {
+impl NetDir {
     fn index(self) -> usize {
         self as usize
     }
 
     fn as_str(self) -> &'static str {
         match self {
-            Dir::Up => "up",
-            Dir::Down => "down",
+            NetDir::Up => "up",
+            NetDir::Down => "down",
         }
     }
 }
@@ -234,7 +234,7 @@ impl State {
         let mut bytes = serde_json::to_vec(&reply).expect("plain JSON");
         bytes.push(b'\n');
         let d = self.latency(conn) * 2;
-        self.enqueue(now, conn, Dir::Down, Chunk::Bytes(bytes), d);
+        self.enqueue(now, conn, NetDir::Down, Chunk::Bytes(bytes), d);
     }
 
     fn log(&mut self, now: Micros, text: impl FnOnce() -> String) {
@@ -255,7 +255,7 @@ impl State {
     }
 
     /// Puts a chunk on a link, due `d` from now but not before the chunk ahead of it.
-    fn enqueue(&mut self, now: Micros, conn: u32, dir: Dir, chunk: Chunk, d: Micros) {
+    fn enqueue(&mut self, now: Micros, conn: u32, dir: NetDir, chunk: Chunk, d: Micros) {
         let link = &mut self.conns[conn as usize].links[dir.index()];
         let due = link
             .queue
@@ -377,10 +377,10 @@ impl Net {
             partial: Vec::new(),
         };
         Ok([
-            e(Dir::Down, false),
-            e(Dir::Up, true),
-            e(Dir::Up, false),
-            e(Dir::Down, true),
+            e(NetDir::Down, false),
+            e(NetDir::Up, true),
+            e(NetDir::Up, false),
+            e(NetDir::Down, true),
         ])
     }
 
@@ -433,7 +433,7 @@ impl Net {
                 return false;
             }
             s.queue.pop();
-            let dir = if dir == 0 { Dir::Up } else { Dir::Down };
+            let dir = if dir == 0 { NetDir::Up } else { NetDir::Down };
             let st = &mut *s;
             let c = &mut st.conns[conn as usize];
             let link = &mut c.links[dir.index()];
@@ -454,7 +454,7 @@ impl Net {
             match chunk {
                 Chunk::Bytes(b) => {
                     for line in b.split(|&x| x == b'\n').filter(|l| !l.is_empty()) {
-                        st.seen.delivered(conn, dir == Dir::Up, line);
+                        st.seen.delivered(conn, dir == NetDir::Up, line);
                     }
                     let lines = b.iter().filter(|&&x| x == b'\n').count() as u64;
                     st.counts.delivered += lines;
@@ -526,7 +526,7 @@ impl Net {
     }
 
     /// A complete line written by one end.
-    fn send(&self, conn: u32, dir: Dir, line: Vec<u8>) -> io::Result<()> {
+    fn send(&self, conn: u32, dir: NetDir, line: Vec<u8>) -> io::Result<()> {
         let now = self.now();
         let mut s = self.lock();
         let st = &mut *s;
@@ -535,8 +535,8 @@ impl Net {
         }
         let client = st.conns[conn as usize].client;
         let plan = st.plan.clone();
-        st.seen.sent(conn, dir == Dir::Up, &line);
-        if dir == Dir::Down && is_list_changed(&line) {
+        st.seen.sent(conn, dir == NetDir::Up, &line);
+        if dir == NetDir::Down && is_list_changed(&line) {
             let c = &mut st.conns[conn as usize];
             if st.counts.duplicated < st.budget.dups && roll(&mut c.rng, plan.dup_permille) {
                 st.counts.duplicated += 1;
@@ -563,7 +563,7 @@ impl Net {
                 return Ok(());
             }
         }
-        if dir == Dir::Up
+        if dir == NetDir::Up
             && st.counts.calls_failed < st.budget.call_errors
             && is_call_request(&line)
             && roll(&mut st.calls, plan.call_fail_permille)
@@ -576,7 +576,7 @@ impl Net {
             self.wake.notify_one();
             return Ok(());
         }
-        if dir == Dir::Up && st.counts.failed + st.counts.swallowed < st.budget.request_faults {
+        if dir == NetDir::Up && st.counts.failed + st.counts.swallowed < st.budget.request_faults {
             let c = &mut st.conns[conn as usize];
             let fail = roll(&mut c.rng, plan.fail_permille);
             let swallow = !fail && roll(&mut c.rng, plan.timeout_permille);
@@ -608,7 +608,7 @@ impl Net {
 
     /// One end closed its writing half: the other end sees the stream end after what is in
     /// flight.
-    fn close(&self, conn: u32, dir: Dir) {
+    fn close(&self, conn: u32, dir: NetDir) {
         let now = self.now();
         let mut s = self.lock();
         let c = &mut s.conns[conn as usize];
@@ -628,7 +628,7 @@ impl Net {
 pub struct Half {
     net: Net,
     conn: u32,
-    dir: Dir,
+    dir: NetDir,
     write: bool,
     partial: Vec<u8>,
 }

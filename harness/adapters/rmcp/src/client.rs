@@ -7,7 +7,7 @@
 //! other. Nothing is added that rmcp lacks: no single-flight, no version guard; rmcp's response
 //! cache keeps its default configuration.
 
-use crate::control::{Channel, Failure, Handler, Outbox, str_field};
+use crate::control::{Channel, CommandHandler, Failure, Outbox, str_field};
 use crate::{Env, RMCP_VERSION};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
@@ -104,7 +104,7 @@ async fn listen(client: RmcpClient, peer: Peer<RoleClient>) -> Result<Value, Fai
     Ok(json!({ "honored": honored }))
 }
 
-fn command(client: RmcpClient, peer: Peer<RoleClient>, modern: bool) -> Handler {
+fn command(client: RmcpClient, peer: Peer<RoleClient>, modern: bool) -> CommandHandler {
     Arc::new(move |cmd, v| {
         let (client, peer) = (client.clone(), peer.clone());
         Box::pin(async move {

@@ -4,10 +4,10 @@
 //! parked at a gate must not block the `release` that frees it), and answers malformed lines with
 //! `ok:false` instead of failing.
 
-pub use listsync_control::{Channel, Failure, Handler, Outbox, str_field};
+pub use listsync_control::{Channel, CommandHandler, Failure, Outbox, str_field};
 
 /// Serves commands until the socket closes or a `shutdown` was answered (and flushed).
-pub async fn serve(channel: Channel, handler: Handler) {
+pub async fn serve(channel: Channel, handler: CommandHandler) {
     channel
         .serve(handler, tokio_util::sync::CancellationToken::new())
         .await;

@@ -15,7 +15,7 @@
 //! `"<name>:<description>"`; `dispatched` reports whether the router held the tool when its
 //! handler started.
 
-use crate::control::{Channel, Failure, Handler, Outbox, str_field};
+use crate::control::{Channel, CommandHandler, Failure, Outbox, str_field};
 use crate::{Env, RMCP_VERSION};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
@@ -243,7 +243,7 @@ impl ServerHandler for RmcpServer {
     }
 }
 
-fn command(srv: RmcpServer) -> Handler {
+fn command(srv: RmcpServer) -> CommandHandler {
     Arc::new(move |cmd, v| {
         let srv = srv.clone();
         Box::pin(async move {

@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 
 /// Which host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub enum HostMode {
     /// Offers and dispatches by the first list forever.
     Stale,
     /// Offers and dispatches by the current list.
@@ -158,8 +158,8 @@ pub fn main_with(args: &[String]) -> u8 {
         "usage: listsync own-host stale|careful --model URL [--prompt TEXT] -- SERVER_COMMAND...";
     let mut it = args.iter();
     let mode = match it.next().map(String::as_str) {
-        Some("stale") => Mode::Stale,
-        Some("careful") => Mode::Careful,
+        Some("stale") => HostMode::Stale,
+        Some("careful") => HostMode::Careful,
         _ => {
             tracing::error!("{usage}");
             return 2;
@@ -201,7 +201,7 @@ pub fn main_with(args: &[String]) -> u8 {
     }
 }
 
-async fn run(mode: Mode, model: &str, prompt: &str, server: &[String]) -> Result<(), String> {
+async fn run(mode: HostMode, model: &str, prompt: &str, server: &[String]) -> Result<(), String> {
     let mut child = Command::new(&server[0])
         .args(&server[1..])
         .stdin(std::process::Stdio::piped())
@@ -268,10 +268,10 @@ async fn run(mode: Mode, model: &str, prompt: &str, server: &[String]) -> Result
             }
         }
     });
-    let list = |mode: Mode| -> Vec<Value> {
+    let list = |mode: HostMode| -> Vec<Value> {
         match mode {
-            Mode::Stale => first.clone(),
-            Mode::Careful => current.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            HostMode::Stale => first.clone(),
+            HostMode::Careful => current.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         }
     };
     let mut messages = vec![json!({"role":"user","content":prompt})];

@@ -7,7 +7,7 @@ fn main() -> anyhow::Result<()> {
     std::fs::create_dir_all(&out)?;
     for path in args {
         let text = std::fs::read_to_string(&path)?;
-        let svg = listsync_report::diagram::trace_to_svg(&text)?;
+        let svg = listsync_render::diagram::trace_to_svg(&text)?;
         let name = std::path::Path::new(&path)
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

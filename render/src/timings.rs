@@ -21,7 +21,7 @@ pub struct Inputs<'a> {
     /// `model-check-deep.json`.
     pub deep: Option<&'a SuiteReport>,
     /// The simulator's summaries.
-    pub sims: &'a [sim::Summary],
+    pub sims: &'a [sim::SummaryFile],
     /// `conformance.json`.
     pub conf: Option<&'a Conformance>,
 }
@@ -105,7 +105,7 @@ fn model(s: &mut String, title: &str, m: &SuiteReport, default_suite: bool) {
     }
 }
 
-fn sims(s: &mut String, sums: &[sim::Summary]) {
+fn sims(s: &mut String, sums: &[sim::SummaryFile]) {
     let _ = writeln!(s, "\n## Simulation\n");
     let _ = writeln!(
         s,

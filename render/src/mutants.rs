@@ -2,8 +2,8 @@
 //!
 //! `scripts/mutants.sh` runs cargo-mutants (pinned) over the scoped files with the chosen test
 //! selection and writes, beside cargo-mutants' own `mutants.out/outcomes.json`, a `run.json`
-//! saying what ran on which tree ([`Run`]). `listsync report --mutants DIR` imports both with
-//! [`import`] into `reports/mutants.json` ([`MutantsReport`], this module's one document), and
+//! saying what ran on which tree ([`MutationRun`]). `listsync report --mutants DIR` imports both
+//! with [`import`] into `reports/mutants.json` ([`MutantsReport`], this module's one document), and
 //! every `listsync report` renders `reports/mutants.md` from it with [`render`].
 //!
 //! A run need not cover the whole scope: an import replaces the mutants of the files the new run
@@ -27,7 +27,7 @@ use crate::md::cell_escape;
 /// What ran, on which tree: written by `scripts/mutants.sh` as `run.json`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct Run {
+pub struct MutationRun {
     /// `git rev-parse HEAD^{tree}` of the tree the mutants were made from.
     pub tree: String,
     /// `git rev-parse HEAD`.
@@ -76,7 +76,7 @@ pub struct Pass {
 /// What happened to one mutant.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum MutantOutcome {
     /// The tests failed: the bug was caught.
     Caught,
     /// The tests hung past the timeout (counted as caught, as cargo-mutants does).
@@ -87,13 +87,13 @@ pub enum Outcome {
     Unviable,
 }
 
-impl Outcome {
+impl MutantOutcome {
     fn label(self) -> &'static str {
         match self {
-            Outcome::Caught => "caught",
-            Outcome::Timeout => "timeout",
-            Outcome::Missed => "missed",
-            Outcome::Unviable => "unviable",
+            MutantOutcome::Caught => "caught",
+            MutantOutcome::Timeout => "timeout",
+            MutantOutcome::Missed => "missed",
+            MutantOutcome::Unviable => "unviable",
         }
     }
 }
@@ -113,7 +113,7 @@ pub struct Mutant {
     /// What changed, without the location.
     pub change: String,
     /// What the tests made of it.
-    pub outcome: Outcome,
+    pub outcome: MutantOutcome,
     /// The pass (1-based) whose tests gave that outcome.
     pub pass: u8,
     /// The run that judged it (index into [`MutantsReport::runs`]).
@@ -146,10 +146,10 @@ impl Counts {
         for m in mutants {
             c.total += 1;
             match m.outcome {
-                Outcome::Caught => c.caught += 1,
-                Outcome::Timeout => c.timeout += 1,
-                Outcome::Missed => c.missed += 1,
-                Outcome::Unviable => c.unviable += 1,
+                MutantOutcome::Caught => c.caught += 1,
+                MutantOutcome::Timeout => c.timeout += 1,
+                MutantOutcome::Missed => c.missed += 1,
+                MutantOutcome::Unviable => c.unviable += 1,
             }
         }
         let viable = c.total - c.unviable;
@@ -167,7 +167,7 @@ impl Counts {
 #[serde(deny_unknown_fields)]
 pub struct MutantsReport {
     /// What ran: every run that judged at least one of the mutants, oldest first.
-    pub runs: Vec<Run>,
+    pub runs: Vec<MutationRun>,
     /// The counts.
     pub counts: Counts,
     /// Every mutant, survivors first, then by file and line.
@@ -179,7 +179,9 @@ pub struct MutantsReport {
 impl MutantsReport {
     /// The survivors.
     pub fn survivors(&self) -> impl Iterator<Item = &Mutant> {
-        self.mutants.iter().filter(|m| m.outcome == Outcome::Missed)
+        self.mutants
+            .iter()
+            .filter(|m| m.outcome == MutantOutcome::Missed)
     }
 }
 
@@ -235,7 +237,7 @@ pub fn import(
     let read =
         |p: &Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
     let run_path = dir.join("run.json");
-    let run: Run = serde_json::from_str(&read(&run_path)?)
+    let run: MutationRun = serde_json::from_str(&read(&run_path)?)
         .with_context(|| format!("{}", run_path.display()))?;
     let mut passes = Vec::new();
     for p in &run.passes {
@@ -316,7 +318,7 @@ pub fn merge(
 }
 
 fn from_parts(
-    run: Run,
+    run: MutationRun,
     passes: Vec<Outcomes>,
     why: &BTreeMap<String, String>,
 ) -> Result<MutantsReport> {
@@ -337,10 +339,10 @@ fn from_parts(
                 continue;
             };
             let outcome = match o.summary.as_str() {
-                "CaughtMutant" => Outcome::Caught,
-                "MissedMutant" => Outcome::Missed,
-                "Timeout" => Outcome::Timeout,
-                "Unviable" => Outcome::Unviable,
+                "CaughtMutant" => MutantOutcome::Caught,
+                "MissedMutant" => MutantOutcome::Missed,
+                "Timeout" => MutantOutcome::Timeout,
+                "Unviable" => MutantOutcome::Unviable,
                 other => anyhow::bail!("{}: outcome {other:?} is not a judged mutant", m.name),
             };
             let change = m
@@ -350,7 +352,7 @@ fn from_parts(
                 .map_or_else(|| m.name.clone(), |s| s.trim().to_owned());
             if by_name
                 .get(&m.name)
-                .is_some_and(|earlier| earlier.outcome != Outcome::Missed)
+                .is_some_and(|earlier| earlier.outcome != MutantOutcome::Missed)
             {
                 continue;
             }
@@ -375,18 +377,18 @@ fn from_parts(
 
 /// The report of these runs and mutants: survivors explained from `why`, sorted, counted.
 fn finish(
-    runs: Vec<Run>,
+    runs: Vec<MutationRun>,
     mut mutants: Vec<Mutant>,
     why: &BTreeMap<String, String>,
 ) -> MutantsReport {
     for m in &mut mutants {
-        m.why = (m.outcome == Outcome::Missed)
+        m.why = (m.outcome == MutantOutcome::Missed)
             .then(|| why.get(&m.name).cloned())
             .flatten();
     }
     mutants.sort_by(|a, b| {
-        (a.outcome != Outcome::Missed, &a.file, a.line, &a.name).cmp(&(
-            b.outcome != Outcome::Missed,
+        (a.outcome != MutantOutcome::Missed, &a.file, a.line, &a.name).cmp(&(
+            b.outcome != MutantOutcome::Missed,
             &b.file,
             b.line,
             &b.name,
@@ -397,7 +399,7 @@ fn finish(
         .filter(|k| {
             !mutants
                 .iter()
-                .any(|m| &m.name == *k && m.outcome == Outcome::Missed)
+                .any(|m| &m.name == *k && m.outcome == MutantOutcome::Missed)
         })
         .cloned()
         .collect();
@@ -424,7 +426,7 @@ pub fn names(r: &MutantsReport, which: Which, files: &[String]) -> Vec<String> {
     r.mutants
         .iter()
         .filter(|m| files.is_empty() || files.contains(&m.file))
-        .filter(|m| which == Which::Judged || m.outcome == Outcome::Missed)
+        .filter(|m| which == Which::Judged || m.outcome == MutantOutcome::Missed)
         .map(|m| m.name.clone())
         .collect()
 }
@@ -563,7 +565,11 @@ pub fn render(r: &MutantsReport) -> String {
     let _ = writeln!(s, "\n## Every other mutant\n");
     let _ = writeln!(s, "| mutant | outcome | pass |");
     let _ = writeln!(s, "|---|---|---:|");
-    for m in r.mutants.iter().filter(|m| m.outcome != Outcome::Missed) {
+    for m in r
+        .mutants
+        .iter()
+        .filter(|m| m.outcome != MutantOutcome::Missed)
+    {
         let _ = writeln!(
             s,
             "| `{}` | {} | {} |",
@@ -622,7 +628,7 @@ fn short(blob: &str) -> &str {
 }
 
 /// One run's table: what ran, on which tree.
-fn run_table(s: &mut String, run: &Run, judged: usize) {
+fn run_table(s: &mut String, run: &MutationRun, judged: usize) {
     let _ = writeln!(s, "| | |\n|---|---|");
     let _ = writeln!(
         s,
@@ -693,8 +699,8 @@ pub fn render_missing() -> String {
 mod tests {
     use super::*;
 
-    fn run() -> Run {
-        Run {
+    fn run() -> MutationRun {
+        MutationRun {
             tree: "t".into(),
             commit: "c".into(),
             dirty: false,
@@ -761,7 +767,7 @@ mod tests {
             .iter()
             .find(|m| m.change.ends_with("in g"))
             .unwrap();
-        assert_eq!((g.outcome, g.pass), (Outcome::Caught, 1));
+        assert_eq!((g.outcome, g.pass), (MutantOutcome::Caught, 1));
         // A survivor of pass 1 that pass 2 catches is caught, by pass 2.
         let later = r#"{"outcomes": [{"scenario": "Baseline", "summary": "Success"},
             {"scenario": {"Mutant": {"name": "core/src/server.rs:10:5: replace f -> bool with true",
@@ -770,7 +776,7 @@ mod tests {
         let r = from_parts(run(), vec![outcomes(TWO), outcomes(later)], &why).unwrap();
         assert_eq!(r.counts.missed, 0);
         let f = r.mutants.iter().find(|m| m.line == 10).unwrap();
-        assert_eq!((f.outcome, f.pass), (Outcome::Timeout, 2));
+        assert_eq!((f.outcome, f.pass), (MutantOutcome::Timeout, 2));
         let r = from_parts(run(), vec![outcomes(TWO)], &why).unwrap();
         assert_eq!(
             (
@@ -782,7 +788,11 @@ mod tests {
             (3, 1, 1, 1)
         );
         assert!((r.counts.score_percent - 50.0).abs() < 1e-9);
-        assert_eq!(r.mutants[0].outcome, Outcome::Missed, "survivors first");
+        assert_eq!(
+            r.mutants[0].outcome,
+            MutantOutcome::Missed,
+            "survivors first"
+        );
         assert_eq!(r.mutants[0].why.as_deref(), Some("equivalent"));
         assert_eq!(r.mutants[0].change, "replace f -> bool with true");
         assert_eq!(r.unused_explanations, vec!["gone.rs:1:1: x".to_owned()]);
@@ -802,7 +812,7 @@ mod tests {
     fn a_run_replaces_the_mutants_of_its_files_and_keeps_the_others() {
         let why = BTreeMap::new();
         let old = from_parts(run(), vec![outcomes(TWO)], &why).unwrap();
-        let client_run = Run {
+        let client_run = MutationRun {
             tree: "t2".into(),
             scope: vec!["core/src/client.rs".into()],
             sources: BTreeMap::from([("core/src/client.rs".to_owned(), "c1".to_owned())]),
@@ -829,7 +839,7 @@ mod tests {
             "file": "core/src/server.rs", "function": null,
             "span": {"start": {"line": 3, "column": 1}}}}, "summary": "CaughtMutant"}]}"#;
         let server = from_parts(
-            Run {
+            MutationRun {
                 tree: "t3".into(),
                 ..run()
             },
@@ -843,7 +853,7 @@ mod tests {
         assert_eq!(trees, ["t2", "t3"]);
         // A shard replaces only the mutants it judged.
         let shard = from_parts(
-            Run {
+            MutationRun {
                 tree: "t4".into(),
                 shard: Some("1/2".into()),
                 ..run()
@@ -871,7 +881,7 @@ mod tests {
         // A partial run (the rest of a stopped one, or survivors judged again) replaces only
         // the mutants it judged: here it catches the survivor.
         let again = from_parts(
-            Run {
+            MutationRun {
                 tree: "t5".into(),
                 partial: true,
                 ..run()
@@ -896,7 +906,7 @@ mod tests {
         assert!(page.contains("`core/src/client.rs`: one source (blob `c1`)"));
         assert!(page.contains("| sources mutated | `core/src/server.rs` (blob `b1`) |"));
         let moved = from_parts(
-            Run {
+            MutationRun {
                 tree: "t6".into(),
                 partial: true,
                 sources: BTreeMap::from([("core/src/server.rs".to_owned(), "b2".to_owned())]),

@@ -52,7 +52,7 @@ pub enum LaneKind {
 
 /// One lane.
 #[derive(Clone, Debug)]
-pub struct Lane {
+pub struct DiagramLane {
     /// Who.
     pub kind: LaneKind,
     /// Its name (`server`, `node 1`, `c0`, `network`...), also its `data-lane` attribute.
@@ -89,7 +89,7 @@ pub enum MsgKind {
 
 /// One band of a row.
 #[derive(Clone, Debug)]
-pub enum Line {
+pub enum Band {
     /// Something a participant did or noticed, drawn as a box on its lane.
     Note {
         /// Lane index.
@@ -142,13 +142,13 @@ pub enum Line {
 
 /// One row: one step of the trace (or the initial state, or the final state).
 #[derive(Clone, Debug)]
-pub struct Row {
+pub struct DiagramRow {
     /// Step index; None for the rows before the first step and after the last.
     pub step: Option<usize>,
     /// The step as text.
     pub label: String,
     /// What happened, in order.
-    pub lines: Vec<Line>,
+    pub lines: Vec<Band>,
     /// The property the trace shows, if it first fails at this step.
     pub violation: Option<Property>,
 }
@@ -183,9 +183,9 @@ pub struct Diagram {
     /// The violation's explanation.
     pub detail: Option<String>,
     /// Lanes, left to right.
-    pub lanes: Vec<Lane>,
+    pub lanes: Vec<DiagramLane>,
     /// Rows, top to bottom.
-    pub rows: Vec<Row>,
+    pub rows: Vec<DiagramRow>,
     /// Messages.
     pub tracks: Vec<Track>,
     /// Step index at which the shown property first fails (at rest: becomes certain to).

@@ -8,7 +8,7 @@
 //! names every client or none, or when a client migrates between nodes (its node is then not one
 //! lane).
 
-use super::{Diagram, LaneKind, Line};
+use super::{Band, Diagram, LaneKind};
 use listsync_core::history::ClientId;
 use listsync_core::trace::Trace;
 use listsync_core::world::Step;
@@ -74,16 +74,16 @@ pub fn fold(d: &mut Diagram, trace: &Trace) {
         let said = named_clients(text);
         !said.is_empty() && said.is_disjoint(&named)
     };
-    let keeps = |line: &Line| match line {
-        Line::Note { lane, text, .. } => !folded_lane[*lane] && !names_only_folded(text),
-        Line::Send {
+    let keeps = |line: &Band| match line {
+        Band::Note { lane, text, .. } => !folded_lane[*lane] && !names_only_folded(text),
+        Band::Send {
             from: lane, track, ..
         }
-        | Line::Deliver {
+        | Band::Deliver {
             to: lane, track, ..
         } => !folded_lane[*lane] && !track.is_some_and(|t| folded_track[t]),
-        Line::Lost { track } | Line::Copy { track, .. } => !folded_track[*track],
-        Line::Violation { .. } => true,
+        Band::Lost { track } | Band::Copy { track, .. } => !folded_track[*track],
+        Band::Violation { .. } => true,
     };
 
     // Rows and lines kept, and where each kept (row, line) went.
@@ -138,22 +138,22 @@ pub fn fold(d: &mut Diagram, trace: &Trace) {
     for row in &mut rows {
         for line in &mut row.lines {
             match line {
-                Line::Note { lane, .. } => *lane = lane_at[*lane],
-                Line::Send {
+                Band::Note { lane, .. } => *lane = lane_at[*lane],
+                Band::Send {
                     from: lane, track, ..
                 }
-                | Line::Deliver {
+                | Band::Deliver {
                     to: lane, track, ..
                 } => {
                     *lane = lane_at[*lane];
                     *track = track.and_then(|t| track_at[t]);
                 }
-                Line::Lost { track } => *track = track_at[*track].unwrap_or(*track),
-                Line::Copy { track, of } => {
+                Band::Lost { track } => *track = track_at[*track].unwrap_or(*track),
+                Band::Copy { track, of } => {
                     *track = track_at[*track].unwrap_or(*track);
                     *of = of.and_then(|t| track_at[t]);
                 }
-                Line::Violation { .. } => {}
+                Band::Violation { .. } => {}
             }
         }
     }

@@ -4,19 +4,19 @@
 use std::fmt;
 
 /// A Markdown link.
-pub struct Link<'a> {
+pub struct MdLink<'a> {
     text: &'a str,
     href: &'a str,
 }
 
-impl<'a> Link<'a> {
+impl<'a> MdLink<'a> {
     /// `[text](href)`.
     pub fn new(text: &'a str, href: &'a str) -> Self {
-        Link { text, href }
+        MdLink { text, href }
     }
 }
 
-impl fmt::Display for Link<'_> {
+impl fmt::Display for MdLink<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "[{}]({})", self.text, self.href)
     }

@@ -1,11 +1,11 @@
 //! `reports/conformance-suite.md` from the official conformance suite's run
 //! ([`SuiteReport`], written by `listsync conformance-suite`).
 
-use listsync_harness::conformance_suite::SuiteReport;
+use listsync_harness::conformance_suite::ConformanceReport;
 use std::fmt::Write as _;
 
 /// Renders `conformance-suite.md`.
-pub fn render(r: &SuiteReport) -> String {
+pub fn render(r: &ConformanceReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Official MCP conformance suite\n");
     let _ = writeln!(

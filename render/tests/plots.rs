@@ -4,8 +4,8 @@
 //! has no fonts), so a label's width is estimated from its length: 0.6 of the font size per
 //! character, more than DejaVu Sans needs for digits.
 
-use listsync_report::bench::BenchFile;
-use listsync_report::plot;
+use listsync_render::bench::BenchFile;
+use listsync_render::plot;
 use std::path::Path;
 
 /// A text element: position, anchor, font size (px), content.

@@ -8,7 +8,7 @@
 use crate::md::cell_escape;
 use listsync_core::property::{Property, Verdict};
 use listsync_harness::adapters::Role;
-use listsync_harness::findings::{Finding, Status};
+use listsync_harness::findings::{ClaimStatus, Finding};
 use listsync_harness::matrix::{CellState, Row};
 use listsync_harness::outcome::{Outcome, RunReport, RunStatus, Target};
 pub use listsync_harness::report::{Conformance, FORMAT};
@@ -330,7 +330,7 @@ fn findings(s: &mut String, v: &Conformance, runs: &Runs) {
     );
     let disagree: Vec<&Finding> = found
         .iter()
-        .filter(|f| matches!(f.status, Status::Refuted | Status::Partly))
+        .filter(|f| matches!(f.status, ClaimStatus::Refuted | ClaimStatus::Partly))
         .collect();
     let extra = &v.not_in_sdk_facts;
     if disagree.is_empty() && extra.is_empty() {

@@ -5,7 +5,7 @@
 //! (what each host does, the evidence) is kept as written.
 
 use anyhow::{Context, Result};
-use listsync_harness::hosts::summary::{HostSummary, PlanSummary, Verdicts};
+use listsync_harness::hosts::summary::{HostSummary, PlanSummary, VerdictCounts};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -37,7 +37,7 @@ pub fn read_summaries(dir: &Path) -> Result<Vec<HostSummary>> {
 }
 
 /// `violated 5/5`, `holds 3/5, violated 2/5`, `not observed 5/5`.
-fn cell(v: &Verdicts, n: usize) -> String {
+fn cell(v: &VerdictCounts, n: usize) -> String {
     let mut parts = Vec::new();
     for (k, what) in [
         (v.violated, "violated"),
@@ -152,7 +152,7 @@ mod tests {
     use listsync_harness::hosts::summary::Count;
 
     fn summary() -> HostSummary {
-        let v = |p: &str, violated, holds, not_observed| Verdicts {
+        let v = |p: &str, violated, holds, not_observed| VerdictCounts {
             property: p.into(),
             violated,
             holds,

@@ -2,7 +2,7 @@
 //! the configuration × property table, each violation linked to its sequence diagram and its
 //! trace.
 
-use crate::md::{Link, cell_escape};
+use crate::md::{MdLink, cell_escape};
 use listsync_core::property::{Property, Verdict};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -98,8 +98,8 @@ fn violated_cell(c: &ConfigReport) -> String {
                 "{} ({} steps: {} · {})",
                 crate::properties::property(*p),
                 r.depth.unwrap_or(0),
-                Link::new("diagram", &diagram_for(&f)),
-                Link::new("trace", &format!("traces/{f}"))
+                MdLink::new("diagram", &diagram_for(&f)),
+                MdLink::new("trace", &format!("traces/{f}"))
             ),
             None => crate::properties::property(*p),
         })
@@ -189,7 +189,7 @@ pub fn render(m: &SuiteReport) -> String {
             let cell = match c.properties.get(&p) {
                 Some(r) if r.verdict == Verdict::Violated => {
                     match r.trace.as_deref().and_then(file_name) {
-                        Some(f) => format!("**{}**", Link::new("violated", &diagram_for(&f))),
+                        Some(f) => format!("**{}**", MdLink::new("violated", &diagram_for(&f))),
                         None => "**violated**".into(),
                     }
                 }

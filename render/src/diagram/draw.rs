@@ -2,7 +2,7 @@
 //! classes and `data-*` attributes the tests read back.
 
 use super::layout::*;
-use super::{Diagram, LaneKind, Line, MsgKind, Tone};
+use super::{Band, Diagram, LaneKind, MsgKind, Tone};
 use crate::svg::{self, CHAR_PX, FONT_FAMILY, esc, text, text_width, truncate, wrap};
 use std::fmt::Write as _;
 
@@ -309,12 +309,12 @@ text.halo, text.label, text.msg, text.dim, text.bad, text.lost {{ paint-order: s
     s
 }
 
-fn draw_line(s: &mut String, d: &Diagram, lay: &Layout, line: &Line, by: f64, right_edge: f64) {
+fn draw_line(s: &mut String, d: &Diagram, lay: &Layout, line: &Band, by: f64, right_edge: f64) {
     let text_y = by + 13.0;
     let arrow_y = by + 18.0;
     let left_limit = MARGIN + lay.label_w + 2.0;
     match line {
-        Line::Note {
+        Band::Note {
             lane,
             text: t,
             tone,
@@ -341,12 +341,12 @@ fn draw_line(s: &mut String, d: &Diagram, lay: &Layout, line: &Line, by: f64, ri
                 text(s, x, text_y + 1.0 + k as f64 * BAND, "middle", class, l, "");
             }
         }
-        Line::Send {
+        Band::Send {
             from,
             track,
             text: t,
         }
-        | Line::Deliver {
+        | Band::Deliver {
             to: from,
             track,
             text: t,
@@ -359,7 +359,7 @@ fn draw_line(s: &mut String, d: &Diagram, lay: &Layout, line: &Line, by: f64, ri
             let kind = d.tracks[tk].kind;
             let lane_x = lay.lane_x[*from];
             let tx = track_x(d, lay, tk);
-            let sending = matches!(line, Line::Send { .. });
+            let sending = matches!(line, Band::Send { .. });
             let (x1, x2) = if sending { (lane_x, tx) } else { (tx, lane_x) };
             let shorten = if x2 > x1 { -3.0 } else { 3.0 };
             let _ = writeln!(
@@ -402,7 +402,7 @@ fn draw_line(s: &mut String, d: &Diagram, lay: &Layout, line: &Line, by: f64, ri
                 );
             }
         }
-        Line::Lost { track } => {
+        Band::Lost { track } => {
             let x = track_x(d, lay, *track);
             let _ = writeln!(
                 s,
@@ -412,7 +412,7 @@ fn draw_line(s: &mut String, d: &Diagram, lay: &Layout, line: &Line, by: f64, ri
             );
             text(s, x + 8.0, text_y + 2.0, "start", "lost", "lost", "");
         }
-        Line::Copy { track, of } => {
+        Band::Copy { track, of } => {
             let x = track_x(d, lay, *track);
             let kind = d.tracks[*track].kind;
             if let Some(o) = of {
@@ -425,7 +425,7 @@ fn draw_line(s: &mut String, d: &Diagram, lay: &Layout, line: &Line, by: f64, ri
             }
             text(s, x + 8.0, text_y + 2.0, "start", "warn", "duplicated", "");
         }
-        Line::Violation {
+        Band::Violation {
             property,
             text: t,
             primary,

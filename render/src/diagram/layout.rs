@@ -1,6 +1,6 @@
 //! Where a diagram's lanes, rows, bands and message tracks go.
 
-use super::{Diagram, LaneKind, Line};
+use super::{Band, Diagram, LaneKind};
 use crate::svg::{CHAR_PX, text_width, wrap};
 
 pub(super) const MARGIN: f64 = 16.0;
@@ -79,7 +79,7 @@ pub(super) fn layout(d: &Diagram, cols: &[usize]) -> Layout {
                 .iter()
                 .flat_map(|r| &r.lines)
                 .filter_map(|l| match l {
-                    Line::Note { lane, text, .. } if *lane == i => Some(text_width(text)),
+                    Band::Note { lane, text, .. } if *lane == i => Some(text_width(text)),
                     _ => None,
                 })
                 .fold(text_width(&lane.about), f64::max);
@@ -93,12 +93,12 @@ pub(super) fn layout(d: &Diagram, cols: &[usize]) -> Layout {
     let mut pad_right = vec![TRACK_PAD_MIN; n];
     for line in d.rows.iter().flat_map(|r| &r.lines) {
         let (lane, t, text) = match line {
-            Line::Send {
+            Band::Send {
                 from,
                 track: Some(t),
                 text,
             } => (*from, *t, text),
-            Line::Deliver {
+            Band::Deliver {
                 to,
                 track: Some(t),
                 text,
@@ -144,10 +144,10 @@ pub(super) fn layout(d: &Diagram, cols: &[usize]) -> Layout {
 }
 
 /// Bands a line takes.
-pub(super) fn bands(line: &Line, lay: &Layout) -> usize {
+pub(super) fn bands(line: &Band, lay: &Layout) -> usize {
     match line {
-        Line::Note { lane, text, .. } => wrap(text, lay.lane_chars[*lane]).len(),
-        Line::Violation { property, text, .. } => {
+        Band::Note { lane, text, .. } => wrap(text, lay.lane_chars[*lane]).len(),
+        Band::Violation { property, text, .. } => {
             let chars = ((lay.width - MARGIN * 2.0 - lay.label_w - 24.0) / CHAR_PX) as usize;
             wrap(&format!("✗ {property} violated: {text}"), chars).len()
         }

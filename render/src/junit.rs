@@ -1,9 +1,9 @@
-//! JUnit XML for CI: the typed test report ([`Suite`], [`Case`], [`Outcome`]) every command with
-//! `--junit FILE` writes, the writer ([`render`], [`write`]), and one conversion per command:
-//! [`from_check`] (a testcase per configuration × property), [`from_sim`] (one per seed
-//! campaign), [`from_replays`] and [`from_matrix`] (one per trace or scenario × implementation).
-//! A failure's message names the evidence: the counterexample trace, the shrunk trace, or the
-//! run's message log.
+//! JUnit XML for CI: the typed test report ([`Suite`], [`TestCase`], [`TestOutcome`]) every command
+//! with `--junit FILE` writes, the writer ([`render`], [`write`]), and one conversion per command:
+//! [`from_check`] (a testcase per configuration × property), [`from_sim`] (one per seed campaign),
+//! [`from_replays`] and [`from_matrix`] (one per trace or scenario × implementation). A failure's
+//! message names the evidence: the counterexample trace, the shrunk trace, or the run's message
+//! log.
 //!
 //! The format is the one CI systems read (Jenkins, GitHub Actions reporters, GitLab): a
 //! `<testsuites>` root, `<testsuite name tests failures errors skipped time>`, and
@@ -27,12 +27,12 @@ pub struct Suite {
     /// `listsync check`, `listsync matrix`...
     pub name: String,
     /// Its testcases, in order.
-    pub cases: Vec<Case>,
+    pub cases: Vec<TestCase>,
 }
 
 /// One `<testcase>`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Case {
+pub struct TestCase {
     /// Groups testcases (`check.naive-refresh`, `replay.ts-v1:client@listchanged`).
     pub class: String,
     /// The testcase (`no-stale-overwrite`, `naive.json`).
@@ -40,12 +40,12 @@ pub struct Case {
     /// Wall time.
     pub seconds: f64,
     /// How it came out.
-    pub outcome: Outcome,
+    pub outcome: TestOutcome,
 }
 
 /// How a testcase came out.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
+pub enum TestOutcome {
     /// As expected.
     Passed,
     /// Not as expected: `message` is one line (with the evidence's path), `detail` the rest.
@@ -68,23 +68,23 @@ pub enum Outcome {
 }
 
 impl Suite {
-    fn count(&self, f: impl Fn(&Outcome) -> bool) -> usize {
+    fn count(&self, f: impl Fn(&TestOutcome) -> bool) -> usize {
         self.cases.iter().filter(|c| f(&c.outcome)).count()
     }
 
     /// Testcases that failed.
     pub fn failures(&self) -> usize {
-        self.count(|o| matches!(o, Outcome::Failed { .. }))
+        self.count(|o| matches!(o, TestOutcome::Failed { .. }))
     }
 
     /// Testcases that could not be judged.
     pub fn errors(&self) -> usize {
-        self.count(|o| matches!(o, Outcome::Error { .. }))
+        self.count(|o| matches!(o, TestOutcome::Error { .. }))
     }
 
     /// Testcases not applicable.
     pub fn skipped(&self) -> usize {
-        self.count(|o| matches!(o, Outcome::Skipped { .. }))
+        self.count(|o| matches!(o, TestOutcome::Skipped { .. }))
     }
 }
 
@@ -137,8 +137,8 @@ pub fn render(suites: &[Suite]) -> String {
                 c.seconds
             );
             match &c.outcome {
-                Outcome::Passed => x.push_str("/>\n"),
-                Outcome::Failed { message, detail } => {
+                TestOutcome::Passed => x.push_str("/>\n"),
+                TestOutcome::Failed { message, detail } => {
                     let _ = write!(
                         x,
                         ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
@@ -146,14 +146,14 @@ pub fn render(suites: &[Suite]) -> String {
                         escape(detail)
                     );
                 }
-                Outcome::Error { message } => {
+                TestOutcome::Error { message } => {
                     let _ = write!(
                         x,
                         ">\n      <error message=\"{}\"/>\n    </testcase>\n",
                         escape(message)
                     );
                 }
-                Outcome::Skipped { message } => {
+                TestOutcome::Skipped { message } => {
                     let _ = write!(
                         x,
                         ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
@@ -194,16 +194,16 @@ pub fn from_check(report: &SuiteReport, traces: &Path) -> Suite {
                 .map(|t| format!(" (counterexample: {})", traces.join(t).display()))
                 .unwrap_or_default();
             let outcome = match want {
-                Some(w) if w != r.verdict => Outcome::Failed {
+                Some(w) if w != r.verdict => TestOutcome::Failed {
                     message: format!("{p}: {:?}, expected {w:?}{evidence}", r.verdict),
                     detail: format!(
                         "configuration {} ({}): {} unique states explored",
                         c.name, c.about, c.unique_states
                     ),
                 },
-                _ => Outcome::Passed,
+                _ => TestOutcome::Passed,
             };
-            cases.push(Case {
+            cases.push(TestCase {
                 class: class.clone(),
                 name: p.to_string(),
                 seconds: share,
@@ -212,19 +212,19 @@ pub fn from_check(report: &SuiteReport, traces: &Path) -> Suite {
         }
         let unreached = c.unreached();
         let outcome = if !unreached.is_empty() {
-            Outcome::Failed {
+            TestOutcome::Failed {
                 message: format!("situations never reached: {unreached:?}"),
                 detail: String::new(),
             }
         } else if c.progress.stuck > 0 {
-            Outcome::Failed {
+            TestOutcome::Failed {
                 message: format!("{} states cannot reach quiescence", c.progress.stuck),
                 detail: c.progress.stuck_path.join("\n"),
             }
         } else {
-            Outcome::Passed
+            TestOutcome::Passed
         };
-        cases.push(Case {
+        cases.push(TestCase {
             class,
             name: "situations-and-progress".into(),
             seconds: share,
@@ -269,9 +269,9 @@ pub fn from_sim(s: &Summary) -> Suite {
         })
         .collect();
     let outcome = if s.as_expected {
-        Outcome::Passed
+        TestOutcome::Passed
     } else {
-        Outcome::Failed {
+        TestOutcome::Failed {
             message: format!(
                 "expected {}; found {}",
                 s.expected,
@@ -293,7 +293,7 @@ pub fn from_sim(s: &Summary) -> Suite {
     };
     Suite {
         name: "listsync sim".into(),
-        cases: vec![Case {
+        cases: vec![TestCase {
             class: format!("sim.{:?}", s.level).to_lowercase(),
             name,
             seconds: s.wall_seconds,
@@ -341,11 +341,11 @@ pub fn from_matrix(
     fixed: &[Fixed],
 ) -> Suite {
     let mut suite = from_runs("listsync matrix", runs, logs, false, expected);
-    suite.cases.extend(fixed.iter().map(|f| Case {
+    suite.cases.extend(fixed.iter().map(|f| TestCase {
         class: f.entry.row.clone(),
         name: format!("expected failure {}", f.entry.property),
         seconds: 0.0,
-        outcome: Outcome::Failed {
+        outcome: TestOutcome::Failed {
             message: f.to_string(),
             detail: format!("listed because: {}", f.entry.why()),
         },
@@ -381,24 +381,28 @@ fn from_runs(
                 .unwrap_or_default();
             let validation = r.id.starts_with("validation.");
             let outcome = match r.status {
-                RunStatus::Unsupported => Outcome::Skipped {
+                RunStatus::Unsupported => TestOutcome::Skipped {
                     message: r.detail.clone().unwrap_or_else(|| "not applicable".into()),
                 },
-                RunStatus::Failed => Outcome::Error {
+                RunStatus::Failed => TestOutcome::Error {
                     message: r.detail.clone().unwrap_or_else(|| "the run failed".into()) + &log,
                 },
                 _ if validation => match shows {
-                    Some(p) if r.judged.get(&p) != Some(&Verdict::Violated) => Outcome::Failed {
-                        message: format!("{target} shows {p}, which this run did not catch{log}"),
-                        detail: r.notes.join("\n"),
-                    },
-                    _ => Outcome::Passed,
+                    Some(p) if r.judged.get(&p) != Some(&Verdict::Violated) => {
+                        TestOutcome::Failed {
+                            message: format!(
+                                "{target} shows {p}, which this run did not catch{log}"
+                            ),
+                            detail: r.notes.join("\n"),
+                        }
+                    }
+                    _ => TestOutcome::Passed,
                 },
                 // A replay: judged against the shadow world, as `listsync replay`'s exit status.
                 _ if lockstep && r.model.is_some() => {
                     let agrees = r.model.as_ref().is_some_and(|m| agrees(&r.judged, m));
                     if r.status == RunStatus::Completed && agrees {
-                        Outcome::Passed
+                        TestOutcome::Passed
                     } else {
                         let why = if r.status == RunStatus::Diverged {
                             format!(
@@ -408,7 +412,7 @@ fn from_runs(
                         } else {
                             "the verdicts differ from the model's".into()
                         };
-                        Outcome::Failed {
+                        TestOutcome::Failed {
                             message: format!("{target}: {why}; violated: {}{log}", list(&violated)),
                             detail: r.notes.join("\n"),
                         }
@@ -416,7 +420,7 @@ fn from_runs(
                 }
                 // A run between two SDKs (no row of ours at either end) is for the findings
                 // only, and fails nothing, as in the matrix's exit status.
-                _ if r.id.starts_with("pair.") && !violated.is_empty() => Outcome::Skipped {
+                _ if r.id.starts_with("pair.") && !violated.is_empty() => TestOutcome::Skipped {
                     message: format!(
                         "{target}: both ends are SDKs (for the findings only): violated {}{log}",
                         list(&violated)
@@ -437,14 +441,14 @@ fn from_runs(
                         .filter_map(|(p, e)| e.map(|e| format!("{p}: {}", e.why())))
                         .collect();
                     if unlisted.is_empty() {
-                        Outcome::Skipped {
+                        TestOutcome::Skipped {
                             message: format!("expected failure: {}", reasons.join("; ")),
                         }
                     } else {
                         let unlisted: Vec<String> =
                             unlisted.iter().map(|(p, _)| p.to_string()).collect();
                         let notes = r.notes.join("\n");
-                        Outcome::Failed {
+                        TestOutcome::Failed {
                             message: format!("{target}: violated {}{log}", list(&unlisted)),
                             detail: if reasons.is_empty() {
                                 notes
@@ -457,7 +461,7 @@ fn from_runs(
                         }
                     }
                 }
-                _ if r.race.as_ref().is_some_and(|x| !x.posed) => Outcome::Skipped {
+                _ if r.race.as_ref().is_some_and(|x| !x.posed) => TestOutcome::Skipped {
                     message: format!(
                         "race not posed: {}",
                         r.race
@@ -466,9 +470,9 @@ fn from_runs(
                             .unwrap_or_default()
                     ),
                 },
-                _ => Outcome::Passed,
+                _ => TestOutcome::Passed,
             };
-            Case {
+            TestCase {
                 class: if validation {
                     format!("validation.{class}")
                 } else {
@@ -490,8 +494,8 @@ fn from_runs(
 mod tests {
     use super::*;
 
-    fn case(name: &str, outcome: Outcome) -> Case {
-        Case {
+    fn case(name: &str, outcome: TestOutcome) -> TestCase {
+        TestCase {
             class: "c".into(),
             name: name.into(),
             seconds: 0.5,
@@ -556,7 +560,7 @@ mod tests {
             now: "holds",
         }];
         let suite = from_matrix(&runs, Path::new("reports"), &expected, &fixed);
-        let outcomes: Vec<(&str, &str, &Outcome)> = suite
+        let outcomes: Vec<(&str, &str, &TestOutcome)> = suite
             .cases
             .iter()
             .map(|c| (c.class.as_str(), c.name.as_str(), &c.outcome))
@@ -564,12 +568,12 @@ mod tests {
         assert_eq!(outcomes.len(), 5, "{outcomes:?}");
         assert_eq!(
             outcomes[0].2,
-            &Outcome::Skipped {
+            &TestOutcome::Skipped {
                 message: "expected failure: no_stale_overwrite: known (L)".into()
             }
         );
         match outcomes[1].2 {
-            Outcome::Failed { message, detail } => {
+            TestOutcome::Failed { message, detail } => {
                 assert_eq!(message, "scenario mid-walk: violated converges");
                 assert!(
                     detail.starts_with("also violated, as expected: no_stale_overwrite: known")
@@ -577,9 +581,9 @@ mod tests {
             }
             o => panic!("{o:?}"),
         }
-        assert_eq!(outcomes[2].2, &Outcome::Passed);
+        assert_eq!(outcomes[2].2, &TestOutcome::Passed);
         assert!(
-            matches!(outcomes[3].2, Outcome::Skipped { message } if message.contains("both ends are SDKs")),
+            matches!(outcomes[3].2, TestOutcome::Skipped { message } if message.contains("both ends are SDKs")),
             "{:?}",
             outcomes[3]
         );
@@ -588,7 +592,7 @@ mod tests {
             (row, "expected failure bounded_refresh")
         );
         match outcomes[4].2 {
-            Outcome::Failed { message, .. } => assert!(
+            TestOutcome::Failed { message, .. } => assert!(
                 message.starts_with(&format!("fixed: {row} no longer violates bounded_refresh (now holds); remove its entry at x.toml:"))
             ),
             o => panic!("{o:?}"),
@@ -600,23 +604,23 @@ mod tests {
         let s = Suite {
             name: "listsync x".into(),
             cases: vec![
-                case("ok", Outcome::Passed),
+                case("ok", TestOutcome::Passed),
                 case(
                     "bad",
-                    Outcome::Failed {
+                    TestOutcome::Failed {
                         message: "violated (trace: t.json)".into(),
                         detail: "line 1\nline 2".into(),
                     },
                 ),
                 case(
                     "err",
-                    Outcome::Error {
+                    TestOutcome::Error {
                         message: "did not start".into(),
                     },
                 ),
                 case(
                     "na",
-                    Outcome::Skipped {
+                    TestOutcome::Skipped {
                         message: "not applicable".into(),
                     },
                 ),
@@ -662,7 +666,7 @@ mod tests {
             name: nasty.into(),
             cases: vec![case(
                 nasty,
-                Outcome::Failed {
+                TestOutcome::Failed {
                     message: nasty.into(),
                     detail: format!("</failure><testcase name=\"{nasty}\"/>"),
                 },

@@ -1,4 +1,4 @@
-//! listsync-report: turns what listsync's instruments wrote (the model checker's, the
+//! listsync-render: turns what listsync's instruments wrote (the model checker's, the
 //! simulator's, the harness's and the benches' JSON, and counterexample traces) into the pages
 //! under `reports/` that people read: Markdown tables, sequence diagrams of every counterexample
 //! (SVG), and bench plots (SVG). `listsync report` drives it; nothing here runs an instrument.

@@ -3,7 +3,7 @@
 //! step highlighted with its property, and message arrows.
 
 use listsync_core::trace::Trace;
-use listsync_report::diagram;
+use listsync_render::diagram;
 use roxmltree::{Document, Node};
 
 fn has_class(n: &Node, class: &str) -> bool {

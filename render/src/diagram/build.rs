@@ -1,7 +1,7 @@
 //! A trace replayed through core's world, with a recorder that keeps what each step did,
 //! turned into a [`Diagram`]: lanes, rows, lines and message tracks.
 
-use super::{Diagram, Lane, LaneKind, Line, MsgKind, Row, Tone, Track};
+use super::{Band, Diagram, DiagramLane, DiagramRow, LaneKind, MsgKind, Tone, Track};
 use anyhow::{Context, Result};
 use listsync_core::history::{ClientId, Event, RefreshOutcome, Restart};
 use listsync_core::property::Property;
@@ -107,8 +107,8 @@ fn restart_text(r: Restart) -> &'static str {
 
 struct Builder<'a> {
     trace: &'a Trace,
-    lanes: Vec<Lane>,
-    rows: Vec<Row>,
+    lanes: Vec<DiagramLane>,
+    rows: Vec<DiagramRow>,
     tracks: Vec<Track>,
     flights: Vec<Flight>,
     net: usize,
@@ -130,20 +130,20 @@ impl<'a> Builder<'a> {
         let mut servers = Vec::new();
         if let Some(cl) = &scn.cluster {
             store = Some(lanes.len());
-            lanes.push(Lane {
+            lanes.push(DiagramLane {
                 kind: LaneKind::Store,
                 name: "store".into(),
                 about: "shared, versioned".into(),
             });
             bus = Some(lanes.len());
-            lanes.push(Lane {
+            lanes.push(DiagramLane {
                 kind: LaneKind::Bus,
                 name: "bus".into(),
                 about: "events in flight".into(),
             });
             for n in 0..cl.nodes.max(1) {
                 servers.push(lanes.len());
-                lanes.push(Lane {
+                lanes.push(DiagramLane {
                     kind: LaneKind::Server(n),
                     name: format!("node {n}"),
                     about: server_about.clone(),
@@ -151,14 +151,14 @@ impl<'a> Builder<'a> {
             }
         } else {
             servers.push(lanes.len());
-            lanes.push(Lane {
+            lanes.push(DiagramLane {
                 kind: LaneKind::Server(0),
                 name: "server".into(),
                 about: server_about,
             });
         }
         let net = lanes.len();
-        lanes.push(Lane {
+        lanes.push(DiagramLane {
             kind: LaneKind::Network,
             name: "network".into(),
             about: format!("{:?}, in flight", scn.transport).to_lowercase(),
@@ -166,7 +166,7 @@ impl<'a> Builder<'a> {
         let mut clients = Vec::new();
         for (i, c) in scn.clients.iter().enumerate() {
             clients.push(lanes.len());
-            lanes.push(Lane {
+            lanes.push(DiagramLane {
                 kind: LaneKind::Client(i as ClientId),
                 name: format!("c{i}"),
                 about: format!("client: {}", c.strategy),
@@ -212,8 +212,8 @@ impl<'a> Builder<'a> {
         self.store.unwrap_or(self.servers[0])
     }
 
-    fn note(lines: &mut Vec<Line>, lane: usize, text: impl Into<String>, tone: Tone) {
-        lines.push(Line::Note {
+    fn note(lines: &mut Vec<Band>, lane: usize, text: impl Into<String>, tone: Tone) {
+        lines.push(Band::Note {
             lane,
             text: text.into(),
             tone,
@@ -222,7 +222,7 @@ impl<'a> Builder<'a> {
 
     /// Turns one step's recording into lines. Sends are left without a track; `reconcile`
     /// assigns them.
-    fn lines_of(&self, w: &World, raw: Vec<Raw>, lines: &mut Vec<Line>) {
+    fn lines_of(&self, w: &World, raw: Vec<Raw>, lines: &mut Vec<Band>) {
         let mut msg_text: Option<String> = None;
         for r in raw {
             match r {
@@ -233,7 +233,7 @@ impl<'a> Builder<'a> {
                     } else {
                         self.server_lane(w, c)
                     };
-                    lines.push(Line::Send {
+                    lines.push(Band::Send {
                         from,
                         track: None,
                         text: msg_text.take().unwrap_or_default(),
@@ -244,7 +244,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn event_line(&self, w: &World, e: &Event, lines: &mut Vec<Line>) {
+    fn event_line(&self, w: &World, e: &Event, lines: &mut Vec<Band>) {
         match e {
             Event::Committed { version, catalog } => Self::note(
                 lines,
@@ -428,12 +428,12 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn note_line(&self, n: &Note, msg_text: &mut Option<String>, lines: &mut Vec<Line>) {
-        let client = |c: ClientId, text: String, tone: Tone, lines: &mut Vec<Line>| {
+    fn note_line(&self, n: &Note, msg_text: &mut Option<String>, lines: &mut Vec<Band>) {
+        let client = |c: ClientId, text: String, tone: Tone, lines: &mut Vec<Band>| {
             Self::note(lines, self.client_lane(c), text, tone)
         };
         match n {
-            Note::Violation { property, detail } => lines.push(Line::Violation {
+            Note::Violation { property, detail } => lines.push(Band::Violation {
                 property: *property,
                 text: detail.clone(),
                 primary: Some(*property) == self.trace.shows,
@@ -578,7 +578,7 @@ impl<'a> Builder<'a> {
     /// Matches the messages in flight after a step against those before: the missing ones
     /// were lost, the new ones were sent (matched to the row's send lines by place and text)
     /// or copied by the network.
-    fn reconcile(&mut self, w: &World, row: usize, lines: &mut Vec<Line>) {
+    fn reconcile(&mut self, w: &World, row: usize, lines: &mut Vec<Band>) {
         let now = in_flight(w);
         let mut matched = vec![false; now.len()];
         let mut lost = Vec::new();
@@ -594,13 +594,13 @@ impl<'a> Builder<'a> {
         }
         for fi in lost.iter().rev() {
             let f = self.flights.remove(*fi);
-            lines.push(Line::Lost { track: f.track });
+            lines.push(Band::Lost { track: f.track });
             self.tracks[f.track].end = Some((row, lines.len() - 1));
             self.tracks[f.track].lost = true;
         }
         // Which row lines are sends from which place.
-        let send_place = |line: &Line, place: Place, b: &Builder| -> bool {
-            let Line::Send {
+        let send_place = |line: &Band, place: Place, b: &Builder| -> bool {
+            let Band::Send {
                 from, track: None, ..
             } = line
             else {
@@ -617,12 +617,12 @@ impl<'a> Builder<'a> {
                 continue;
             }
             let at = lines.iter().position(|l| {
-                send_place(l, place, self) && matches!(l, Line::Send { text, .. } if *text == desc)
+                send_place(l, place, self) && matches!(l, Band::Send { text, .. } if *text == desc)
             });
             match at {
                 Some(li) => {
                     let t = self.new_track(place, kind, (row, li));
-                    if let Line::Send { track, .. } = &mut lines[li] {
+                    if let Band::Send { track, .. } = &mut lines[li] {
                         *track = Some(t);
                     }
                     self.flights.push(Flight {
@@ -639,19 +639,19 @@ impl<'a> Builder<'a> {
                     let of = copy.map(|f| f.track);
                     let bus_send = matches!(place, Place::Bus(_)) && of.is_none();
                     lines.push(if bus_send {
-                        Line::Send {
+                        Band::Send {
                             from: self.commit_lane(),
                             track: None,
                             text: desc.clone(),
                         }
                     } else {
-                        Line::Copy { track: 0, of }
+                        Band::Copy { track: 0, of }
                     });
                     let li = lines.len() - 1;
                     let t = self.new_track(place, kind, (row, li));
                     match &mut lines[li] {
-                        Line::Send { track, .. } => *track = Some(t),
-                        Line::Copy { track, .. } => *track = t,
+                        Band::Send { track, .. } => *track = Some(t),
+                        Band::Copy { track, .. } => *track = t,
                         _ => {}
                     }
                     self.flights.push(Flight {
@@ -666,7 +666,7 @@ impl<'a> Builder<'a> {
 
     /// Records violations that first happen at this step; quiescence properties have no
     /// VIOLATION note, so their explanation comes from the monitor.
-    fn violations(&mut self, w: &World, step: usize, lines: &mut Vec<Line>) -> Option<Property> {
+    fn violations(&mut self, w: &World, step: usize, lines: &mut Vec<Band>) -> Option<Property> {
         let mut shown = None;
         for p in Property::ALL {
             if w.holds(p) || self.seen.contains(&p) {
@@ -675,7 +675,7 @@ impl<'a> Builder<'a> {
             self.seen.push(p);
             let noted = lines
                 .iter()
-                .any(|l| matches!(l, Line::Violation { property, .. } if *property == p));
+                .any(|l| matches!(l, Band::Violation { property, .. } if *property == p));
             if !noted {
                 let text = w
                     .monitor
@@ -685,7 +685,7 @@ impl<'a> Builder<'a> {
                     .map(|(_, d)| d)
                     .or_else(|| w.monitor.first_violation(p).map(str::to_owned))
                     .unwrap_or_default();
-                lines.push(Line::Violation {
+                lines.push(Band::Violation {
                     property: p,
                     text,
                     primary: Some(p) == self.trace.shows,
@@ -709,7 +709,7 @@ impl<'a> Builder<'a> {
             }
             if row.step == Some(k) {
                 row.violation = Some(p);
-                row.lines.push(Line::Violation {
+                row.lines.push(Band::Violation {
                     property: p,
                     text: format!(
                         "certain from here on: however what is in flight is delivered and the \
@@ -726,7 +726,7 @@ impl<'a> Builder<'a> {
     }
 
     /// The final state: what each client holds against what its server shows.
-    fn end_row(&self, w: &World) -> Row {
+    fn end_row(&self, w: &World) -> DiagramRow {
         let mut lines = Vec::new();
         for (c, client) in w.clients.iter().enumerate() {
             let node = w.node_of.get(c).copied().unwrap_or(0);
@@ -763,7 +763,7 @@ impl<'a> Builder<'a> {
                 );
             }
         }
-        Row {
+        DiagramRow {
             step: None,
             label: "end of trace".into(),
             lines,
@@ -810,7 +810,7 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
     let mut lines = Vec::new();
     b.lines_of(&world, std::mem::take(&mut rec.raw), &mut lines);
     b.reconcile(&world, 0, &mut lines);
-    b.rows.push(Row {
+    b.rows.push(DiagramRow {
         step: None,
         label: "start".into(),
         lines,
@@ -869,7 +869,7 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
                 .iter()
                 .position(|f| f.place == place && f.key == key);
             let track = fi.map(|fi| b.flights.remove(fi).track);
-            lines.push(Line::Deliver {
+            lines.push(Band::Deliver {
                 to,
                 track,
                 text: desc,
@@ -884,7 +884,7 @@ pub fn build(trace: &Trace) -> Result<Diagram> {
         b.lines_of(&world, std::mem::take(&mut rec.raw), &mut lines);
         b.reconcile(&world, row, &mut lines);
         let violation = b.violations(&world, i, &mut lines);
-        b.rows.push(Row {
+        b.rows.push(DiagramRow {
             step: Some(i),
             label: step_label(step),
             lines,

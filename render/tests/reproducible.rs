@@ -4,7 +4,7 @@
 //! property column header of the generated pages links to the properties page.
 
 use listsync_core::property::Property;
-use listsync_report::pages::{self, Sources};
+use listsync_render::pages::{self, Sources};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -312,7 +312,11 @@ fn corpus_diagrams(out: &Path, traces: &Path, w: &mut Written) -> Vec<String> {
     names
 }
 
-fn sim_page(out: &Path, check: Option<&SuiteReport>, w: &mut Written) -> Result<Vec<sim::Summary>> {
+fn sim_page(
+    out: &Path,
+    check: Option<&SuiteReport>,
+    w: &mut Written,
+) -> Result<Vec<sim::SummaryFile>> {
     let mut sums = Vec::new();
     let mut files = json_files(&out.join("sim"));
     if out.join("sim.json").exists() {
@@ -332,7 +336,7 @@ fn sim_page(out: &Path, check: Option<&SuiteReport>, w: &mut Written) -> Result<
         let source = f
             .strip_prefix(out)
             .map_or_else(|_| f.display().to_string(), |p| p.display().to_string());
-        sums.extend(docs.into_iter().map(|doc| sim::Summary {
+        sums.extend(docs.into_iter().map(|doc| sim::SummaryFile {
             source: source.clone(),
             doc,
         }));
@@ -455,7 +459,7 @@ fn bench_pages(out: &Path, figures: &Path, w: &mut Written) -> Result<BenchFile>
 struct Inputs<'a> {
     check: Option<&'a SuiteReport>,
     corpus: &'a [String],
-    sims: &'a [sim::Summary],
+    sims: &'a [sim::SummaryFile],
     conf: Option<&'a Conformance>,
     bench: &'a BenchFile,
     muts: Option<&'a MutantsReport>,

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 pub const REFERENCE: &str = "reference";
 
 /// One cell of the frontier.
-pub struct Cell<'a> {
+pub struct FrontierCell<'a> {
     /// Milliseconds between the burst's commits (0: back to back onto a refresh in flight).
     pub spacing_ms: u32,
     /// Whether the server answered new walks during the burst.
@@ -28,7 +28,7 @@ pub struct Cell<'a> {
     pub rows: Vec<&'a RefreshRow>,
 }
 
-impl Cell<'_> {
+impl FrontierCell<'_> {
     fn scenario(&self) -> &'static str {
         match (self.spacing_ms, self.served) {
             (0, false) => "parked",
@@ -130,7 +130,7 @@ pub fn versus(a: &RefreshRow, b: &RefreshRow) -> Versus {
 
 /// The frontier's cells (readers = 0): parked, served, then spaced; each beside a neighbour,
 /// then quiet; by P and K.
-pub fn cells(rows: &[RefreshRow]) -> Vec<Cell<'_>> {
+pub fn cells(rows: &[RefreshRow]) -> Vec<FrontierCell<'_>> {
     let any_neighbour = rows.iter().any(|r| r.neighbour);
     let mut keys: Vec<(u32, bool, bool, u32, u32)> = rows
         .iter()
@@ -143,7 +143,7 @@ pub fn cells(rows: &[RefreshRow]) -> Vec<Cell<'_>> {
     keys.sort_unstable();
     keys.dedup();
     keys.into_iter()
-        .map(|(spacing_ms, served, quiet, pages, k)| Cell {
+        .map(|(spacing_ms, served, quiet, pages, k)| FrontierCell {
             spacing_ms,
             served,
             pages,
@@ -167,7 +167,7 @@ pub fn cells(rows: &[RefreshRow]) -> Vec<Cell<'_>> {
 
 /// Of judged cells: how many the reference dominates or ties in throughout, the others (with
 /// the points it does not), and those with ties.
-fn tally(judged: &[(&Cell, Vec<String>)]) -> (usize, Vec<String>, Vec<String>) {
+fn tally(judged: &[(&FrontierCell, Vec<String>)]) -> (usize, Vec<String>, Vec<String>) {
     let won = judged.iter().filter(|(_, u)| u.is_empty()).count();
     let missed = judged
         .iter()
@@ -188,7 +188,7 @@ fn tally(judged: &[(&Cell, Vec<String>)]) -> (usize, Vec<String>, Vec<String>) {
 pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
     let mut out = Vec::new();
     let cells = cells(rows);
-    let judge = |quiet: bool| -> Vec<(&Cell, Vec<String>)> {
+    let judge = |quiet: bool| -> Vec<(&FrontierCell, Vec<String>)> {
         cells
             .iter()
             .filter(|c| c.on_a_walk() && c.quiet == quiet)
@@ -300,7 +300,7 @@ pub fn headline(rows: &[RefreshRow]) -> Vec<String> {
             )
         });
     }
-    let side_by_side = |c: &Cell| -> String {
+    let side_by_side = |c: &FrontierCell| -> String {
         c.rows
             .iter()
             .map(|r| {
@@ -478,7 +478,7 @@ pub fn section(s: &mut String, b: &BenchFile) {
         .into_iter()
         .flat_map(|scenario| [(scenario, false), (scenario, true)]);
     for (scenario, quiet) in groups {
-        let in_group = |c: &&Cell| c.scenario() == scenario && c.quiet == quiet;
+        let in_group = |c: &&FrontierCell| c.scenario() == scenario && c.quiet == quiet;
         if !cells.iter().any(|c| in_group(&c)) {
             continue;
         }

@@ -4,7 +4,7 @@
 //! sequence diagrams of their shrunk traces (`reports/sim-traces/`). The summary is the
 //! simulator's own typed document ([`listsync_sim::summary::Summary`]).
 
-use crate::md::{Link, cell_escape, num};
+use crate::md::{MdLink, cell_escape, num};
 use listsync_sim::summary::Mode;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,7 +12,7 @@ use std::path::Path;
 pub use listsync_sim::summary::Summary as SimSummary;
 
 /// One summary and the file it came from.
-pub struct Summary {
+pub struct SummaryFile {
     /// File name, for the table.
     pub source: String,
     /// The document.
@@ -34,7 +34,7 @@ pub fn parse(text: &str) -> anyhow::Result<Vec<SimSummary>> {
 }
 
 /// Every shrunk trace file a summary names, as (property, file name).
-pub fn traces(s: &Summary) -> Vec<(String, String)> {
+pub fn traces(s: &SummaryFile) -> Vec<(String, String)> {
     s.doc
         .violations
         .iter()
@@ -47,9 +47,9 @@ pub fn traces(s: &Summary) -> Vec<(String, String)> {
 }
 
 /// The page's verdict line (also the index's headline).
-pub fn headline(summaries: &[Summary]) -> String {
+pub fn headline(summaries: &[SummaryFile]) -> String {
     let expected = summaries.iter().filter(|x| x.doc.as_expected).count();
-    let reference: Vec<&Summary> = summaries
+    let reference: Vec<&SummaryFile> = summaries
         .iter()
         .filter(|x| x.doc.strategy == "reference")
         .collect();
@@ -58,7 +58,7 @@ pub fn headline(summaries: &[Summary]) -> String {
         .iter()
         .filter(|x| x.doc.violations.is_empty())
         .count();
-    let bad: Vec<&Summary> = summaries
+    let bad: Vec<&SummaryFile> = summaries
         .iter()
         .filter(|x| x.doc.strategy != "reference")
         .collect();
@@ -86,7 +86,7 @@ pub fn headline(summaries: &[Summary]) -> String {
 /// link (None if it was not rendered); `model` is the model checker's report, if there is one.
 /// Wall times are on the timings page.
 pub fn render(
-    summaries: &[Summary],
+    summaries: &[SummaryFile],
     model: Option<&crate::model_check::SuiteReport>,
     diagram: &dyn Fn(&str) -> Option<String>,
 ) -> String {
@@ -116,7 +116,7 @@ pub fn render(
         );
         return s;
     }
-    let (scale, campaigns): (Vec<&Summary>, Vec<&Summary>) =
+    let (scale, campaigns): (Vec<&SummaryFile>, Vec<&SummaryFile>) =
         summaries.iter().partition(|s| s.doc.mode == Mode::Scale);
     if !campaigns.is_empty() {
         campaign_table(&mut s, &campaigns, diagram);
@@ -136,7 +136,7 @@ pub fn render(
 /// Where the known-bad strategies' campaigns are set beside the model's verdicts: one table,
 /// on the model-check page, with the model's small and enlarged worlds and every disagreement
 /// said.
-fn beside_model(s: &mut String, sums: &[&Summary], m: &crate::model_check::SuiteReport) {
+fn beside_model(s: &mut String, sums: &[&SummaryFile], m: &crate::model_check::SuiteReport) {
     let known_bad = sums
         .iter()
         .filter(|x| x.doc.strategy != "reference")
@@ -156,7 +156,7 @@ fn beside_model(s: &mut String, sums: &[&Summary], m: &crate::model_check::Suite
 }
 
 /// The situations each campaign reached, folded: one long list per campaign.
-fn situation_table(s: &mut String, sums: &[&Summary]) {
+fn situation_table(s: &mut String, sums: &[&SummaryFile]) {
     let _ = writeln!(s, "\n## Situations reached\n");
     let _ = writeln!(
         s,
@@ -197,7 +197,7 @@ fn mode(v: &SimSummary) -> &'static str {
 }
 
 /// Scale runs: one burst of mutations, every client's list walks counted.
-fn scale_table(s: &mut String, sums: &[&Summary]) {
+fn scale_table(s: &mut String, sums: &[&SummaryFile]) {
     let _ = writeln!(
         s,
         "\n## Scale runs\n\nOne burst of mutations once every client has listed; coalescing bounds \
@@ -261,7 +261,7 @@ fn situations(v: &SimSummary) -> String {
 }
 
 /// Campaigns: many seeded runs each.
-fn campaign_table(s: &mut String, sums: &[&Summary], diagram: &dyn Fn(&str) -> Option<String>) {
+fn campaign_table(s: &mut String, sums: &[&SummaryFile], diagram: &dyn Fn(&str) -> Option<String>) {
     let _ = writeln!(
         s,
         "| summary | as expected | expected | violations found (runs) | level, mode | strategy | faults | runs | clients | walks per change per client | converge p50 / p99 (ms, simulated) |"
@@ -290,7 +290,7 @@ fn campaign_table(s: &mut String, sums: &[&Summary], diagram: &dyn Fn(&str) -> O
             match file.as_deref().and_then(diagram) {
                 Some(d) => viol.push(format!(
                     "{named} ({runs} runs{replays}; {})",
-                    Link::new("diagram", &d)
+                    MdLink::new("diagram", &d)
                 )),
                 None => viol.push(format!("{named} ({runs} runs{replays})")),
             }
@@ -354,7 +354,7 @@ mod tests {
                 "replays_in_model": true, "replays_in_harness": true}}},
             "expected": "no_stale_overwrite violated"
         }));
-        let sums = [Summary {
+        let sums = [SummaryFile {
             source: "sim.json".into(),
             doc: d,
         }];
@@ -389,7 +389,7 @@ mod tests {
             "events_per_second": 51000.0, "peak_rss_mib": 424.0
         }));
         let page = render(
-            &[Summary {
+            &[SummaryFile {
                 source: "sim/scale.json".into(),
                 doc: d,
             }],
