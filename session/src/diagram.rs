@@ -6,7 +6,7 @@
 
 use crate::audit::Verdict;
 use crate::log::{Dir, SessionLog, What, line_of};
-use listsync_harness::jsonrpc::{Frame, classify, summary};
+use listsync_observe::jsonrpc::{Frame, classify, summary};
 use listsync_report::diagram::{Diagram, Lane, LaneKind, Line, MsgKind, Row, Tone, Track, render};
 
 /// Most rows drawn; the rows nearest the evidence are kept.
