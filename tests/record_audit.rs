@@ -19,7 +19,7 @@ use listsync_core::property::Property;
 use listsync_core::strategy::{ClientStrategy, ServerStrategy};
 use listsync_harness::control::{Control, events, listen};
 use listsync_harness::timeline::{Hub, Side};
-use listsync_session::wire::Fate;
+use listsync_observe::WalkFate;
 use listsync_testkit::{LIMIT, within};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -308,7 +308,7 @@ async fn walks_ended(log: &Path) {
                 if answered
                     && w.walks
                         .iter()
-                        .all(|w| matches!(w.fate, Fate::Complete | Fate::Failed(_)))
+                        .all(|w| matches!(w.fate, WalkFate::Complete | WalkFate::Failed(_)))
                 {
                     return;
                 }

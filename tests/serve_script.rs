@@ -12,7 +12,8 @@ mod harness_support;
 
 use harness_support::{audit, record_http as record};
 use listsync_core::property::Property;
-use listsync_session::wire::{Fate, Wire, observe};
+use listsync_observe::WalkFate;
+use listsync_session::wire::{Wire, observe};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -113,7 +114,7 @@ async fn until_line(lines: &mut Lines<BufReader<ChildStdout>>, what: &str) -> St
 /// half a second.
 async fn settled(log: &Path) {
     let quiet = |w: &Wire| {
-        w.walks.iter().all(|w| w.fate != Fate::Open) && w.unanswered.values().all(|n| *n == 0)
+        w.walks.iter().all(|w| w.fate != WalkFate::Open) && w.unanswered.values().all(|n| *n == 0)
     };
     within("the session to settle", async {
         loop {

@@ -15,7 +15,8 @@ pub mod expected;
 pub mod findings;
 pub mod history;
 pub mod hosts;
-pub mod jsonrpc;
+/// JSON-RPC framing, shared with every reader of the wire (`listsync-observe`).
+pub use listsync_observe::jsonrpc;
 pub mod limited_file;
 pub mod manifest;
 pub mod matrix;

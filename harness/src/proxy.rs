@@ -63,74 +63,8 @@ pub struct Proxy {
     next_probe: std::sync::atomic::AtomicU64,
 }
 
-/// The kind a `list_changed` method announces (resources also covers templates).
-pub fn notified_kind(method: &str) -> Option<Kind> {
-    match method {
-        "notifications/tools/list_changed" => Some(Kind::Tools),
-        "notifications/prompts/list_changed" => Some(Kind::Prompts),
-        "notifications/resources/list_changed" => Some(Kind::Resources),
-        _ => None,
-    }
-}
-
-/// The kind a list method lists.
-pub fn listed_kind(method: &str) -> Option<Kind> {
-    Kind::ALL.into_iter().find(|k| k.list_method() == method)
-}
-
-/// The result field holding a kind's items, and the field naming each item.
-fn item_fields(kind: Kind) -> (&'static str, &'static str) {
-    match kind {
-        Kind::Tools => ("tools", "name"),
-        Kind::Prompts => ("prompts", "name"),
-        Kind::Resources => ("resources", "uri"),
-        Kind::ResourceTemplates => ("resourceTemplates", "uriTemplate"),
-    }
-}
-
-/// The items of a list result (one page), normalised to (name, description).
-pub fn page_items(kind: Kind, result: &Value) -> Option<Vec<NamedItem>> {
-    let (field, name) = item_fields(kind);
-    let items = result.get(field)?.as_array()?;
-    Some(
-        items
-            .iter()
-            .map(|i| NamedItem {
-                name: i
-                    .get(name)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                description: i
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            })
-            .collect(),
-    )
-}
-
-/// Items of a control-protocol item array (`[{name, description}]`), normalised.
-pub fn control_items(v: &Value) -> Option<Vec<NamedItem>> {
-    Some(
-        v.as_array()?
-            .iter()
-            .map(|i| NamedItem {
-                name: i
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                description: i
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            })
-            .collect(),
-    )
-}
+/// What a message says about the lists (listsync-observe's, shared by every reader of the wire).
+pub use listsync_observe::items::{control_items, listed_kind, notified_kind, page_items};
 
 impl Proxy {
     /// Starts the proxy between a client adapter (`client_out` → `server_in`) and a server

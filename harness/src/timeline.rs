@@ -72,14 +72,8 @@ pub enum Action {
     Duplicate,
 }
 
-/// One list item as the harness compares them across SDKs: name (or URI) and description.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct NamedItem {
-    /// Name, URI or URI template.
-    pub name: String,
-    /// Description ("" if absent).
-    pub description: String,
-}
+/// One list item as the harness compares them across SDKs (listsync-observe's).
+pub use listsync_observe::NamedItem;
 
 /// Something the harness established (not a raw observation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

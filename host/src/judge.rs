@@ -1,5 +1,6 @@
 //! Judges a host from observation: its MCP side as `listsync audit` reads it (the session log's
-//! walks and calls, [`listsync_session::wire::observe`]) and its model side as the scripted model
+//! walks and calls, [`listsync_session::wire::observe`], which reads each connection with
+//! [`listsync_observe::ConnObserver`] as the replay and the audit do) and its model side as the scripted model
 //! server recorded it (the offered list of every model turn, the calls the model made, the tool
 //! results passed back). Times of both are wall-clock microseconds (the log's start plus each
 //! entry's offset).
@@ -21,9 +22,10 @@
 
 use listsync_core::vocab::Kind;
 use listsync_harness::hosts::model_server::{ModelRequest, Recording, Reply};
+use listsync_observe::WalkFate;
 use listsync_session::audit::Status;
 use listsync_session::log::SessionLog;
-use listsync_session::wire::{Fate, Wire};
+use listsync_session::wire::Wire;
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -119,7 +121,7 @@ fn walks(log: &SessionLog, wire: &Wire) -> Vec<Listed> {
     let mut out: Vec<Listed> = wire
         .walks
         .iter()
-        .filter(|w| w.kind == Kind::Tools && w.fate == Fate::Complete)
+        .filter(|w| w.kind == Kind::Tools && w.fate == WalkFate::Complete)
         .filter_map(|w| {
             let end = w.ended_at?;
             let e = log.entries.get(usize::try_from(end).ok()?)?;
@@ -137,27 +139,27 @@ fn set(v: &[String]) -> BTreeSet<&str> {
     v.iter().map(String::as_str).collect()
 }
 
+/// The judging of one run: the host's complete tools walks, the calls on the wire, the model
+/// turns, and what each property showed so far.
+struct Judging<'a> {
+    t0: u64,
+    listed: Vec<Listed>,
+    calls_on_wire: Vec<(u64, &'a str)>,
+    turns: Vec<&'a ModelRequest>,
+    /// Per property (in [`HostProperty::ALL`] order): its first violation.
+    fail: Vec<Option<String>>,
+    /// Per property: whether what it is about was observed.
+    seen: [bool; 5],
+}
+
+fn idx(p: HostProperty) -> usize {
+    HostProperty::ALL.iter().position(|q| *q == p).unwrap_or(0)
+}
+
 /// Judges one run.
 pub fn judge(log: &SessionLog, wire: &Wire, rec: &Recording, bound: usize) -> HostJudgement {
     let t0 = log.header.start_us();
-    let listed = walks(log, wire);
-    // The host's list at a moment, and the index of that walk.
-    let at = |t: u64| -> Option<(usize, &Listed)> {
-        listed.iter().enumerate().rev().find(|(_, l)| l.end_us <= t)
-    };
-    // Removed at a moment: in an earlier complete walk, not in the latest.
-    let removed_at = |tool: &str, t: u64| -> bool {
-        match at(t) {
-            Some((i, l)) => {
-                !l.names.iter().any(|n| n == tool)
-                    && listed[..i]
-                        .iter()
-                        .any(|e| e.names.iter().any(|n| n == tool))
-            }
-            None => false,
-        }
-    };
-    let calls_on_wire: Vec<(u64, &str)> = wire
+    let calls_on_wire = wire
         .calls
         .iter()
         .filter_map(|c| {
@@ -165,188 +167,24 @@ pub fn judge(log: &SessionLog, wire: &Wire, rec: &Recording, bound: usize) -> Ho
             Some((t0 + e.t_us, c.tool.as_str()))
         })
         .collect();
-    let turns: Vec<&ModelRequest> = rec.turns().collect();
-    let mut views = Vec::new();
-    let mut fail: Vec<Option<String>> = vec![None; HostProperty::ALL.len()];
-    let mut seen = [false; 5];
-    let idx = |p: HostProperty| HostProperty::ALL.iter().position(|q| *q == p).unwrap_or(0);
-    let flag = |fail: &mut Vec<Option<String>>, p: HostProperty, why: String| {
-        let slot = &mut fail[idx(p)];
-        if slot.is_none() {
-            *slot = Some(why);
-        }
+    let mut j = Judging {
+        t0,
+        listed: walks(log, wire),
+        calls_on_wire,
+        turns: rec.turns().collect(),
+        fail: vec![None; HostProperty::ALL.len()],
+        seen: [false; 5],
     };
-    for (k, r) in turns.iter().enumerate() {
-        let t = r.t_unix_us;
-        let next_t = turns.get(k + 1).map_or(u64::MAX, |n| n.t_unix_us);
-        let host = at(t);
-        let turn = r.turn.unwrap_or(k + 1);
-        // no_offer_of_removed
-        for o in &r.offered {
-            if removed_at(o, t) {
-                flag(
-                    &mut fail,
-                    HostProperty::NoOfferOfRemoved,
-                    format!(
-                        "turn {turn} offered {o}, which the host's re-list that returned {:.0} ms before no longer had",
-                        (t - host.map_or(t, |h| h.1.end_us)) as f64 / 1000.0
-                    ),
-                );
-            }
-        }
-        if let Some((i, _)) = host
-            && i > 0
-        {
-            seen[idx(HostProperty::NoOfferOfRemoved)] |= listed[..i]
-                .iter()
-                .flat_map(|e| e.names.iter())
-                .any(|n| removed_at(n, t));
-        }
-        let (model, forwarded, result) = match &r.reply {
-            Reply::End => ("end".to_owned(), None, None),
-            Reply::Call { tool, id, .. } => {
-                let fwd = calls_on_wire.iter().any(|(ct, name)| {
-                    *ct >= r.replied_unix_us && *ct < next_t && *name == tool.as_str()
-                });
-                let result = turns.get(k + 1).and_then(|n| {
-                    n.results
-                        .iter()
-                        .find(|x| &x.tool_use_id == id)
-                        .map(|x| (x.is_error, x.text.clone()))
-                });
-                let offered = r.offered.iter().any(|o| o == tool);
-                let gone = removed_at(tool, t);
-                // consumers_agree, unless a re-list that changed this tool returned between the
-                // turn and the next.
-                let relisted_between = listed.iter().any(|l| {
-                    l.end_us > t
-                        && l.end_us < next_t
-                        && l.names.iter().any(|n| n == tool) != offered
-                });
-                if !relisted_between {
-                    seen[idx(HostProperty::ConsumersAgree)] = true;
-                    if offered != fwd {
-                        flag(
-                            &mut fail,
-                            HostProperty::ConsumersAgree,
-                            if offered {
-                                format!(
-                                    "turn {turn} offered {tool} and the model called it; the host did not dispatch it to the server"
-                                )
-                            } else {
-                                format!(
-                                    "turn {turn} did not offer {tool}; the model called it and the host dispatched it to the server"
-                                )
-                            },
-                        );
-                    }
-                }
-                if gone {
-                    seen[idx(HostProperty::NoCallToRemoved)] = true;
-                    // Observed when a result came back, or a next turn came without one; a
-                    // host whose loop ended with the call (an exception) shows nothing.
-                    seen[idx(HostProperty::ClearResultForRemoved)] |=
-                        result.is_some() || k + 1 < turns.len();
-                    match &result {
-                        Some((true, _)) => {}
-                        Some((false, text)) => flag(
-                            &mut fail,
-                            HostProperty::ClearResultForRemoved,
-                            format!(
-                                "turn {turn}: the call of the removed {tool} came back to the model as a success: {text:?}"
-                            ),
-                        ),
-                        None if k + 1 < turns.len() => flag(
-                            &mut fail,
-                            HostProperty::ClearResultForRemoved,
-                            format!(
-                                "turn {turn}: the call of the removed {tool} got no tool result at the next turn"
-                            ),
-                        ),
-                        None => {}
-                    }
-                }
-                (format!("call {tool}"), Some(fwd), result)
-            }
-        };
-        views.push(TurnView {
-            turn,
-            at_ms: t.saturating_sub(t0) as f64 / 1000.0,
-            offered: r.offered.clone(),
-            listed: host.map(|h| h.1.names.clone()),
-            model,
-            forwarded,
-            result,
-        });
-    }
-    // no_call_to_removed: every call on the wire, against the host's list when it was sent.
-    for (ct, name) in &calls_on_wire {
-        if removed_at(name, *ct) {
-            seen[idx(HostProperty::NoCallToRemoved)] = true;
-            let host = at(*ct).map_or(0, |h| h.1.end_us);
-            flag(
-                &mut fail,
-                HostProperty::NoCallToRemoved,
-                format!(
-                    "a tools/call of {name} reached the server {:.0} ms after the host's re-list without {name} had returned",
-                    (ct - host) as f64 / 1000.0
-                ),
-            );
-        }
-    }
-    // offered_catches_up: per walk, the turns while it is the latest.
-    let mut max_lag: Option<(usize, bool)> = None;
-    for (i, l) in listed.iter().enumerate() {
-        let until = listed.get(i + 1).map_or(u64::MAX, |n| n.end_us);
-        let during: Vec<&&ModelRequest> = turns
-            .iter()
-            .filter(|r| r.t_unix_us >= l.end_us && r.t_unix_us < until)
-            .collect();
-        if during.is_empty() {
-            continue;
-        }
-        let changed = i > 0 && set(&listed[i - 1].names) != set(&l.names);
-        if changed {
-            seen[idx(HostProperty::OfferedCatchesUp)] = true;
-        }
-        let want = set(&l.names);
-        let lag = during
-            .iter()
-            .position(|r| set(&r.offered) == want)
-            .map_or((during.len(), true), |p| (p, false));
-        if lag.0 > 0 {
-            seen[idx(HostProperty::OfferedCatchesUp)] = true;
-        }
-        if max_lag.is_none_or(|m| (lag.1, lag.0) > (m.1, m.0)) {
-            max_lag = Some(lag);
-        }
-        if lag.0 > bound {
-            let first = during[0];
-            flag(
-                &mut fail,
-                HostProperty::OfferedCatchesUp,
-                format!(
-                    "the host's re-list returned [{}] at {:.0} ms; {} turn(s) after it offered [{}]{}",
-                    l.names.join(", "),
-                    l.end_us.saturating_sub(t0) as f64 / 1000.0,
-                    lag.0,
-                    first.offered.join(", "),
-                    if lag.1 {
-                        " and none offered it before the next re-list or the end"
-                    } else {
-                        " before one offered it"
-                    }
-                ),
-            );
-        }
-    }
+    let views = (0..j.turns.len()).map(|k| j.turn(k)).collect();
+    j.calls();
+    let max_lag = j.catch_up(bound);
     let verdicts = HostProperty::ALL
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let (status, detail) = match &fail[i] {
+            let (status, detail) = match &j.fail[i] {
                 Some(why) => (Status::Violated, why.clone()),
-                None if seen[i] => (Status::HoldsAsObserved, observed_text(*p, max_lag)),
+                None if j.seen[i] => (Status::HoldsAsObserved, observed_text(*p, max_lag)),
                 None => (Status::NotObserved, unobserved_text(*p)),
             };
             HostVerdict {
@@ -360,6 +198,215 @@ pub fn judge(log: &SessionLog, wire: &Wire, rec: &Recording, bound: usize) -> Ho
         verdicts,
         turns: views,
         max_lag,
+    }
+}
+
+impl Judging<'_> {
+    fn flag(&mut self, p: HostProperty, why: String) {
+        let slot = &mut self.fail[idx(p)];
+        if slot.is_none() {
+            *slot = Some(why);
+        }
+    }
+
+    /// The host's list at a moment, and the index of that walk.
+    fn at(&self, t: u64) -> Option<(usize, &Listed)> {
+        self.listed
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, l)| l.end_us <= t)
+    }
+
+    /// Removed at a moment: in an earlier complete walk, not in the latest.
+    fn removed_at(&self, tool: &str, t: u64) -> bool {
+        match self.at(t) {
+            Some((i, l)) => {
+                !l.names.iter().any(|n| n == tool)
+                    && self.listed[..i]
+                        .iter()
+                        .any(|e| e.names.iter().any(|n| n == tool))
+            }
+            None => false,
+        }
+    }
+
+    /// Model turn `k`: what it offered against the host's list, and what became of its call.
+    fn turn(&mut self, k: usize) -> TurnView {
+        let r = self.turns[k];
+        let t = r.t_unix_us;
+        let host = self.at(t).map(|(i, h)| (i, h.end_us, h.names.clone()));
+        let turn = r.turn.unwrap_or(k + 1);
+        // no_offer_of_removed
+        for o in &r.offered {
+            if self.removed_at(o, t) {
+                let why = format!(
+                    "turn {turn} offered {o}, which the host's re-list that returned {:.0} ms before no longer had",
+                    (t - host.as_ref().map_or(t, |h| h.1)) as f64 / 1000.0
+                );
+                self.flag(HostProperty::NoOfferOfRemoved, why);
+            }
+        }
+        if let Some((i, _, _)) = host
+            && i > 0
+        {
+            self.seen[idx(HostProperty::NoOfferOfRemoved)] |= self.listed[..i]
+                .iter()
+                .flat_map(|e| e.names.iter())
+                .any(|n| self.removed_at(n, t));
+        }
+        let (model, forwarded, result) = match &r.reply {
+            Reply::End => ("end".to_owned(), None, None),
+            Reply::Call { tool, id, .. } => {
+                let (fwd, result) = self.call(k, turn, tool, id);
+                (format!("call {tool}"), Some(fwd), result)
+            }
+        };
+        TurnView {
+            turn,
+            at_ms: t.saturating_sub(self.t0) as f64 / 1000.0,
+            offered: r.offered.clone(),
+            listed: host.map(|h| h.2),
+            model,
+            forwarded,
+            result,
+        }
+    }
+
+    /// The model's call of `tool` at turn `k`: whether it reached the server before the next
+    /// turn, and the tool result passed back at the next turn.
+    fn call(
+        &mut self,
+        k: usize,
+        turn: usize,
+        tool: &str,
+        id: &str,
+    ) -> (bool, Option<(bool, String)>) {
+        let r = self.turns[k];
+        let t = r.t_unix_us;
+        let next_t = self.turns.get(k + 1).map_or(u64::MAX, |n| n.t_unix_us);
+        let fwd = self
+            .calls_on_wire
+            .iter()
+            .any(|(ct, name)| *ct >= r.replied_unix_us && *ct < next_t && *name == tool);
+        let result = self.turns.get(k + 1).and_then(|n| {
+            n.results
+                .iter()
+                .find(|x| x.tool_use_id == id)
+                .map(|x| (x.is_error, x.text.clone()))
+        });
+        let offered = r.offered.iter().any(|o| o == tool);
+        let gone = self.removed_at(tool, t);
+        // consumers_agree, unless a re-list that changed this tool returned between the
+        // turn and the next.
+        let relisted_between = self.listed.iter().any(|l| {
+            l.end_us > t && l.end_us < next_t && l.names.iter().any(|n| n == tool) != offered
+        });
+        if !relisted_between {
+            self.seen[idx(HostProperty::ConsumersAgree)] = true;
+            if offered != fwd {
+                let why = if offered {
+                    format!(
+                        "turn {turn} offered {tool} and the model called it; the host did not dispatch it to the server"
+                    )
+                } else {
+                    format!(
+                        "turn {turn} did not offer {tool}; the model called it and the host dispatched it to the server"
+                    )
+                };
+                self.flag(HostProperty::ConsumersAgree, why);
+            }
+        }
+        if gone {
+            self.removed_call(k, turn, tool, &result);
+        }
+        (fwd, result)
+    }
+
+    /// A call of a removed tool: observed when a result came back, or a next turn came
+    /// without one; a host whose loop ended with the call (an exception) shows nothing.
+    fn removed_call(&mut self, k: usize, turn: usize, tool: &str, result: &Option<(bool, String)>) {
+        let next = k + 1 < self.turns.len();
+        self.seen[idx(HostProperty::NoCallToRemoved)] = true;
+        self.seen[idx(HostProperty::ClearResultForRemoved)] |= result.is_some() || next;
+        match result {
+            Some((true, _)) => {}
+            Some((false, text)) => self.flag(
+                HostProperty::ClearResultForRemoved,
+                format!(
+                    "turn {turn}: the call of the removed {tool} came back to the model as a success: {text:?}"
+                ),
+            ),
+            None if next => self.flag(
+                HostProperty::ClearResultForRemoved,
+                format!(
+                    "turn {turn}: the call of the removed {tool} got no tool result at the next turn"
+                ),
+            ),
+            None => {}
+        }
+    }
+
+    /// no_call_to_removed: every call on the wire, against the host's list when it was sent.
+    fn calls(&mut self) {
+        for i in 0..self.calls_on_wire.len() {
+            let (ct, name) = self.calls_on_wire[i];
+            if self.removed_at(name, ct) {
+                self.seen[idx(HostProperty::NoCallToRemoved)] = true;
+                let host = self.at(ct).map_or(0, |h| h.1.end_us);
+                let why = format!(
+                    "a tools/call of {name} reached the server {:.0} ms after the host's re-list without {name} had returned",
+                    (ct - host) as f64 / 1000.0
+                );
+                self.flag(HostProperty::NoCallToRemoved, why);
+            }
+        }
+    }
+
+    /// offered_catches_up: per walk, the turns while it is the latest. Returns the longest lag.
+    fn catch_up(&mut self, bound: usize) -> Option<(usize, bool)> {
+        let mut max_lag: Option<(usize, bool)> = None;
+        for i in 0..self.listed.len() {
+            let l = &self.listed[i];
+            let until = self.listed.get(i + 1).map_or(u64::MAX, |n| n.end_us);
+            let during: Vec<&ModelRequest> = self
+                .turns
+                .iter()
+                .copied()
+                .filter(|r| r.t_unix_us >= l.end_us && r.t_unix_us < until)
+                .collect();
+            if during.is_empty() {
+                continue;
+            }
+            let changed = i > 0 && set(&self.listed[i - 1].names) != set(&l.names);
+            let want = set(&l.names);
+            let lag = during
+                .iter()
+                .position(|r| set(&r.offered) == want)
+                .map_or((during.len(), true), |p| (p, false));
+            if changed || lag.0 > 0 {
+                self.seen[idx(HostProperty::OfferedCatchesUp)] = true;
+            }
+            if max_lag.is_none_or(|m| (lag.1, lag.0) > (m.1, m.0)) {
+                max_lag = Some(lag);
+            }
+            if lag.0 > bound {
+                let why = format!(
+                    "the host's re-list returned [{}] at {:.0} ms; {} turn(s) after it offered [{}]{}",
+                    l.names.join(", "),
+                    l.end_us.saturating_sub(self.t0) as f64 / 1000.0,
+                    lag.0,
+                    during[0].offered.join(", "),
+                    if lag.1 {
+                        " and none offered it before the next re-list or the end"
+                    } else {
+                        " before one offered it"
+                    }
+                );
+                self.flag(HostProperty::OfferedCatchesUp, why);
+            }
+        }
+        max_lag
     }
 }
 

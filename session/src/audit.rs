@@ -14,14 +14,13 @@
 //! published.
 
 use crate::log::{RecordTransport, SessionLog, line_of};
-use crate::wire::{Fate, Walk, Wire, observe};
+use crate::wire::{Wire, observe};
 use listsync_core::history::{ClientId, Event, RefreshOutcome, Restart};
 use listsync_core::monitor::judge;
 use listsync_core::property::Property;
 use listsync_core::vocab::{AuthCtx, Catalog, Digest, Item, ItemList, Kind, KindSet, Op};
-use listsync_harness::history::delivered_event;
-use listsync_harness::proxy::notified_kind;
-use listsync_harness::timeline::NamedItem;
+use listsync_observe::items::notified_kind;
+use listsync_observe::{ListWalk, NamedItem, WalkFate, delivered_event};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -294,15 +293,54 @@ fn unobserved_text(p: Property, seen: &Seen) -> &'static str {
 /// Dated events of one connection: (entry seq, order within the seq, event).
 type Dated = Vec<(u64, u8, Event)>;
 
+/// One connection being judged: its walks (with their index in the wire), the kinds it
+/// listed, the `list_changed`s it received, and the events inferred so far.
+struct Conn<'a> {
+    wire: &'a Wire,
+    conn: u32,
+    walks: Vec<(usize, &'a ListWalk)>,
+    tracked: KindSet,
+    notices: Vec<(u64, Kind)>,
+    out: Dated,
+}
+
+/// What the wire shows of the versions so far, as the walks and notices of a connection are
+/// met in order.
+struct Versions {
+    /// The latest version's lists.
+    content: BTreeMap<Kind, Vec<NamedItem>>,
+    version: u64,
+    /// Tools announced removed and no longer listed.
+    removed: BTreeSet<String>,
+    notified_tools_since_list: bool,
+    /// From an entry seq on: the tools removed then.
+    call_state: Vec<(u64, BTreeSet<String>)>,
+}
+
+fn clean(w: &ListWalk) -> bool {
+    w.fate == WalkFate::Complete && w.duplicate().is_none()
+}
+
+fn same(a: &[NamedItem], b: &[NamedItem]) -> bool {
+    Digest::of(&items_of(a)) == Digest::of(&items_of(b))
+}
+
+fn catalog(c: &BTreeMap<Kind, Vec<NamedItem>>) -> std::sync::Arc<Catalog> {
+    let ops: Vec<Op> = c
+        .iter()
+        .flat_map(|(k, items)| items.iter().map(|i| Op::add(*k, &i.name, &i.description)))
+        .collect();
+    std::sync::Arc::new(Catalog::from_ops(&ops))
+}
+
 fn judge_connection(wire: &Wire, conn: u32, seen: &mut Seen) {
-    let walks: Vec<(usize, &Walk)> = wire
+    let walks: Vec<(usize, &ListWalk)> = wire
         .walks
         .iter()
         .enumerate()
         .filter(|(_, w)| w.conn == conn)
         .collect();
-    let tracked: KindSet = walks.iter().map(|(_, w)| w.kind).collect();
-    let notices: Vec<(u64, Kind)> = wire
+    let notices = wire
         .delivered
         .iter()
         .filter(|d| d.conn == conn)
@@ -311,423 +349,464 @@ fn judge_connection(wire: &Wire, conn: u32, seen: &mut Seen) {
             Some((d.seq, notified_kind(m)?))
         })
         .collect();
-    let clean = |w: &Walk| w.fate == Fate::Complete && w.duplicate().is_none();
-    let mut out: Dated = Vec::new();
-    let first = wire
-        .delivered
-        .iter()
-        .filter(|d| d.conn == conn)
-        .map(|d| d.seq)
-        .chain(walks.iter().map(|(_, w)| w.start()))
-        .min()
-        .unwrap_or(0);
+    let mut c = Conn {
+        wire,
+        conn,
+        tracked: walks.iter().map(|(_, w)| w.kind).collect(),
+        walks,
+        notices,
+        out: Vec::new(),
+    };
+    c.refreshes(seen);
+    let call_state = c.versions(seen);
+    c.calls(&call_state, seen);
+    c.delivered(seen);
+    c.end(seen);
+    c.judged(seen);
+}
 
-    // Walks: which start a refresh and which restart one (the older walk stopped for good).
-    let mut refresh_of: BTreeMap<usize, u32> = BTreeMap::new();
-    let mut restarted: HashSet<usize> = HashSet::new();
-    let mut next_refresh = 0u32;
-    for (pos, (j, wj)) in walks.iter().enumerate() {
-        let prior = walks[..pos].iter().rev().find(|(i, wi)| {
-            wi.kind == wj.kind
-                && !restarted.contains(i)
-                && restarts(wi, wj, &notices, &walks[..pos])
-        });
-        match prior {
-            Some((i, _)) => {
-                let r = refresh_of[i];
-                restarted.insert(*i);
-                refresh_of.insert(*j, r);
-                let reason = if matches!(walks.iter().find(|(k, _)| k == i), Some((_, w)) if w.fate == Fate::Failed(Some(-32602)))
-                {
-                    Restart::InvalidCursor
-                } else {
-                    Restart::NotifiedMidWalk
-                };
-                out.push((
-                    wj.start(),
-                    2,
+impl Conn<'_> {
+    /// Walks: which start a refresh and which restart one (the older walk stopped for good),
+    /// and how each ended.
+    fn refreshes(&mut self, seen: &mut Seen) {
+        let walks = &self.walks;
+        let mut refresh_of: BTreeMap<usize, u32> = BTreeMap::new();
+        let mut restarted: HashSet<usize> = HashSet::new();
+        let mut next_refresh = 0u32;
+        for (pos, (j, wj)) in walks.iter().enumerate() {
+            let prior = walks[..pos].iter().rev().find(|(i, wi)| {
+                wi.kind == wj.kind
+                    && !restarted.contains(i)
+                    && restarts(wi, wj, &self.notices, &walks[..pos])
+            });
+            let e = match prior {
+                Some((i, wi)) => {
+                    let r = refresh_of[i];
+                    restarted.insert(*i);
+                    refresh_of.insert(*j, r);
+                    let reason = if wi.fate == WalkFate::Failed(Some(-32602)) {
+                        Restart::InvalidCursor
+                    } else {
+                        Restart::NotifiedMidWalk
+                    };
                     Event::WalkRestarted {
                         client: CLIENT,
                         kind: wj.kind,
                         refresh: r,
                         reason,
-                    },
-                ));
-            }
-            None => {
-                refresh_of.insert(*j, next_refresh);
-                out.push((
-                    wj.start(),
-                    2,
+                    }
+                }
+                None => {
+                    refresh_of.insert(*j, next_refresh);
+                    next_refresh += 1;
                     Event::RefreshStarted {
                         client: CLIENT,
                         kind: wj.kind,
                         auth: AUTH,
-                        refresh: next_refresh,
-                    },
-                ));
-                next_refresh += 1;
-            }
+                        refresh: next_refresh - 1,
+                    }
+                }
+            };
+            self.out.push((wj.start(), 2, e));
+        }
+        for (j, w) in walks {
+            walk_end(w, refresh_of[j], restarted.contains(j), seen, &mut self.out);
         }
     }
-    for (j, w) in &walks {
-        let r = refresh_of[j];
-        let end = |outcome| Event::RefreshEnded {
-            client: CLIENT,
-            kind: w.kind,
-            auth: AUTH,
-            refresh: r,
-            outcome,
-        };
-        let lines = || {
-            w.requests
-                .iter()
-                .chain(w.pages.iter().map(|(s, _)| s))
-                .map(|s| line_of(*s))
-                .collect::<Vec<_>>()
-        };
-        let Some(at) = w.ended_at else { continue };
-        seen.observed.insert(Property::NoTornSnapshot);
-        match &w.fate {
-            Fate::Complete => {
-                if let Some(name) = w.duplicate() {
-                    seen.flag(
-                        Property::NoTornSnapshot,
-                        format!(
-                            "the {} walk starting at line {} lists {name} twice across its pages",
-                            w.kind,
-                            line_of(w.start())
-                        ),
-                        lines(),
-                    );
-                    out.push((at, 3, end(RefreshOutcome::Discarded)));
-                } else {
-                    out.push((
-                        at,
-                        3,
-                        Event::Published {
-                            client: CLIENT,
-                            kind: w.kind,
-                            auth: AUTH,
-                            items: items_of(&w.items()),
-                            version: None,
-                        },
-                    ));
-                    out.push((at, 4, end(RefreshOutcome::Published)));
-                }
-            }
-            Fate::Abandoned if !restarted.contains(j) => {
+}
+
+/// How walk `w` of refresh `r` ended: published, or discarded (torn), or failed.
+fn walk_end(w: &ListWalk, r: u32, restarted: bool, seen: &mut Seen, out: &mut Dated) {
+    let end = |outcome| Event::RefreshEnded {
+        client: CLIENT,
+        kind: w.kind,
+        auth: AUTH,
+        refresh: r,
+        outcome,
+    };
+    let lines = || {
+        w.requests
+            .iter()
+            .chain(w.pages.iter().map(|(s, _)| s))
+            .map(|s| line_of(*s))
+            .collect::<Vec<_>>()
+    };
+    let Some(at) = w.ended_at else { return };
+    seen.observed.insert(Property::NoTornSnapshot);
+    match &w.fate {
+        WalkFate::Complete => {
+            if let Some(name) = w.duplicate() {
                 seen.flag(
                     Property::NoTornSnapshot,
                     format!(
-                        "the {} walk starting at line {} stopped after {} page(s): the client never asked for the page after line {}",
+                        "the {} walk starting at line {} lists {name} twice across its pages",
                         w.kind,
-                        line_of(w.start()),
-                        w.pages.len(),
-                        line_of(at)
+                        line_of(w.start())
                     ),
                     lines(),
                 );
-                out.push((at, 4, end(RefreshOutcome::Discarded)));
+                out.push((at, 3, end(RefreshOutcome::Discarded)));
+            } else {
+                out.push((
+                    at,
+                    3,
+                    Event::Published {
+                        client: CLIENT,
+                        kind: w.kind,
+                        auth: AUTH,
+                        items: items_of(&w.items()),
+                        version: None,
+                    },
+                ));
+                out.push((at, 4, end(RefreshOutcome::Published)));
             }
-            Fate::Failed(_) if !restarted.contains(j) => {
-                out.push((at, 4, end(RefreshOutcome::Failed)))
-            }
-            _ => {}
         }
+        WalkFate::Abandoned if !restarted => {
+            seen.flag(
+                Property::NoTornSnapshot,
+                format!(
+                    "the {} walk starting at line {} stopped after {} page(s): the client never asked for the page after line {}",
+                    w.kind,
+                    line_of(w.start()),
+                    w.pages.len(),
+                    line_of(at)
+                ),
+                lines(),
+            );
+            out.push((at, 4, end(RefreshOutcome::Discarded)));
+        }
+        WalkFate::Failed(_) if !restarted => out.push((at, 4, end(RefreshOutcome::Failed))),
+        _ => {}
+    }
+}
+
+impl<'a> Conn<'a> {
+    /// Versions, as far as the wire shows them: the first clean list of each kind before any
+    /// `list_changed` is version 1; then each notice and each clean list, in order.
+    /// Returns, from each tools list on, the tools announced removed and no longer listed.
+    fn versions(&mut self, seen: &mut Seen) -> Vec<(u64, BTreeSet<String>)> {
+        let mut content: BTreeMap<Kind, Vec<NamedItem>> = BTreeMap::new();
+        for k in self.tracked.iter() {
+            let before = self
+                .notices
+                .iter()
+                .find(|(_, n)| n.notification_group().contains(&k))
+                .map_or(u64::MAX, |(s, _)| *s);
+            let initial = self
+                .walks
+                .iter()
+                .find(|(_, w)| w.kind == k && clean(w) && w.start() < before)
+                .map(|(_, w)| w.items())
+                .unwrap_or_default();
+            content.insert(k, initial);
+        }
+        let first = self
+            .wire
+            .delivered
+            .iter()
+            .filter(|d| d.conn == self.conn)
+            .map(|d| d.seq)
+            .chain(self.walks.iter().map(|(_, w)| w.start()))
+            .min()
+            .unwrap_or(0);
+        let mut v = Versions {
+            content,
+            version: 1,
+            removed: BTreeSet::new(),
+            notified_tools_since_list: false,
+            call_state: vec![(0, BTreeSet::new())],
+        };
+        let committed = Event::Committed {
+            version: v.version,
+            catalog: catalog(&v.content),
+        };
+        self.out.push((first, 0, committed));
+        self.out
+            .push((first, 1, Event::Connected { client: CLIENT }));
+        // Silent changes: a complete list that differs from the latest version, with no
+        // list_changed to announce it, becomes a version at that list.
+        let mut points: Vec<(u64, Option<usize>)> =
+            self.notices.iter().map(|(s, _)| (*s, None)).collect();
+        points.extend(
+            self.walks
+                .iter()
+                .filter(|(_, w)| clean(w))
+                .map(|(j, w)| (w.ended_at.unwrap_or(0), Some(*j))),
+        );
+        points.sort();
+        for (at, walk) in points {
+            match walk {
+                None => self.notice(at, &mut v, seen),
+                Some(j) => {
+                    let wire: &'a Wire = self.wire;
+                    self.listed(at, &wire.walks[j], &mut v, seen);
+                }
+            }
+        }
+        v.call_state
     }
 
-    // Versions, as far as the wire shows them.
-    let mut content: BTreeMap<Kind, Vec<NamedItem>> = BTreeMap::new();
-    for k in tracked.iter() {
-        let before = notices
+    /// A `list_changed` at `at`: a new version, visible in the first clean list of each kind it
+    /// announces after it; or, if that list still shows the old content while a later one
+    /// (before the next notice of its kind) differs, a notice sent before its change was
+    /// visible.
+    fn notice(&mut self, at: u64, v: &mut Versions, seen: &mut Seen) {
+        let Some(&(_, nk)) = self.notices.iter().find(|(s, _)| *s == at) else {
+            return;
+        };
+        if nk == Kind::Tools {
+            v.notified_tools_since_list = true;
+        }
+        let group: Vec<Kind> = nk
+            .notification_group()
             .iter()
-            .find(|(_, n)| n.notification_group().contains(&k))
-            .map_or(u64::MAX, |(s, _)| *s);
-        let initial = walks
-            .iter()
-            .find(|(_, w)| w.kind == k && clean(w) && w.start() < before)
-            .map(|(_, w)| w.items())
-            .unwrap_or_default();
-        content.insert(k, initial);
-    }
-    let catalog = |c: &BTreeMap<Kind, Vec<NamedItem>>| {
-        let ops: Vec<Op> = c
-            .iter()
-            .flat_map(|(k, items)| items.iter().map(|i| Op::add(*k, &i.name, &i.description)))
+            .copied()
+            .filter(|k| self.tracked.contains(*k))
             .collect();
-        std::sync::Arc::new(Catalog::from_ops(&ops))
-    };
-    let mut version = 1u64;
-    out.push((
-        first,
-        0,
-        Event::Committed {
-            version,
-            catalog: catalog(&content),
-        },
-    ));
-    out.push((first, 1, Event::Connected { client: CLIENT }));
-    // Silent changes: a complete list that differs from the latest version, with no
-    // list_changed to announce it, becomes a version at that list.
-    let mut points: Vec<(u64, Option<usize>)> = notices.iter().map(|(s, _)| (*s, None)).collect();
-    points.extend(
-        walks
+        if group.is_empty() {
+            return;
+        }
+        let next_notice = self
+            .notices
             .iter()
-            .filter(|(_, w)| clean(w))
-            .map(|(j, w)| (w.ended_at.unwrap_or(0), Some(*j))),
-    );
-    points.sort();
-    let same =
-        |a: &[NamedItem], b: &[NamedItem]| Digest::of(&items_of(a)) == Digest::of(&items_of(b));
-    let mut removed: BTreeSet<String> = BTreeSet::new();
-    let mut notified_tools_since_list = false;
-    let mut call_state: Vec<(u64, BTreeSet<String>)> = vec![(0, BTreeSet::new())];
-    for (at, walk) in points {
-        match walk {
-            None => {
-                let Some(&(_, nk)) = notices.iter().find(|(s, _)| *s == at) else {
-                    continue;
-                };
-                if nk == Kind::Tools {
-                    notified_tools_since_list = true;
-                }
-                let group: Vec<Kind> = nk
-                    .notification_group()
-                    .iter()
-                    .copied()
-                    .filter(|k| tracked.contains(*k))
-                    .collect();
-                if group.is_empty() {
-                    continue;
-                }
-                let next_notice = notices
-                    .iter()
-                    .find(|(s, n)| *s > at && *n == nk)
-                    .map_or(u64::MAX, |(s, _)| *s);
-                let mut changed = content.clone();
-                let mut late: Option<(u64, Kind)> = None;
-                let mut relisted = false;
-                for &k in &group {
-                    let after: Vec<&Walk> = walks
-                        .iter()
-                        .map(|(_, w)| *w)
-                        .filter(|w| w.kind == k && clean(w) && w.start() > at)
-                        .collect();
-                    let Some(w) = after.first() else {
-                        let mut c = content[&k].clone();
-                        c.push(NamedItem {
-                            name: format!(
-                                "(change announced at line {}, never listed)",
-                                line_of(at)
-                            ),
-                            description: String::new(),
-                        });
-                        changed.insert(k, c);
-                        continue;
-                    };
-                    relisted = true;
-                    if !same(&w.items(), &content[&k]) {
-                        changed.insert(k, w.items());
-                    } else if after[1..]
-                        .iter()
-                        .any(|d| d.start() < next_notice && !same(&d.items(), &content[&k]))
-                    {
-                        late = Some((w.ended_at.unwrap_or(at), k));
-                    }
-                }
-                if relisted {
-                    seen.observed.insert(Property::NotifyAfterCommit);
-                }
-                match late {
-                    Some((shown, k)) => {
-                        out.push((
-                            at,
-                            1,
-                            Event::Notified {
-                                client: CLIENT,
-                                kind: nk,
-                                announces: version + 1,
-                                visible: version,
-                            },
-                        ));
-                        seen.notes.push(format!(
-                            "line {}: the {k} list after this list_changed (ending at line {}) still shows the old content; a later one differs",
-                            line_of(at),
-                            line_of(shown)
-                        ));
-                        seen.flag(
-                            Property::NotifyAfterCommit,
-                            format!(
-                                "the {nk} list_changed at line {} was sent before its change was visible: the list ending at line {} still shows the old {k}, a later list (before any other list_changed) differs",
-                                line_of(at),
-                                line_of(shown)
-                            ),
-                            [line_of(at), line_of(shown)],
-                        );
-                    }
-                    None => {
-                        version += 1;
-                        content = changed;
-                        out.push((
-                            at,
-                            0,
-                            Event::Committed {
-                                version,
-                                catalog: catalog(&content),
-                            },
-                        ));
-                        out.push((
-                            at,
-                            1,
-                            Event::Notified {
-                                client: CLIENT,
-                                kind: nk,
-                                announces: version,
-                                visible: version,
-                            },
-                        ));
-                    }
-                }
-            }
-            Some(j) => {
-                let w = &wire.walks[j];
-                let items = w.items();
-                if w.kind == Kind::Tools {
-                    let before: BTreeSet<String> = content[&Kind::Tools]
-                        .iter()
-                        .map(|i| i.name.clone())
-                        .collect();
-                    let now: BTreeSet<String> = items.iter().map(|i| i.name.clone()).collect();
-                    if notified_tools_since_list {
-                        removed.extend(before.difference(&now).cloned());
-                    }
-                    removed.retain(|n| !now.contains(n));
-                    notified_tools_since_list = false;
-                    call_state.push((at, removed.clone()));
-                }
-                // A walk that was under way when a list_changed of its kind arrived may show
-                // what was there before that change (an answer held, or sent late): it is no
-                // change of its own, and a client must list again after it.
-                let overtaken = notices.iter().any(|(s, nk)| {
-                    *s > w.start() && *s < at && nk.notification_group().contains(&w.kind)
+            .find(|(s, n)| *s > at && *n == nk)
+            .map_or(u64::MAX, |(s, _)| *s);
+        let mut changed = v.content.clone();
+        let mut late: Option<(u64, Kind)> = None;
+        let mut relisted = false;
+        for &k in &group {
+            let after: Vec<&ListWalk> = self
+                .walks
+                .iter()
+                .map(|(_, w)| *w)
+                .filter(|w| w.kind == k && clean(w) && w.start() > at)
+                .collect();
+            let Some(w) = after.first() else {
+                let mut c = v.content[&k].clone();
+                c.push(NamedItem {
+                    name: format!("(change announced at line {}, never listed)", line_of(at)),
+                    description: String::new(),
                 });
-                if overtaken {
-                    seen.observed.insert(Property::NoStaleOverwrite);
-                }
-                if !overtaken && !same(&items, &content[&w.kind]) {
-                    version += 1;
-                    content.insert(w.kind, items);
-                    out.push((
-                        at,
-                        0,
-                        Event::Committed {
-                            version,
-                            catalog: catalog(&content),
-                        },
-                    ));
-                }
+                changed.insert(k, c);
+                continue;
+            };
+            relisted = true;
+            if !same(&w.items(), &v.content[&k]) {
+                changed.insert(k, w.items());
+            } else if after[1..]
+                .iter()
+                .any(|d| d.start() < next_notice && !same(&d.items(), &v.content[&k]))
+            {
+                late = Some((w.ended_at.unwrap_or(at), k));
+            }
+        }
+        if relisted {
+            seen.observed.insert(Property::NotifyAfterCommit);
+        }
+        match late {
+            Some((shown, k)) => self.late_notice(at, nk, shown, k, v.version, seen),
+            None => {
+                v.version += 1;
+                v.content = changed;
+                let committed = Event::Committed {
+                    version: v.version,
+                    catalog: catalog(&v.content),
+                };
+                self.out.push((at, 0, committed));
+                self.out.push((
+                    at,
+                    1,
+                    Event::Notified {
+                        client: CLIENT,
+                        kind: nk,
+                        announces: v.version,
+                        visible: v.version,
+                    },
+                ));
             }
         }
     }
 
-    // Calls: answered as success for a tool announced removed and no longer listed.
-    for c in wire.calls.iter().filter(|c| c.conn == conn) {
-        let Some((at, ok)) = c.answer else { continue };
-        let gone = call_state
-            .iter()
-            .rev()
-            .find(|(s, _)| *s < c.request)
-            .is_some_and(|(_, r)| r.contains(&c.tool));
-        if gone {
-            seen.observed.insert(Property::NoCallToRemoved);
-        }
-        out.push((
+    /// The `nk` list_changed at `at` was sent before its change was visible: the `k` list
+    /// ending at `shown` still shows the old content.
+    fn late_notice(
+        &mut self,
+        at: u64,
+        nk: Kind,
+        shown: u64,
+        k: Kind,
+        version: u64,
+        seen: &mut Seen,
+    ) {
+        self.out.push((
             at,
-            2,
-            if ok {
+            1,
+            Event::Notified {
+                client: CLIENT,
+                kind: nk,
+                announces: version + 1,
+                visible: version,
+            },
+        ));
+        seen.notes.push(format!(
+            "line {}: the {k} list after this list_changed (ending at line {}) still shows the old content; a later one differs",
+            line_of(at),
+            line_of(shown)
+        ));
+        seen.flag(
+            Property::NotifyAfterCommit,
+            format!(
+                "the {nk} list_changed at line {} was sent before its change was visible: the list ending at line {} still shows the old {k}, a later list (before any other list_changed) differs",
+                line_of(at),
+                line_of(shown)
+            ),
+            [line_of(at), line_of(shown)],
+        );
+    }
+
+    /// A clean walk `w` ending at `at`: the tools it no longer lists after a notice are removed;
+    /// a list that differs from the latest version is a silent change, unless a `list_changed`
+    /// of its kind arrived while it was under way (it may show what was there before).
+    fn listed(&mut self, at: u64, w: &ListWalk, v: &mut Versions, seen: &mut Seen) {
+        let items = w.items();
+        if w.kind == Kind::Tools {
+            let before: BTreeSet<String> = v.content[&Kind::Tools]
+                .iter()
+                .map(|i| i.name.clone())
+                .collect();
+            let now: BTreeSet<String> = items.iter().map(|i| i.name.clone()).collect();
+            if v.notified_tools_since_list {
+                v.removed.extend(before.difference(&now).cloned());
+            }
+            v.removed.retain(|n| !now.contains(n));
+            v.notified_tools_since_list = false;
+            v.call_state.push((at, v.removed.clone()));
+        }
+        // A walk that was under way when a list_changed of its kind arrived may show what was
+        // there before that change (an answer held, or sent late): it is no change of its own,
+        // and a client must list again after it.
+        let overtaken = self
+            .notices
+            .iter()
+            .any(|(s, nk)| *s > w.start() && *s < at && nk.notification_group().contains(&w.kind));
+        if overtaken {
+            seen.observed.insert(Property::NoStaleOverwrite);
+        }
+        if !overtaken && !same(&items, &v.content[&w.kind]) {
+            v.version += 1;
+            v.content.insert(w.kind, items);
+            let committed = Event::Committed {
+                version: v.version,
+                catalog: catalog(&v.content),
+            };
+            self.out.push((at, 0, committed));
+        }
+    }
+
+    /// Calls: answered as success for a tool announced removed and no longer listed.
+    fn calls(&mut self, call_state: &[(u64, BTreeSet<String>)], seen: &mut Seen) {
+        for c in self.wire.calls.iter().filter(|c| c.conn == self.conn) {
+            let Some((at, ok)) = c.answer else { continue };
+            let gone = call_state
+                .iter()
+                .rev()
+                .find(|(s, _)| *s < c.request)
+                .is_some_and(|(_, r)| r.contains(&c.tool));
+            if gone {
+                seen.observed.insert(Property::NoCallToRemoved);
+            }
+            let tool = c.tool.as_str().into();
+            let e = if ok {
                 Event::Dispatched {
                     client: CLIENT,
-                    tool: c.tool.as_str().into(),
+                    tool,
                     present: !gone,
                 }
             } else {
                 Event::CallRejected {
                     client: CLIENT,
-                    tool: c.tool.as_str().into(),
+                    tool,
                 }
-            },
-        ));
-    }
-
-    // What the client received.
-    for d in wire.delivered.iter().filter(|d| d.conn == conn) {
-        if let Some(e) = delivered_event(&d.json, tracked, CLIENT) {
-            if matches!(e, Event::Woken { .. }) {
-                seen.observed.insert(Property::BoundedRefresh);
-            }
-            out.push((d.seq, 2, e));
+            };
+            self.out.push((at, 2, e));
         }
     }
 
-    // The end of the connection with nothing unanswered is quiescence.
-    let open = walks.iter().any(|(_, w)| w.fate == Fate::Open);
-    let unanswered = wire.unanswered.get(&conn).copied().unwrap_or(0);
-    match wire.closed.get(&conn) {
-        Some(&at) if !open && unanswered == 0 => {
-            seen.quiescent = true;
-            out.push((
-                at,
-                5,
-                Event::Quiescent {
-                    expect: tracked.iter().map(|k| (CLIENT, k, AUTH)).collect(),
-                },
-            ));
-            if !tracked.is_empty() {
-                seen.observed.insert(Property::Converges);
-                if !notices.is_empty() {
-                    seen.observed.insert(Property::NoLostWakeup);
+    /// What the client received.
+    fn delivered(&mut self, seen: &mut Seen) {
+        for d in self.wire.delivered.iter().filter(|d| d.conn == self.conn) {
+            if let Some(e) = delivered_event(&d.json, self.tracked, CLIENT) {
+                if matches!(e, Event::Woken { .. }) {
+                    seen.observed.insert(Property::BoundedRefresh);
                 }
-                if wire.listened.contains(&conn) {
-                    seen.observed.insert(Property::ListenThenList);
-                }
+                self.out.push((d.seq, 2, e));
             }
         }
-        Some(_) => seen.notes.push(format!(
-            "connection {conn} ended with {unanswered} request(s) unanswered: converges, no_lost_wakeup and listen_then_list are not judged on it"
-        )),
-        None => seen.notes.push(format!(
-            "connection {conn} has no end in the log (cut short?): converges, no_lost_wakeup and listen_then_list are not judged on it"
-        )),
     }
 
-    out.sort_by_key(|(s, p, _)| (*s, *p));
-    let j = judge(out.iter().map(|(_, _, e)| e));
-    // The versions here are inferred from the lists the client saw, not the server's catalog:
-    // a list_changed followed by the same list is no evidence of a spurious one (see `verdict`).
-    for v in j
-        .violations
-        .into_iter()
-        .filter(|v| v.property != Property::NoSpuriousNotify)
-    {
-        let at = out.get(v.at).map_or(0, |(s, _, _)| *s);
-        // Evidence: the event that shows it and the connection's events of the same kind
-        // just before it.
-        let mut lines = vec![line_of(at)];
-        lines.extend(
-            out[..v.at.min(out.len())]
-                .iter()
-                .rev()
-                .filter(|(_, _, e)| !matches!(e, Event::Committed { .. } | Event::Connected { .. }))
-                .take(6)
-                .map(|(s, _, _)| line_of(*s)),
+    /// The end of the connection with nothing unanswered is quiescence.
+    fn end(&mut self, seen: &mut Seen) {
+        let conn = self.conn;
+        let open = self.walks.iter().any(|(_, w)| w.fate == WalkFate::Open);
+        let unanswered = self.wire.unanswered.get(&conn).copied().unwrap_or(0);
+        match self.wire.closed.get(&conn) {
+            Some(&at) if !open && unanswered == 0 => {
+                seen.quiescent = true;
+                let expect = self.tracked.iter().map(|k| (CLIENT, k, AUTH)).collect();
+                self.out.push((at, 5, Event::Quiescent { expect }));
+                if !self.tracked.is_empty() {
+                    seen.observed.insert(Property::Converges);
+                    if !self.notices.is_empty() {
+                        seen.observed.insert(Property::NoLostWakeup);
+                    }
+                    if self.wire.listened.contains(&conn) {
+                        seen.observed.insert(Property::ListenThenList);
+                    }
+                }
+            }
+            Some(_) => seen.notes.push(format!(
+                "connection {conn} ended with {unanswered} request(s) unanswered: converges, no_lost_wakeup and listen_then_list are not judged on it"
+            )),
+            None => seen.notes.push(format!(
+                "connection {conn} has no end in the log (cut short?): converges, no_lost_wakeup and listen_then_list are not judged on it"
+            )),
+        }
+    }
+
+    /// Core's checkers over the connection's history; each violation flagged with the lines of
+    /// the event that shows it and of the connection's events just before it.
+    fn judged(mut self, seen: &mut Seen) {
+        let out = &mut self.out;
+        out.sort_by_key(|(s, p, _)| (*s, *p));
+        let j = judge(out.iter().map(|(_, _, e)| e));
+        // The versions here are inferred from the lists the client saw, not the server's
+        // catalog: a list_changed followed by the same list is no evidence of a spurious one
+        // (see `verdict`).
+        for v in j
+            .violations
+            .into_iter()
+            .filter(|v| v.property != Property::NoSpuriousNotify)
+        {
+            let at = out.get(v.at).map_or(0, |(s, _, _)| *s);
+            let mut lines = vec![line_of(at)];
+            lines.extend(
+                out[..v.at.min(out.len())]
+                    .iter()
+                    .rev()
+                    .filter(|(_, _, e)| {
+                        !matches!(e, Event::Committed { .. } | Event::Connected { .. })
+                    })
+                    .take(6)
+                    .map(|(s, _, _)| line_of(*s)),
+            );
+            seen.flag(v.property, v.detail, lines);
+        }
+        let conn = self.conn;
+        seen.history.extend(
+            out.iter()
+                .map(|(s, _, e)| (line_of(*s), format!("conn {conn}: {e}"))),
         );
-        seen.flag(v.property, v.detail, lines);
     }
-    seen.history.extend(
-        out.iter()
-            .map(|(s, _, e)| (line_of(*s), format!("conn {conn}: {e}"))),
-    );
 }
 
 /// Whether walk `new` restarts walk `old` (same connection and kind, `old` started first):
@@ -735,8 +814,13 @@ fn judge_connection(wire: &Wire, conn: u32, seen: &mut Seen) {
 /// progress when `new` started (a request of it unanswered, or a `list_changed` of its kind
 /// arrived after its last page with no other walk started since), or `old` ended with an
 /// invalid cursor (-32602) just before.
-fn restarts(old: &Walk, new: &Walk, notices: &[(u64, Kind)], earlier: &[(usize, &Walk)]) -> bool {
-    if old.fate == Fate::Complete || old.requests.iter().any(|r| *r > new.start()) {
+fn restarts(
+    old: &ListWalk,
+    new: &ListWalk,
+    notices: &[(u64, Kind)],
+    earlier: &[(usize, &ListWalk)],
+) -> bool {
+    if old.fate == WalkFate::Complete || old.requests.iter().any(|r| *r > new.start()) {
         return false;
     }
     let last_page = old.pages.last().map_or(old.start(), |(s, _)| *s);
@@ -747,8 +831,8 @@ fn restarts(old: &Walk, new: &Walk, notices: &[(u64, Kind)], earlier: &[(usize, 
         return false;
     }
     match old.fate {
-        Fate::Failed(Some(-32602)) => true,
-        Fate::Failed(_) => false,
+        WalkFate::Failed(Some(-32602)) => true,
+        WalkFate::Failed(_) => false,
         _ => {
             let t = new.start();
             let asked = old.requests.iter().filter(|r| **r < t).count();

@@ -6,7 +6,7 @@
 
 use crate::audit::AuditVerdict;
 use crate::log::{LogDir, SessionLog, What, line_of};
-use listsync_harness::jsonrpc::{Frame, classify, summary};
+use listsync_observe::jsonrpc::{Frame, classify, summary};
 use listsync_render::diagram::{
     Band, Diagram, DiagramLane, DiagramRow, LaneKind, MsgKind, Tone, Track, render,
 };

@@ -5,10 +5,11 @@
 //! draws each violation's evidence as a sequence diagram ([`diagram`]). [`record`] is the
 //! stdio proxy, [`http`] the Streamable HTTP reverse proxy.
 //!
-//! A crate of its own because it stands on both the harness (the wire vocabulary: JSON-RPC
-//! framing, list kinds and items, the events a delivered message is, shared with the replay's
-//! reconstruction) and the render crate (the sequence-diagram renderer), and the render crate
-//! already depends on the harness.
+//! A crate of its own because it stands on both the harness (runs turned into session logs,
+//! [`from_run`]) and the render crate (the sequence-diagram renderer), and the render crate
+//! already depends on the harness. The wire itself (JSON-RPC framing, list kinds and items, walks
+//! per connection, the events a delivered message is) is read by `listsync-observe`, as the
+//! replay's reconstruction and the host judge read it.
 
 pub mod audit;
 pub mod diagram;

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -34,7 +34,7 @@ pub type ChangeHook = Arc<
 >;
 
 /// A tool result the host passed back to the model.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ToolResult {
     /// The `tool_use_id` it answers.
     pub tool_use_id: String,
@@ -45,7 +45,7 @@ pub struct ToolResult {
 }
 
 /// What the model answered.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Reply {
     /// A `tool_use` of this name (as the host names it) with this id.
@@ -62,7 +62,7 @@ pub enum Reply {
 }
 
 /// One request the model server received.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ModelRequest {
     /// 0, 1, 2... in arrival order.
     pub seq: usize,
@@ -87,8 +87,8 @@ pub struct ModelRequest {
     pub changed: Vec<String>,
 }
 
-/// Everything the model server saw.
-#[derive(Clone, Debug, Default, Serialize)]
+/// Everything the model server saw (`model.json` of a kept host run reads back as one).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Recording {
     /// Requests in arrival order.
     pub requests: Vec<ModelRequest>,

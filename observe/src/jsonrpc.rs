@@ -1,4 +1,4 @@
-//! JSON-RPC framing on the MCP stdio link as the proxy sees it: one message per line, classified
+//! JSON-RPC framing on an MCP link as listsync reads it: one message per line, classified
 //! as request, notification, response or invalid, with the few fields the harness reads (id,
 //! method, error code). Ids are compared by their canonical JSON text, so `5` and `"5"` differ as
 //! JSON-RPC says they do.
