@@ -9,6 +9,9 @@
 //! A crate of its own because it stands on the harness (model server, plans, manifests), the
 //! session crate (log, wire reading, audit) and the runtime (the admin socket's client).
 
+// No function over 150 lines of code (the threshold is in clippy.toml).
+#![warn(clippy::too_many_lines)]
+
 pub mod judge;
 pub mod keep;
 mod run;

@@ -5,6 +5,9 @@
 //! the messages of one connection, in order, into list walks, tool calls and notifications
 //! received.
 
+// No function over 150 lines of code (the threshold is in clippy.toml).
+#![warn(clippy::too_many_lines)]
+
 pub mod conn;
 pub mod items;
 pub mod jsonrpc;
