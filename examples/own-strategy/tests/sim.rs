@@ -7,7 +7,7 @@
 use listsync_core::property::Property;
 use listsync_sim::case::Params;
 use listsync_sim::plan::FaultPlan;
-use listsync_sim::shrink::{Limits, shrink_machine};
+use listsync_sim::shrink::{ShrinkLimits, shrink_machine};
 use own_strategy::{Coalescing, LastResponseWins};
 
 fn seeds() -> Vec<u64> {
@@ -38,7 +38,7 @@ fn last_response_wins_is_caught_and_shrunk() {
         failing[0],
         &params,
         Property::NoStaleOverwrite,
-        Limits::default(),
+        ShrinkLimits::default(),
     )
     .expect("the failing seed shrinks");
     assert!(shrunk.trace.steps.len() <= shrunk.original_steps);
