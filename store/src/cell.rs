@@ -85,7 +85,7 @@ impl<T: Versioned> Deref for CellSnapshot<T> {
 
 impl<T: Versioned + fmt::Debug> fmt::Debug for CellSnapshot<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Snapshot")
+        f.debug_struct("CellSnapshot")
             .field("version", &self.version)
             .field("stale", &self.stale)
             .field("value", &self.value)
