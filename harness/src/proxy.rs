@@ -158,17 +158,7 @@ impl Proxy {
                 (Dir::Up, Frame::Request { id, method }) => {
                     let held = (policy.hold_request)(&v);
                     let hold_response = (policy.hold_response)(&v);
-                    // 2026-07-28 requests carry the protocol metadata every request needs;
-                    // probes copy it (without the request's own progress token).
-                    if let Some(meta) = jsonrpc::params(&v).get("_meta")
-                        && meta
-                            .get("io.modelcontextprotocol/protocolVersion")
-                            .is_some()
-                    {
-                        let mut meta = meta.clone();
-                        if let Some(o) = meta.as_object_mut() {
-                            o.remove("progressToken");
-                        }
+                    if let Some(meta) = protocol_meta(&v) {
                         st.last_client_meta = Some(meta);
                     }
                     let seq = st.records.len() as u64 + st.lost_records;
@@ -527,6 +517,18 @@ async fn writer(
         }
     }
     let _ = w.shutdown().await;
+}
+
+/// The protocol metadata a 2026-07-28 request carries (every request needs it), without the
+/// request's own progress token: what a probe copies.
+fn protocol_meta(v: &Value) -> Option<Value> {
+    let meta = jsonrpc::params(v).get("_meta")?;
+    meta.get("io.modelcontextprotocol/protocolVersion")?;
+    let mut meta = meta.clone();
+    if let Some(o) = meta.as_object_mut() {
+        o.remove("progressToken");
+    }
+    Some(meta)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use listsync_harness::hosts::model_server::{ChangeHook, ModelServer, ModelSettin
 use listsync_harness::hosts::plan::Plan;
 use listsync_rt::admin;
 use listsync_session::log::What;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -164,22 +164,7 @@ pub fn run_once(
         .map_err(|e| fail("runtime", &e))?;
     let started = Instant::now();
     let (exit, recording) = rt.block_on(async {
-        let sock = socket.clone();
-        let hook: ChangeHook = Arc::new(move |ops: Vec<String>| {
-            let sock = sock.clone();
-            Box::pin(async move {
-                let ops = admin::ops_of_args(&ops)?;
-                // The newest server that answers (an earlier start may have left its socket).
-                let mut last = "no server has started".to_owned();
-                for s in numbered(&sock).into_iter().rev() {
-                    match admin::change_by_socket(&s, ops.clone(), Duration::from_secs(10)).await {
-                        Ok(_) => return Ok(()),
-                        Err(e) => last = e.to_string(),
-                    }
-                }
-                Err(last)
-            })
-        });
+        let hook = change_hook(socket.clone());
         let model = ModelServer::start(ModelSettings {
             plan: plan.clone(),
             tool_prefix: host.manifest.tool_prefix.clone(),
@@ -221,15 +206,7 @@ pub fn run_once(
             .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| fail(&argv[0], &e))?;
         let bound = host.manifest.timeout().map_err(HostError::Failed)?;
-        let exit = match tokio::time::timeout(bound, child.wait()).await {
-            Ok(Ok(s)) => s.to_string(),
-            Ok(Err(e)) => format!("wait failed: {e}"),
-            Err(_) => {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-                format!("killed after {} s (its bound)", bound.as_secs())
-            }
-        };
+        let exit = wait_bounded(&mut child, bound).await;
         // `record` writes the connection's close once the server has exited (it gives the
         // server 2 s, then SIGTERM, 2 s more, then SIGKILL).
         let deadline = Instant::now() + Duration::from_secs(6);
@@ -280,6 +257,38 @@ pub fn run_once(
         other_paths: recording.other_paths.clone(),
         judgement,
     })
+}
+
+/// The plan's changes, made through the admin socket of the newest server that answers (each
+/// start of the server has its own numbered socket; an earlier one may have left its own).
+fn change_hook(socket: PathBuf) -> ChangeHook {
+    Arc::new(move |ops: Vec<String>| {
+        let sock = socket.clone();
+        Box::pin(async move {
+            let ops = admin::ops_of_args(&ops)?;
+            let mut last = "no server has started".to_owned();
+            for s in numbered(&sock).into_iter().rev() {
+                match admin::change_by_socket(&s, ops.clone(), Duration::from_secs(10)).await {
+                    Ok(_) => return Ok(()),
+                    Err(e) => last = e.to_string(),
+                }
+            }
+            Err(last)
+        })
+    })
+}
+
+/// Waits for the host to exit, killing it past `bound`; says how it ended.
+async fn wait_bounded(child: &mut tokio::process::Child, bound: Duration) -> String {
+    match tokio::time::timeout(bound, child.wait()).await {
+        Ok(Ok(s)) => s.to_string(),
+        Ok(Err(e)) => format!("wait failed: {e}"),
+        Err(_) => {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            format!("killed after {} s (its bound)", bound.as_secs())
+        }
+    }
 }
 
 /// Whether the log has its connection's close.
