@@ -249,6 +249,24 @@ struct Ctx {
     run: Run,
 }
 
+/// The end both mid-walk exercises share: with page 1 of the walk held, `a` is removed, then page
+/// 1 (of the version before the removal) is released and the run settles.
+async fn remove_under_page_1(ctx: &mut Ctx) -> Result<(), String> {
+    let p1 = ctx
+        .wait_held("page-1 responses", 1, |d, v| {
+            d == Dir::Down && is_response(v)
+        })
+        .await;
+    ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
+    ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
+    ctx.run
+        .note("releasing page 1 (of the version before the removal)");
+    ctx.release(&p1);
+    ctx.quiet().await;
+    ctx.finish().await;
+    Ok(())
+}
+
 impl Ctx {
     /// Waits for the client's first tools snapshot, then for the link to settle.
     async fn initial(&self) -> Result<(), String> {
@@ -432,19 +450,7 @@ async fn mid_walk(ctx: &mut Ctx) -> Result<(), String> {
         })
         .await;
     ctx.release(&n);
-    let p1 = ctx
-        .wait_held("page-1 responses", 1, |d, v| {
-            d == Dir::Down && is_response(v)
-        })
-        .await;
-    ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
-    ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
-    ctx.run
-        .note("releasing page 1 (of the version before the removal)");
-    ctx.release(&p1);
-    ctx.quiet().await;
-    ctx.finish().await;
-    Ok(())
+    remove_under_page_1(ctx).await
 }
 
 /// [`Exercise::ListenRace`]: the client's listen request is held, a change is committed, then
@@ -558,19 +564,7 @@ async fn mid_walk_server(ctx: &mut Ctx) -> Result<(), String> {
         .send(Side::Client, "refresh", json!({"kind": "tools"}))
         .await
         .map_err(|e| format!("refresh: {e}"))?;
-    let p1 = ctx
-        .wait_held("page-1 responses", 1, |d, v| {
-            d == Dir::Down && is_response(v)
-        })
-        .await;
-    ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
-    ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
-    ctx.run
-        .note("releasing page 1 (of the version before the removal)");
-    ctx.release(&p1);
-    ctx.quiet().await;
-    ctx.finish().await;
-    Ok(())
+    remove_under_page_1(ctx).await
 }
 
 impl Ctx {
