@@ -23,7 +23,12 @@
 # different trees that mutated the same source differ only in the tests that judged them.
 #
 # Usage: scripts/mutants.sh [--shard K/N | --rest | --again] [--passes N] [FILE...]
-#   FILE defaults to the scope: core/src/server.rs core/src/client.rs store/src/flight.rs
+#   FILE defaults to the scope: core/src/server.rs core/src/client.rs store/src/flight.rs, the
+#   monitor's checkers (core/src/monitor/*.rs) and the world's observers (core/src/world.rs, only
+#   the functions that observe: the Watch of walks, observe_*, readers_see, the probe, the
+#   quiescent end and the judging of situations; the rest of world.rs moves the environment and
+#   is exercised by every model test, but a mutant of it changes the explored world, not what is
+#   judged of it).
 #   --shard K/N runs the K-th of N slices of the scope's mutants (cargo-mutants' --shard).
 #   --rest runs only the scope's mutants reports/mutants.json does not have yet: it continues a
 #   run that was stopped (its judged mutants were imported), on the same source of FILE.
@@ -56,8 +61,15 @@ if [[ -n $shard && -n $select ]]; then
   echo "scripts/mutants.sh: --shard does not go with --$select" >&2; exit 2
 fi
 given="${files[*]:-}"
+# The world's observers: the mutants of core/src/world.rs the scope takes (by cargo-mutants'
+# name of the function mutated).
+observers='(Watch::|observe|readers_see| probe|World<C>::(quiescent|holds|expectations|client_step_ending)|is_list_changed)'
 if [[ ${#files[@]} -eq 0 ]]; then
   files=(core/src/server.rs core/src/client.rs store/src/flight.rs)
+  for f in core/src/monitor/*.rs; do
+    [[ $f == core/src/monitor/testing.rs ]] || files+=("$f") # the checkers' test histories
+  done
+  files+=(core/src/world.rs)
 fi
 for f in "${files[@]}"; do
   [[ -f $f ]] || { echo "scripts/mutants.sh: no such file: $f" >&2; exit 2; }
@@ -75,6 +87,14 @@ scope=()
 for f in "${files[@]}"; do scope+=(--file "$f"); done
 common=(mutants --workspace "${scope[@]}" --profile mutants --output target/mutants
   --no-shuffle --colors never)
+# Of world.rs, its observers only; every mutant of the other files (--again names its mutants).
+if [[ " ${files[*]} " == *" core/src/world.rs "* && $select != again ]]; then
+  others=""
+  for f in "${files[@]}"; do
+    if [[ $f != core/src/world.rs ]]; then others="$others${others:+|}$(printf '%s' "$f" | sed 's/[.]/\\./g')"; fi
+  done
+  common+=(--re "^(${others:-\$^}):|^core/src/world\\.rs:.*$observers")
+fi
 [[ -n $shard ]] && common+=(--shard "$shard")
 # --rest and --again: the mutants to skip or to take, by their exact names in the report.
 if [[ -n $select ]]; then

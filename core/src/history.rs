@@ -323,6 +323,23 @@ impl Unsettled {
 }
 
 impl Event {
+    /// Whether this event, emitted by a client machine about itself, is only its claim: its
+    /// refreshes, walks, publishes, wake-ups and acknowledged listens are observed instead (the
+    /// world and rt's actor: `world::Watch`, `world::observe_publishes`,
+    /// `world::observe_input`), and the machine's own word on them is kept as an explanation
+    /// that no verdict reads.
+    pub fn is_claim(&self) -> bool {
+        matches!(
+            self,
+            Event::Published { .. }
+                | Event::RefreshStarted { .. }
+                | Event::WalkRestarted { .. }
+                | Event::RefreshEnded { .. }
+                | Event::ListenAcked { .. }
+                | Event::Woken { .. }
+        )
+    }
+
     /// A `Served` page dated at `version`: an observer dates the pages it sees by its own ground
     /// truth, never by the server's word (the page's client, kind, context and size are on the
     /// wire). Any other event is returned as it is.

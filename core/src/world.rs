@@ -718,6 +718,9 @@ impl<C: ClientMachine> World<C> {
         ending: Option<(Kind, AuthCtx, u32)>,
         rec: &mut dyn Recorder,
     ) -> Vec<Event> {
+        for e in observe_input(c, &scn.clients[c as usize], &input) {
+            self.observe(&e, rec);
+        }
         let contexts = scn.auth_contexts();
         let before = readers_see(&*self.clients[c as usize], &contexts);
         let mut out = Vec::new();
@@ -762,13 +765,7 @@ impl<C: ClientMachine> World<C> {
         };
         for o in out {
             match o {
-                ClientOutput::Event(
-                    e @ (Event::Published { .. }
-                    | Event::RefreshStarted { .. }
-                    | Event::WalkRestarted { .. }
-                    | Event::RefreshEnded { .. }
-                    | Event::ListenAcked { .. }),
-                ) => rec.claim(&e),
+                ClientOutput::Event(e) if e.is_claim() => rec.claim(&e),
                 ClientOutput::Event(e) => self.observe(&e, rec),
                 ClientOutput::Send(msg) => {
                     let reason = match &msg.req {
@@ -1671,9 +1668,6 @@ impl<C: ClientMachine> World<C> {
             client,
             msg: msg.clone(),
         });
-        if let Some(e) = observe_notice(client, &scn.clients[client as usize], &msg) {
-            self.observe(&e, rec);
-        }
         let ending = Shared::make_mut(&mut self.watch[client as usize]).answered(&msg);
         self.client_step_ending(scn, client, ClientInput::Receive(msg), ending, rec);
         Ok(())
@@ -1907,31 +1901,85 @@ pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Ev
     })
 }
 
-/// What an observer sees when `msg` reaches `client` (configured by `cfg`): a `list_changed`
-/// reaching a client whose application asks for approvals (`NoticeReceived`), and a listen's
-/// acknowledgement (`ListenAcked`, for the kinds it honours that the client keeps: the wire's
-/// word, not the client's, on which lists it must fetch before `listen_then_list` holds). The
-/// world and the runtime observe deliveries with this one function.
-pub fn observe_notice(
+/// What an observer sees when `input` reaches client `client` (configured by `cfg`), before the
+/// client steps with it: the world and the runtime observe every input with this one function.
+///
+/// - A `list_changed` reaching a client whose application asks for approvals
+///   (`NoticeReceived`).
+/// - A listen's acknowledgement (`ListenAcked`, for the kinds it honours that the client keeps:
+///   the wire's word, not the client's, on which lists it must fetch before `listen_then_list`
+///   holds).
+/// - A **wake-up** (`Woken`): the input gives the client a reason to fetch lists it keeps — a
+///   `list_changed` (its kind's group), a listen's acknowledgement, the answer to `initialize`
+///   (or a listen refused with -32601: it lists instead), a call's error saying the tool is gone
+///   or its schema changed (the tool list), a `ttlMs` running out, the application's refresh or
+///   switch of context, a (re)connection. `bounded_refresh` closes a burst's window at the first
+///   wake-up after its refresh ended: whether the client heeds the input (it may ignore a
+///   notification before its handshake, or of another listen stream) is its decision, so this
+///   is generous, never stricter than the client's own word; a refresh with no such input
+///   before it (a call's unrelated error, nothing at all) is counted in the window still open.
+pub fn observe_input(
     client: ClientId,
     cfg: &crate::client::ClientConfig,
-    msg: &ServerMsg,
-) -> Option<Event> {
-    match msg {
-        ServerMsg::Notification(Notification::ListChanged { kind, .. }) if cfg.ask_approval => {
-            Some(Event::NoticeReceived {
-                client,
-                kind: *kind,
-            })
-        }
-        ServerMsg::Notification(Notification::Acknowledged { kinds, .. }) => {
-            Some(Event::ListenAcked {
-                client,
-                kinds: kinds.iter().filter(|k| cfg.kinds.contains(*k)).collect(),
-            })
-        }
+    input: &ClientInput,
+) -> Vec<Event> {
+    use crate::history::Cause;
+    let kept = cfg.kinds;
+    let woken = |kinds: KindSet, cause: Cause| {
+        (!kinds.is_empty()).then_some(Event::Woken {
+            client,
+            kinds,
+            cause,
+        })
+    };
+    let only = |kind: Kind| KindSet::only(kind).iter().filter(|k| kept.contains(*k)).collect();
+    let mut seen = Vec::new();
+    let wake = match input {
+        ClientInput::Start => woken(kept, Cause::Startup),
+        ClientInput::TtlExpired(kind) => woken(only(*kind), Cause::TtlExpired),
+        ClientInput::Refresh(kind) => woken(KindSet::only(*kind), Cause::Requested),
+        ClientInput::SetAuth(_) => woken(kept, Cause::AuthChanged),
+        ClientInput::Receive(msg) => match msg {
+            ServerMsg::Notification(Notification::ListChanged { kind, .. }) => {
+                if cfg.ask_approval {
+                    seen.push(Event::NoticeReceived {
+                        client,
+                        kind: *kind,
+                    });
+                }
+                let group = kind
+                    .notification_group()
+                    .iter()
+                    .copied()
+                    .filter(|g| kept.contains(*g))
+                    .collect();
+                woken(group, Cause::ListChanged)
+            }
+            ServerMsg::Notification(Notification::Acknowledged { kinds, .. }) => {
+                seen.push(Event::ListenAcked {
+                    client,
+                    kinds: kinds.iter().filter(|k| kept.contains(*k)).collect(),
+                });
+                woken(kept, Cause::ListenAck)
+            }
+            ServerMsg::Response {
+                resp: Response::Initialized { .. },
+                ..
+            } => woken(kept, Cause::Startup),
+            ServerMsg::Response {
+                resp: Response::Error(e),
+                ..
+            } if e.code == crate::wire::METHOD_NOT_FOUND => woken(kept, Cause::Startup),
+            ServerMsg::Response {
+                resp: Response::Error(e),
+                ..
+            } if e.reason.says_tool_changed() => woken(only(Kind::Tools), Cause::ItemGone),
+            _ => None,
+        },
         _ => None,
-    }
+    };
+    seen.extend(wake);
+    seen
 }
 
 /// The lists a client's readers can read now: every kind under each of `contexts`, as

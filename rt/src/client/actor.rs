@@ -20,7 +20,7 @@ use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet, Name};
 use listsync_core::wire::{
     Caps, ClientMsg, Notification, ReqId, Request, Response, ServerMsg, SubId,
 };
-use listsync_core::world::{Watch, observe_publishes, readers_see};
+use listsync_core::world::{Watch, observe_input, observe_publishes, readers_see};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, ServerNotification,
     ServerPeerInfo, SubscriptionFilter,
@@ -955,15 +955,11 @@ impl Actor {
             let now = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.machine.set_clock(now);
             let approval = self.settings.client.ask_approval;
-            if let ClientInput::Receive(msg) = &input
-                && let Some(e) = listsync_core::world::observe_notice(
-                    self.machine.id(),
-                    &self.settings.client,
-                    msg,
-                )
-                && let Some(h) = &self.settings.history
-            {
-                h.record(&e);
+            if let Some(h) = &self.settings.history {
+                let seen = observe_input(self.machine.id(), &self.settings.client, &input);
+                for e in &seen {
+                    h.record(e);
+                }
             }
             // What the history holds of the machine's lists and walks is observed: the lists
             // its readers read before and after the step, and its list requests on the wire
@@ -1139,14 +1135,7 @@ impl Actor {
     fn event(&mut self, e: Event) {
         // The machine's word on its refreshes, walks, publishes and acknowledged listens is not
         // history: those are observed (`step`).
-        let claim = matches!(
-            e,
-            Event::Published { .. }
-                | Event::RefreshStarted { .. }
-                | Event::WalkRestarted { .. }
-                | Event::RefreshEnded { .. }
-                | Event::ListenAcked { .. }
-        );
+        let claim = e.is_claim();
         if !claim && let Some(h) = &self.settings.history {
             h.record(&e);
         }
