@@ -1913,7 +1913,7 @@ pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Ev
 ///   `list_changed` (its kind's group), a listen's acknowledgement, the answer to `initialize`
 ///   (or a listen refused with -32601: it lists instead), a call's error saying the tool is gone
 ///   or its schema changed (the tool list), a `ttlMs` running out, the application's refresh or
-///   switch of context, a (re)connection. `bounded_refresh` closes a burst's window at the first
+///   switch of context, a (re)connection (2026-07-28, which has no handshake). `bounded_refresh` closes a burst's window at the first
 ///   wake-up after its refresh ended: whether the client heeds the input (it may ignore a
 ///   notification before its handshake, or of another listen stream) is its decision, so this
 ///   is generous, never stricter than the client's own word; a refresh with no such input
@@ -1932,10 +1932,19 @@ pub fn observe_input(
             cause,
         })
     };
-    let only = |kind: Kind| KindSet::only(kind).iter().filter(|k| kept.contains(*k)).collect();
+    let only = |kind: Kind| {
+        KindSet::only(kind)
+            .iter()
+            .filter(|k| kept.contains(*k))
+            .collect()
+    };
     let mut seen = Vec::new();
     let wake = match input {
-        ClientInput::Start => woken(kept, Cause::Startup),
+        // 2026-07-28 has no handshake: the connection is the reason to list (the 2025-11-25
+        // client's is the handshake's answer, below).
+        ClientInput::Start if cfg.era == crate::vocab::Era::V2026_07_28 => {
+            woken(kept, Cause::Startup)
+        }
         ClientInput::TtlExpired(kind) => woken(only(*kind), Cause::TtlExpired),
         ClientInput::Refresh(kind) => woken(KindSet::only(*kind), Cause::Requested),
         ClientInput::SetAuth(_) => woken(kept, Cause::AuthChanged),

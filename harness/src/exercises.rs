@@ -536,6 +536,7 @@ async fn call_removal(ctx: &mut Ctx) -> Result<(), String> {
     }
     ctx.run.proxy.set_policy(policy(no, no, is_list_changed));
     ctx.mutate(vec![Op::remove(Kind::Tools, "a")]).await?;
+    ctx.run.probes_taken().await;
     let _ = ctx
         .run
         .server

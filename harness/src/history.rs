@@ -11,9 +11,9 @@
 //! | `Served` | a list result reaching the proxy from the server, answering a list request that passed up (same JSON-RPC id; the observer's `ListPage`); dated at the ground-truth version of that moment |
 //! | `Woken` | a `list_changed` delivered to the client by the proxy |
 //! | `ListenAcked` | a `notifications/subscriptions/acknowledged` delivered to the client |
-//! | `RefreshStarted` / `RefreshEnded` | the client adapter's reports: its core `history` entries when it sends them (our runtime), else `refresh_started`, ended by the next `published` or `refresh_failed` of that kind (oldest first) |
+//! | `RefreshStarted` / `WalkRestarted` / `RefreshEnded` | the client's list requests and their answers on the wire, by the rule of core's `world::Watch`: a first-page request starts a refresh, or begins again the walk of one with an answer in hand; the answer that ends its current walk (last page, error) ends it when the proxy delivers it, a cancellation at once. The adapter's `refresh_*` reports and our runtime's `history` entries are its word and are not read |
 //! | `Published` | the client adapter's `published` events |
-//! | `Dispatched` | the server adapter's `dispatched` events (`present` as the adapter read its SDK's registry; an event without it is not judged, and the notes say so) |
+//! | `Dispatched` | a `tools/call` of the client's answered with a result (not an error, not `isError`) on the wire: the server ran the tool; `present` = the ground truth had it in the tool list at some moment while the call was in flight (any version in force from the request to the answer, dated like `Committed`). The server adapter's `dispatched` reports are its SDK's word and are not read; on a run that keeps no tool list, no_call_to_removed is not judged |
 //! | `Quiescent` | the harness released everything and the run settled |
 //!
 //! Items are compared across SDKs as (name, description): the catalog, probes and published
@@ -22,13 +22,14 @@
 
 use crate::proxy::control_items;
 use crate::timeline::{Action, Body, Dir, Fact, LineFate, NamedItem, Record, Side};
-use listsync_core::history::{ClientId, Event, RefreshOutcome};
+use listsync_core::history::{ClientId, Event, RefreshOutcome, Restart};
 use listsync_core::monitor::{Violation, judge};
-use listsync_core::property::Verdicts;
+use listsync_core::property::Property;
+use listsync_core::property::{Verdict, Verdicts};
 use listsync_core::vocab::{AuthCtx, Catalog, Digest, Item, ItemList, Kind, KindSet, Op};
-use listsync_observe::{ConnObserver, Sighting, Toward, delivered_event};
+use listsync_observe::{ConnObserver, Sighting, Toward, WalkFate, delivered_event};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 const CLIENT: ClientId = 0;
@@ -41,6 +42,10 @@ pub struct Reconstruction {
     pub events: Vec<(u64, Event)>,
     /// Caveats met while reconstructing (failed probes, unmatched lists...).
     pub notes: Vec<String>,
+    /// Properties this history cannot show to hold (a `list_changed` the probe could not list
+    /// after, a tool call on a run that keeps no tool list): judged "not judged" (n/a) unless
+    /// violated elsewhere in the run; `notes` say why.
+    pub unjudged: BTreeSet<Property>,
 }
 
 /// A judged history.
@@ -190,6 +195,24 @@ impl Truth {
             .unwrap_or(1)
     }
 
+    /// Whether `tool` was in the server's tool list at some moment between records `from` and
+    /// `to`, by the ground truth's dating (a version is in force from the administrator's
+    /// action that made it, as in the model: a parked commit counts from its mutation): in any
+    /// version from the one in force at `from` to the one in force at `to`. A mutation whose
+    /// change never showed in a catalog read leaves the latest version read in force.
+    fn had_tool(&self, tool: &str, from: u64, to: u64) -> bool {
+        let latest = self.commits.len() as u64;
+        let in_force = |seq: u64| self.version_at(seq).min(latest);
+        let versions = in_force(from)..=in_force(to);
+        self.commits
+            .iter()
+            .filter(|(v, _)| versions.contains(v))
+            .any(|(_, c)| {
+                c.get(Kind::Tools, tool)
+                    .is_some_and(|e| e.scope.visible_to(AUTH))
+            })
+    }
+
     /// The latest version whose `kind` list is `items`.
     fn matching(&self, kind: Kind, items: &[NamedItem]) -> Option<u64> {
         let d = Digest::of(&items_of(items));
@@ -201,20 +224,30 @@ impl Truth {
     }
 }
 
-/// Refreshes the client reported: ours, by kind, oldest first; our runtime's ids mapped to ours.
+/// The client's refreshes as the wire shows them (the rule of core's `world::Watch`, which the
+/// model and the runtime observe with): a first-page list request begins the walk of a refresh
+/// whose current walk has an answer in hand (it begins again), or else starts a refresh of its
+/// own; the answer that ends a walk (its last page, an error) ends its refresh when it reaches
+/// the client, unless the refresh began again since (that answer is stale). What the client's
+/// adapter says of its refreshes is not read.
 #[derive(Default)]
 struct Refreshes {
-    open: HashMap<Kind, VecDeque<u32>>,
+    /// Refreshes begun and not ended.
+    open: Vec<OpenRefresh>,
+    /// The answers that reached the proxy for a walk, by the record that holds them: the walk
+    /// (its index in the observer's walks) and whether the answer ends it.
+    answers: HashMap<u64, (usize, bool)>,
     next: u32,
-    rt: HashMap<(Kind, u64), u32>,
 }
 
-impl Refreshes {
-    fn start(&mut self) -> u32 {
-        let id = self.next;
-        self.next += 1;
-        id
-    }
+/// A refresh seen to begin and not yet to end.
+struct OpenRefresh {
+    kind: Kind,
+    refresh: u32,
+    /// The observer's walk of its current attempt.
+    walk: usize,
+    /// Whether an answer of that walk reached the client.
+    answered: bool,
 }
 
 /// The second pass over a run's timeline: the wire, the adapters' reports, the end.
@@ -223,9 +256,9 @@ struct Rebuild<'a> {
     kinds: KindSet,
     truth: Truth,
     probes: HashMap<u64, &'a Option<Vec<NamedItem>>>,
-    uses_history: bool,
     out: Dated,
     notes: Vec<String>,
+    unjudged: BTreeSet<Property>,
     wire: ConnObserver,
     /// 2026-07-28: the client's first listen stream (only its notifications count).
     first_sub: Option<Value>,
@@ -247,18 +280,14 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
             _ => None,
         })
         .collect();
-    let uses_history = records.iter().any(|r| {
-        matches!(&r.body, Body::Event { from: Side::Client, event }
-            if event.get("event").and_then(Value::as_str) == Some("history"))
-    });
     let mut b = Rebuild {
         records,
         kinds,
         truth,
         probes,
-        uses_history,
         out,
         notes: Vec::new(),
+        unjudged: BTreeSet::new(),
         wire: ConnObserver::new(0),
         first_sub: None,
         refreshes: Refreshes::default(),
@@ -274,6 +303,7 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
     Reconstruction {
         events: b.out.sorted(),
         notes: b.notes,
+        unjudged: b.unjudged,
     }
 }
 
@@ -304,14 +334,30 @@ impl Rebuild<'_> {
         }
     }
 
-    /// A message reaching the proxy, read by the observer: a page served, a `list_changed`
-    /// sent; a notification the proxy passed on at once is delivered.
+    /// A message reaching the proxy, read by the observer: a list request (a refresh begins,
+    /// or its walk begins again), a page served, a `list_changed` sent; a notification or an
+    /// answer to a walk the proxy passed on at once is delivered.
     fn message(&mut self, seq: u64, dir: Dir, v: &Value, fate: LineFate) {
         let toward = match dir {
             Dir::Up => Toward::Server,
             Dir::Down => Toward::Client,
         };
-        match self.wire.see(seq, toward, v) {
+        let walks = self.wire.observed().walks.len();
+        let sighting = self.wire.see(seq, toward, v);
+        if let Sighting::ListRequest {
+            kind,
+            walk: Some(w),
+        } = sighting
+            && w >= walks
+            && self.kinds.contains(kind)
+        {
+            self.walk_begins(seq, kind, w);
+        }
+        self.walk_answered(seq, dir, fate);
+        if dir == Dir::Down {
+            self.call_answered(seq);
+        }
+        match sighting {
             Sighting::ListPage {
                 kind, items, more, ..
             } => {
@@ -371,8 +417,9 @@ impl Rebuild<'_> {
             },
             Some(None) | None => {
                 self.notes.push(format!(
-                    "record {seq}: no probe result for this {k} list_changed; notify_after_commit not judged for it (counted as visible)"
+                    "record {seq}: no probe result for this {k} list_changed; notify_after_commit not judged in this run"
                 ));
+                self.unjudged.insert(Property::NotifyAfterCommit);
                 announces
             }
         };
@@ -392,9 +439,121 @@ impl Rebuild<'_> {
         }
     }
 
+    /// Record `seq` answered a `tools/call` of the client's: if with a result (not an error,
+    /// not `isError`), the server ran the tool, which it may only if its tool list had it while
+    /// the call was in flight (the ground truth the harness reads, never the adapter's word).
+    fn call_answered(&mut self, seq: u64) {
+        let Some(call) = self
+            .wire
+            .observed()
+            .calls
+            .iter()
+            .find(|c| c.answer.is_some_and(|(at, _)| at == seq))
+        else {
+            return;
+        };
+        if call.answer != Some((seq, true)) {
+            return;
+        }
+        if !self.kinds.contains(Kind::Tools) {
+            self.notes.push(format!(
+                "record {seq}: a result of {} on a run that keeps no tool list; no_call_to_removed not judged in this run",
+                call.tool
+            ));
+            self.unjudged.insert(Property::NoCallToRemoved);
+            return;
+        }
+        let present = self.truth.had_tool(&call.tool, call.request, seq);
+        let e = Event::Dispatched {
+            client: CLIENT,
+            tool: call.tool.as_str().into(),
+            present,
+        };
+        self.out.push(seq, 2, e);
+    }
+
+    /// The first-page request at record `seq` began walk `w` of `kind`: the walk of the latest
+    /// open refresh of `kind` with an answer in hand begins again, or else a refresh starts.
+    fn walk_begins(&mut self, seq: u64, kind: Kind, w: usize) {
+        let open = &mut self.refreshes.open;
+        if let Some(r) = open.iter_mut().rev().find(|r| r.kind == kind && r.answered) {
+            r.walk = w;
+            r.answered = false;
+            let e = Event::WalkRestarted {
+                client: CLIENT,
+                kind,
+                refresh: r.refresh,
+                reason: Restart::NotifiedMidWalk,
+            };
+            self.out.push(seq, 2, e);
+            return;
+        }
+        let refresh = self.refreshes.next;
+        self.refreshes.next += 1;
+        open.push(OpenRefresh {
+            kind,
+            refresh,
+            walk: w,
+            answered: false,
+        });
+        self.out.push(seq, 2, started(kind, refresh));
+    }
+
+    /// Record `seq` answered (a page, an error) or cancelled a walk of an open refresh: kept
+    /// until it reaches the client (a cancellation ends the walk at once).
+    fn walk_answered(&mut self, seq: u64, dir: Dir, fate: LineFate) {
+        let walks = &self.wire.observed().walks;
+        let answered = self.refreshes.open.iter().find_map(|r| {
+            let walk = walks.get(r.walk)?;
+            let page = walk.pages.last().is_some_and(|(at, _)| *at == seq);
+            let ends = walk.ended_at == Some(seq);
+            (page || ends).then_some((r.walk, ends))
+        });
+        let Some(answer) = answered else {
+            return;
+        };
+        match (dir, fate) {
+            (Dir::Up, _) | (Dir::Down, LineFate::Passed) => self.walk_reached(seq, answer),
+            _ => {
+                self.refreshes.answers.insert(seq, answer);
+            }
+        }
+    }
+
+    /// An answer of walk `w` reached the client at record `at`: the walk has an answer in hand,
+    /// and the refresh whose current walk it is ends if the answer ends it.
+    fn walk_reached(&mut self, at: u64, (w, ends): (usize, bool)) {
+        let open = &mut self.refreshes.open;
+        let Some(i) = open.iter().position(|r| r.walk == w) else {
+            return; // a stale answer: its refresh began again since, or ended
+        };
+        if !ends {
+            open[i].answered = true;
+            return;
+        }
+        let r = open.remove(i);
+        let complete = self
+            .wire
+            .observed()
+            .walks
+            .get(w)
+            .is_some_and(|x| x.fate == WalkFate::Complete);
+        // A label: the outcome is read by no verdict, and the wire cannot tell a published list
+        // from a discarded one (the client's `published` report says what its readers read).
+        let outcome = if complete {
+            RefreshOutcome::Published
+        } else {
+            RefreshOutcome::Failed
+        };
+        self.out.push(at, 3, ended(r.kind, r.refresh, outcome));
+    }
+
     /// A held line released to its recipient: delivered if it went down. A duplicate's copy
     /// names the original in `of` of its own Release record.
     fn released(&mut self, at: u64, of: u64) {
+        if let Some(answer) = self.refreshes.answers.remove(&of) {
+            self.walk_reached(at, answer);
+        }
         let record = |seq: u64| self.records.get(usize::try_from(seq).unwrap_or(usize::MAX));
         let mut src = of;
         while let Some(Body::Release {
@@ -417,67 +576,21 @@ impl Rebuild<'_> {
         }
     }
 
-    /// An adapter's report: a dispatch (server), a publication, a refresh's start and end
-    /// (client; our runtime's own history entries when it sends them).
+    /// An adapter's report: the client's `published` list (what its readers read, as the
+    /// adapter reads the SDK's list). Its other reports (refreshes, dispatches) are its word and
+    /// are not read: the wire shows them.
     fn report(&mut self, seq: u64, from: Side, event: &Value) {
-        let name = event
-            .get("event")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        if from != Side::Client || event.get("event").and_then(Value::as_str) != Some("published") {
+            return;
+        }
         let kind = event
             .get("kind")
             .and_then(Value::as_str)
             .and_then(|k| k.parse::<Kind>().ok())
             .filter(|k| self.kinds.contains(*k));
-        match (from, name) {
-            (Side::Server, "dispatched") => self.dispatched(seq, event),
-            (Side::Client, "published") => {
-                if let Some(k) = kind {
-                    self.published(seq, k, event);
-                }
-            }
-            (Side::Client, "refresh_failed" | "refresh_discarded") if !self.uses_history => {
-                let outcome = if name == "refresh_failed" {
-                    RefreshOutcome::Failed
-                } else {
-                    RefreshOutcome::Discarded
-                };
-                if let Some(k) = kind {
-                    self.end_oldest(seq, k, outcome);
-                }
-            }
-            (Side::Client, "refresh_started") if !self.uses_history => {
-                if let Some(k) = kind {
-                    let id = self.refreshes.start();
-                    self.refreshes.open.entry(k).or_default().push_back(id);
-                    self.out.push(seq, 2, started(k, id));
-                }
-            }
-            (Side::Client, "history") => {
-                self.history_entry(seq, event.get("entry").unwrap_or(&Value::Null));
-            }
-            _ => {}
+        if let Some(k) = kind {
+            self.published(seq, k, event);
         }
-    }
-
-    fn dispatched(&mut self, seq: u64, event: &Value) {
-        let tool = event
-            .get("tool")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        // A report without `present` is not judged (never taken as present).
-        let Some(present) = event.get("present").and_then(Value::as_bool) else {
-            self.notes.push(format!(
-                "record {seq}: the dispatch of {tool} says nothing of whether the tool was present; no_call_to_removed not judged for it"
-            ));
-            return;
-        };
-        let e = Event::Dispatched {
-            client: CLIENT,
-            tool: tool.into(),
-            present,
-        };
-        self.out.push(seq, 2, e);
     }
 
     fn published(&mut self, seq: u64, k: Kind, event: &Value) {
@@ -493,51 +606,6 @@ impl Rebuild<'_> {
             version: None,
         };
         self.out.push(seq, 2, e);
-        if !self.uses_history {
-            self.end_oldest(seq, k, RefreshOutcome::Published);
-        }
-    }
-
-    /// Ends the oldest refresh of `k` still open (the adapter reports no ids).
-    fn end_oldest(&mut self, seq: u64, k: Kind, outcome: RefreshOutcome) {
-        if let Some(id) = self.refreshes.open.entry(k).or_default().pop_front() {
-            self.out.push(seq, 3, ended(k, id, outcome));
-        }
-    }
-
-    /// One of our runtime's own history entries: a refresh started or ended, by its id.
-    fn history_entry(&mut self, seq: u64, entry: &Value) {
-        let ev = entry
-            .get("event")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let k = entry
-            .get("kind")
-            .and_then(Value::as_str)
-            .and_then(|k| k.parse::<Kind>().ok())
-            .filter(|k| self.kinds.contains(*k));
-        let rid = entry.get("refresh").and_then(Value::as_u64);
-        let (Some(k), Some(rid)) = (k, rid) else {
-            return;
-        };
-        match ev {
-            "refresh_started" => {
-                let id = self.refreshes.start();
-                self.refreshes.rt.insert((k, rid), id);
-                self.out.push(seq, 2, started(k, id));
-            }
-            "refresh_ended" => {
-                let outcome = match entry.get("outcome").and_then(Value::as_str) {
-                    Some("published") => RefreshOutcome::Published,
-                    Some("discarded") => RefreshOutcome::Discarded,
-                    _ => RefreshOutcome::Failed,
-                };
-                if let Some(id) = self.refreshes.rt.get(&(k, rid)) {
-                    self.out.push(seq, 3, ended(k, *id, outcome));
-                }
-            }
-            _ => {}
-        }
     }
 }
 
@@ -563,7 +631,13 @@ fn ended(kind: Kind, refresh: u32, outcome: RefreshOutcome) -> Event {
 /// Reconstructs and judges a run's history.
 pub fn judge_run(records: &[Record], kinds: KindSet) -> Judged {
     let history = reconstruct(records, kinds);
-    let j = judge(history.events.iter().map(|(_, e)| e));
+    let mut j = judge(history.events.iter().map(|(_, e)| e));
+    // What this history cannot show to hold is not judged, never "holds".
+    for p in &history.unjudged {
+        if j.verdicts.get(p) == Some(&Verdict::Holds) {
+            j.verdicts.insert(*p, Verdict::NotApplicable);
+        }
+    }
     let violations = j
         .violations
         .into_iter()
@@ -576,5 +650,205 @@ pub fn judge_run(records: &[Record], kinds: KindSet) -> Judged {
         verdicts: j.verdicts,
         violations,
         history,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A timeline under construction: each record numbered in order.
+    #[derive(Default)]
+    struct Tape(Vec<Record>);
+
+    impl Tape {
+        fn push(&mut self, body: Body) -> u64 {
+            let seq = self.0.len() as u64;
+            self.0.push(Record {
+                seq,
+                micros: seq,
+                body,
+            });
+            seq
+        }
+        fn catalog(&mut self, tools: &[&str]) -> u64 {
+            let items = tools
+                .iter()
+                .map(|n| NamedItem {
+                    name: (*n).into(),
+                    description: format!("{n}1"),
+                })
+                .collect();
+            self.push(Body::Fact(Fact::Catalog {
+                after: "test".into(),
+                since: None,
+                kinds: BTreeMap::from([(Kind::Tools, items)]),
+            }))
+        }
+        fn up(&mut self, v: Value) -> u64 {
+            self.msg(Dir::Up, v, LineFate::Passed)
+        }
+        fn down(&mut self, v: Value) -> u64 {
+            self.msg(Dir::Down, v, LineFate::Passed)
+        }
+        fn msg(&mut self, dir: Dir, v: Value, fate: LineFate) -> u64 {
+            self.push(Body::Msg {
+                dir,
+                len: 0,
+                json: Some(v),
+                text: None,
+                fate,
+            })
+        }
+        fn client_says(&mut self, event: Value) {
+            self.push(Body::Event {
+                from: Side::Client,
+                event,
+            });
+        }
+        fn list(&mut self, id: u64) {
+            self.up(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+        }
+        fn page(&mut self, id: u64, tools: &[&str]) {
+            let tools: Vec<Value> = tools
+                .iter()
+                .map(|n| json!({"name": n, "description": format!("{n}1")}))
+                .collect();
+            self.down(json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}}));
+        }
+        fn judge(&self) -> Judged {
+            judge_run(&self.0, KindSet::only(Kind::Tools))
+        }
+    }
+
+    fn refreshes_started(j: &Judged) -> usize {
+        j.history
+            .events
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::RefreshStarted { .. }))
+            .count()
+    }
+
+    /// Walks are read from the list requests on the wire: a client that lists three times
+    /// for one notification, reporting none of it, breaks bounded_refresh all the same; its
+    /// adapter's `refresh_started` reports add no refresh.
+    #[test]
+    fn walks_are_the_requests_on_the_wire_not_the_adapter_s_reports() {
+        let mut t = Tape::default();
+        t.catalog(&["a"]);
+        t.list(1);
+        t.page(1, &["a"]);
+        t.down(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+        for id in 2..5 {
+            t.list(id);
+        }
+        for id in 2..5 {
+            t.page(id, &["a"]);
+        }
+        let j = t.judge();
+        assert_eq!(refreshes_started(&j), 4);
+        assert_eq!(
+            j.verdicts.get(&Property::BoundedRefresh),
+            Some(&Verdict::Violated)
+        );
+        // The same wire, with an adapter that reports a walk on every line: still four.
+        let mut noisy = Tape::default();
+        for r in &t.0 {
+            noisy.push(r.body.clone());
+            noisy.client_says(json!({"event": "refresh_started", "kind": "tools"}));
+        }
+        assert_eq!(refreshes_started(&noisy.judge()), 4);
+    }
+
+    /// A first-page request while a walk has a page in hand begins that walk again: a client
+    /// that restarts its walk for each notification mid-walk refreshes once.
+    #[test]
+    fn a_first_page_request_after_a_page_in_hand_begins_the_walk_again() {
+        let mut t = Tape::default();
+        t.catalog(&["a", "b"]);
+        t.list(1);
+        t.down(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "a", "description": "a1"}], "nextCursor": "p2"}}));
+        t.list(2);
+        t.page(2, &["a", "b"]);
+        let j = t.judge();
+        assert_eq!(refreshes_started(&j), 1);
+        let restarted = j
+            .history
+            .events
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::WalkRestarted { refresh: 0, .. }))
+            .count();
+        assert_eq!(restarted, 1);
+        let ended = j
+            .history
+            .events
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::RefreshEnded { refresh: 0, .. }))
+            .count();
+        assert_eq!(ended, 1);
+    }
+
+    /// Whether the server ran a removed tool is judged from the call's result at the proxy
+    /// against the ground truth, whatever the server adapter says of it.
+    #[test]
+    fn a_result_for_a_tool_the_ground_truth_removed_is_a_call_to_a_removed_tool() {
+        let call = |t: &mut Tape, id: u64| {
+            t.up(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "a"}}));
+        };
+        let mut t = Tape::default();
+        t.catalog(&["a", "b"]);
+        t.push(Body::Fact(Fact::MutateIssued {
+            batch: 0,
+            ops: vec![Op::remove(Kind::Tools, "a")],
+        }));
+        t.catalog(&["b"]);
+        call(&mut t, 7);
+        t.push(Body::Event {
+            from: Side::Server,
+            event: json!({"event": "dispatched", "tool": "a", "present": true}),
+        });
+        t.down(json!({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}));
+        assert_eq!(
+            t.judge().verdicts.get(&Property::NoCallToRemoved),
+            Some(&Verdict::Violated)
+        );
+        // Refused, it holds; a result while the tool was still listed holds too.
+        let mut refused = Tape(t.0[..t.0.len() - 1].to_vec());
+        refused.down(json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message": "unknown tool"}}));
+        assert_eq!(
+            refused.judge().verdicts.get(&Property::NoCallToRemoved),
+            Some(&Verdict::Holds)
+        );
+        let mut listed = Tape::default();
+        listed.catalog(&["a", "b"]);
+        call(&mut listed, 7);
+        listed.down(json!({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}));
+        assert_eq!(
+            listed.judge().verdicts.get(&Property::NoCallToRemoved),
+            Some(&Verdict::Holds)
+        );
+    }
+
+    /// A notification the probe could not list after leaves notify_after_commit not judged
+    /// (n/a with a note), never "holds".
+    #[test]
+    fn a_notification_without_a_probe_result_is_not_judged() {
+        let mut t = Tape::default();
+        t.catalog(&["a"]);
+        t.list(1);
+        t.page(1, &["a"]);
+        t.down(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+        let j = t.judge();
+        assert_eq!(
+            j.verdicts.get(&Property::NotifyAfterCommit),
+            Some(&Verdict::NotApplicable)
+        );
+        assert!(
+            j.history
+                .notes
+                .iter()
+                .any(|n| n.contains("notify_after_commit not judged"))
+        );
     }
 }

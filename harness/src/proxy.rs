@@ -61,6 +61,9 @@ pub struct Proxy {
     probe_tx: mpsc::UnboundedSender<(u64, Kind)>,
     probe_waiters: Mutex<HashMap<String, oneshot::Sender<Value>>>,
     next_probe: std::sync::atomic::AtomicU64,
+    /// Probes asked for and not yet recorded, and a signal each time one is.
+    probes_pending: std::sync::atomic::AtomicUsize,
+    probe_recorded: tokio::sync::Notify,
 }
 
 /// What a message says about the lists (listsync-observe's, shared by every reader of the wire).
@@ -91,6 +94,8 @@ impl Proxy {
             probe_tx,
             probe_waiters: Mutex::new(HashMap::new()),
             next_probe: std::sync::atomic::AtomicU64::new(1),
+            probes_pending: std::sync::atomic::AtomicUsize::new(0),
+            probe_recorded: tokio::sync::Notify::new(),
         });
         tokio::spawn(writer(server_in, rx_s, hub.clone(), "mcp to server"));
         tokio::spawn(writer(client_in, rx_c, hub.clone(), "mcp to client"));
@@ -252,6 +257,8 @@ impl Proxy {
                 LineFate::Intercepted | LineFate::Discarded => {}
             }
             if let Some(k) = probe {
+                self.probes_pending
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let _ = self.probe_tx.send((seq, k));
             }
         }
@@ -347,6 +354,30 @@ impl Proxy {
         }
     }
 
+    /// Waits (at most `bound`) until every probe asked for so far is recorded: the harness
+    /// calls it before it changes the server (a batch, a parked commit's release), so that a
+    /// probe sees the list of the moment its notification arrived and not a later one, however
+    /// the tasks are scheduled. Whether they all were.
+    pub async fn probes_recorded(&self, bound: std::time::Duration) -> bool {
+        let pending = || {
+            self.probes_pending
+                .load(std::sync::atomic::Ordering::SeqCst)
+                > 0
+        };
+        let wait = async {
+            while pending() {
+                let recorded = self.probe_recorded.notified();
+                tokio::pin!(recorded);
+                recorded.as_mut().enable();
+                if !pending() {
+                    break;
+                }
+                recorded.await;
+            }
+        };
+        tokio::time::timeout(bound, wait).await.is_ok()
+    }
+
     /// Lists every page of `kind` on the server (harness-owned requests).
     pub async fn probe_list(&self, kind: Kind) -> Result<Vec<NamedItem>, String> {
         let mut items = Vec::new();
@@ -395,6 +426,10 @@ async fn probe_loop(proxy: Arc<Proxy>, mut rx: mpsc::UnboundedReceiver<(u64, Kin
             items,
             error,
         }));
+        proxy
+            .probes_pending
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        proxy.probe_recorded.notify_waiters();
     }
 }
 

@@ -254,6 +254,7 @@ impl Run {
     /// An SDK that refuses an op is not an error of the run (the reply is recorded and the
     /// ground truth says what happened); a silent adapter is.
     pub async fn mutate(&mut self, ops: &[Op]) -> Result<Option<CmdError>, String> {
+        self.probes_taken().await;
         let batch = self.batches;
         self.batches += 1;
         let issued = self.hub.record(Body::Fact(Fact::MutateIssued {
@@ -302,6 +303,16 @@ impl Run {
                 .requests
                 .values()
                 .all(|p| p.answered || is_listen(&p.method))
+    }
+
+    /// Waits until the proxy's probes of the notifications so far are recorded (at most the
+    /// command bound; a probe that cannot finish is recorded failed by then): called before
+    /// the harness changes the server, so each probe sees the list of its notification's
+    /// moment.
+    pub async fn probes_taken(&self) {
+        if !self.proxy.probes_recorded(self.bounds.command).await {
+            self.note("a probe of an earlier list_changed was not recorded within the command bound; the server changes anyway");
+        }
     }
 
     /// Waits until the link is idle and quiet (see [`Bounds::quiet`]). Returns whether it

@@ -1,7 +1,7 @@
 //! `listen_then_list` is judged from the acknowledgement reaching the client, not from the
 //! client's word that it took it: a client that takes the acknowledgement, never lists, and
 //! never says it was acknowledged is still caught. Before the world observed acknowledgements
-//! (`world::observe_notice`), this machine passed `listen-without-relist`'s world.
+//! (`world::observe_input`), this machine passed `listen-without-relist`'s world.
 
 use listsync_core::client::{
     Activity, CatalogClient, ClientConfig, ClientInput, ClientOutput, Snapshot,

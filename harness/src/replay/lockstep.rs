@@ -290,6 +290,7 @@ impl Lockstep<'_> {
             .get("gate")
             .and_then(Value::as_u64)
             .ok_or("gate_commit gave no gate")?;
+        self.run.probes_taken().await;
         let issued = self.run.hub.record(Body::Fact(Fact::MutateIssued {
             batch: 0,
             ops: ops.to_vec(),
@@ -327,6 +328,7 @@ impl Lockstep<'_> {
             return Ok(());
         };
         let bound = self.run.bounds.command;
+        self.run.probes_taken().await;
         let at = self.run.hub.record(Body::Note {
             text: format!("releasing the parked commit (gate {gate})"),
         });

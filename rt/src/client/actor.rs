@@ -955,11 +955,13 @@ impl Actor {
             let now = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.machine.set_clock(now);
             let approval = self.settings.client.ask_approval;
-            if let Some(h) = &self.settings.history {
-                let seen = observe_input(self.machine.id(), &self.settings.client, &input);
-                for e in &seen {
-                    h.record(e);
+            // What the input shows an observer (a wake-up, an acknowledged listen): history,
+            // and told to watchers (the control channel's `history`).
+            for e in observe_input(self.machine.id(), &self.settings.client, &input) {
+                if let Some(h) = &self.settings.history {
+                    h.record(&e);
                 }
+                self.notice(ClientNotice::Event(e));
             }
             // What the history holds of the machine's lists and walks is observed: the lists
             // its readers read before and after the step, and its list requests on the wire
