@@ -259,6 +259,9 @@ struct Rebuild<'a> {
     out: Dated,
     notes: Vec<String>,
     unjudged: BTreeSet<Property>,
+    /// When each client-to-server line reached the server: its record if the proxy passed it
+    /// at once, else the release that delivered it.
+    sent: HashMap<u64, u64>,
     wire: ConnObserver,
     /// 2026-07-28: the client's first listen stream (only its notifications count).
     first_sub: Option<Value>,
@@ -288,6 +291,7 @@ pub fn reconstruct(records: &[Record], kinds: KindSet) -> Reconstruction {
         out,
         notes: Vec::new(),
         unjudged: BTreeSet::new(),
+        sent: HashMap::new(),
         wire: ConnObserver::new(0),
         first_sub: None,
         refreshes: Refreshes::default(),
@@ -354,8 +358,12 @@ impl Rebuild<'_> {
             self.walk_begins(seq, kind, w);
         }
         self.walk_answered(seq, dir, fate);
-        if dir == Dir::Down {
-            self.call_answered(seq);
+        match (dir, fate) {
+            (Dir::Up, LineFate::Passed) => {
+                self.sent.insert(seq, seq);
+            }
+            (Dir::Down, _) => self.call_answered(seq),
+            _ => {}
         }
         match sighting {
             Sighting::ListPage {
@@ -441,7 +449,8 @@ impl Rebuild<'_> {
 
     /// Record `seq` answered a `tools/call` of the client's: if with a result (not an error,
     /// not `isError`), the server ran the tool, which it may only if its tool list had it while
-    /// the call was in flight (the ground truth the harness reads, never the adapter's word).
+    /// the call was in flight, from the moment the proxy delivered it to the server to its
+    /// answer (the ground truth the harness reads, never the adapter's word).
     fn call_answered(&mut self, seq: u64) {
         let Some(call) = self
             .wire
@@ -463,7 +472,8 @@ impl Rebuild<'_> {
             self.unjudged.insert(Property::NoCallToRemoved);
             return;
         }
-        let present = self.truth.had_tool(&call.tool, call.request, seq);
+        let reached = self.sent.get(&call.request).copied().unwrap_or(call.request);
+        let present = self.truth.had_tool(&call.tool, reached, seq);
         let e = Event::Dispatched {
             client: CLIENT,
             tool: call.tool.as_str().into(),
@@ -551,9 +561,6 @@ impl Rebuild<'_> {
     /// A held line released to its recipient: delivered if it went down. A duplicate's copy
     /// names the original in `of` of its own Release record.
     fn released(&mut self, at: u64, of: u64) {
-        if let Some(answer) = self.refreshes.answers.remove(&of) {
-            self.walk_reached(at, answer);
-        }
         let record = |seq: u64| self.records.get(usize::try_from(seq).unwrap_or(usize::MAX));
         let mut src = of;
         while let Some(Body::Release {
@@ -564,15 +571,19 @@ impl Rebuild<'_> {
         {
             src = *of;
         }
-        if let Some(r) = record(src)
-            && r.seq == src
-            && let Body::Msg {
+        if let Some(answer) = self.refreshes.answers.remove(&src) {
+            self.walk_reached(at, answer);
+        }
+        match record(src).filter(|r| r.seq == src).map(|r| &r.body) {
+            Some(Body::Msg {
                 dir: Dir::Down,
                 json: Some(v),
                 ..
-            } = &r.body
-        {
-            self.delivered(at, v);
+            }) => self.delivered(at, v),
+            Some(Body::Msg { dir: Dir::Up, .. }) => {
+                self.sent.entry(src).or_insert(at);
+            }
+            _ => {}
         }
     }
 
@@ -819,6 +830,30 @@ mod tests {
         assert_eq!(
             refused.judge().verdicts.get(&Property::NoCallToRemoved),
             Some(&Verdict::Holds)
+        );
+        // A call that reached the proxy before the removal but the server after it: the server
+        // ran a tool it no longer had.
+        let mut held = Tape::default();
+        held.catalog(&["a", "b"]);
+        let request = held.msg(
+            Dir::Up,
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "a"}}),
+            LineFate::Held,
+        );
+        held.push(Body::Fact(Fact::MutateIssued {
+            batch: 0,
+            ops: vec![Op::remove(Kind::Tools, "a")],
+        }));
+        held.catalog(&["b"]);
+        held.push(Body::Release {
+            of: request,
+            action: Action::Deliver,
+            note: None,
+        });
+        held.down(json!({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}));
+        assert_eq!(
+            held.judge().verdicts.get(&Property::NoCallToRemoved),
+            Some(&Verdict::Violated)
         );
         let mut listed = Tape::default();
         listed.catalog(&["a", "b"]);
