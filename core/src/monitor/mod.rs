@@ -31,7 +31,7 @@ mod notify_after_commit;
 #[cfg(test)]
 mod testing;
 
-use crate::history::{Cause, ClientId, Event, RefreshOutcome, Unsettled};
+use crate::history::{ClientId, Event, Unsettled};
 use crate::property::{Property, Verdict, Verdicts};
 use crate::shared::Shared;
 use crate::vocab::{AuthCtx, Catalog, Digest, Entry, Item, Kind, KindSet, Name};
@@ -524,16 +524,6 @@ pub fn judge<'a>(events: impl IntoIterator<Item = &'a Event>) -> Judgement {
     }
 }
 
-/// Whether a wake-up cause counts as a list change signal (used by the simulator's statistics).
-pub fn is_change_signal(c: Cause) -> bool {
-    matches!(c, Cause::ListChanged | Cause::TtlExpired)
-}
-
-/// Whether a refresh outcome means the snapshot changed.
-pub fn is_publish(o: RefreshOutcome) -> bool {
-    o == RefreshOutcome::Published
-}
-
 #[cfg(test)]
 mod tests {
     use super::testing::*;
@@ -595,5 +585,32 @@ mod tests {
         };
         assert_eq!(client(&a, 0), client(&b, 1));
         assert_ne!(client(&a, 0), client(&a, 1));
+        // What the monitor remembers of client 0 does not depend on what client 1 did.
+        let alone = |other: &[Event]| {
+            let mut m = Monitor::new();
+            for e in [v1(), started(0, 0), wake(0), notify(0, 1)]
+                .iter()
+                .chain(other)
+            {
+                m.observe(e);
+            }
+            client(&m, 0)
+        };
+        assert_eq!(
+            alone(&[]),
+            alone(&[started(1, 0), wake(1), notify(1, 1), ended(1, 0)])
+        );
+    }
+
+    /// The monitor counts the events it observed (the simulator reads new violations when
+    /// the count moves).
+    #[test]
+    fn the_monitor_counts_what_it_observed() {
+        let mut m = Monitor::new();
+        assert_eq!(m.observed(), 0);
+        for e in [v1(), started(0, 0), ended(0, 0)] {
+            m.observe(&e);
+        }
+        assert_eq!(m.observed(), 3);
     }
 }
