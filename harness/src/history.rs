@@ -472,7 +472,11 @@ impl Rebuild<'_> {
             self.unjudged.insert(Property::NoCallToRemoved);
             return;
         }
-        let reached = self.sent.get(&call.request).copied().unwrap_or(call.request);
+        let reached = self
+            .sent
+            .get(&call.request)
+            .copied()
+            .unwrap_or(call.request);
         let present = self.truth.had_tool(&call.tool, reached, seq);
         let e = Event::Dispatched {
             client: CLIENT,
