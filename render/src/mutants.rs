@@ -449,14 +449,33 @@ pub fn headline(r: &MutantsReport) -> String {
         c.missed,
         r.survivors().filter(|m| m.why.is_some()).count(),
         r.survivors().filter(|m| m.why.is_none()).count(),
-        r.runs
-            .iter()
-            .flat_map(|x| x.scope.iter().map(String::as_str))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect::<Vec<_>>()
-            .join(", ")
+        scope_summary(
+            r.runs
+                .iter()
+                .flat_map(|x| x.scope.iter().map(String::as_str))
+        )
     )
+}
+
+/// The mutated files, a folder with more than two of them named once with its count (the
+/// headline stays short when a scope takes a folder of checkers).
+fn scope_summary<'a>(files: impl Iterator<Item = &'a str>) -> String {
+    let files: std::collections::BTreeSet<&str> = files.collect();
+    let mut by_dir: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for f in &files {
+        let dir = f.rsplit_once('/').map_or("", |(d, _)| d);
+        by_dir.entry(dir).or_default().push(f);
+    }
+    let mut parts: Vec<String> = Vec::new();
+    for (dir, fs) in by_dir {
+        if fs.len() > 2 {
+            parts.push(format!("{dir}/ ({} files)", fs.len()));
+        } else {
+            parts.extend(fs.iter().map(|f| (*f).to_owned()));
+        }
+    }
+    parts.sort();
+    parts.join(", ")
 }
 
 /// `reports/mutants.md`.
