@@ -737,12 +737,13 @@ mod tests {
         }
     }
 
+    /// How many events of the judged history `is` picks.
+    fn count(j: &Judged, is: impl Fn(&Event) -> bool) -> usize {
+        j.history.events.iter().filter(|(_, e)| is(e)).count()
+    }
+
     fn refreshes_started(j: &Judged) -> usize {
-        j.history
-            .events
-            .iter()
-            .filter(|(_, e)| matches!(e, Event::RefreshStarted { .. }))
-            .count()
+        count(j, |e| matches!(e, Event::RefreshStarted { .. }))
     }
 
     /// Walks are read from the list requests on the wire: a client that lists three times
@@ -788,19 +789,9 @@ mod tests {
         t.page(2, &["a", "b"]);
         let j = t.judge();
         assert_eq!(refreshes_started(&j), 1);
-        let restarted = j
-            .history
-            .events
-            .iter()
-            .filter(|(_, e)| matches!(e, Event::WalkRestarted { refresh: 0, .. }))
-            .count();
+        let restarted = count(&j, |e| matches!(e, Event::WalkRestarted { refresh: 0, .. }));
         assert_eq!(restarted, 1);
-        let ended = j
-            .history
-            .events
-            .iter()
-            .filter(|(_, e)| matches!(e, Event::RefreshEnded { refresh: 0, .. }))
-            .count();
+        let ended = count(&j, |e| matches!(e, Event::RefreshEnded { refresh: 0, .. }));
         assert_eq!(ended, 1);
     }
 
