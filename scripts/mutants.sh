@@ -67,7 +67,8 @@ observers='(Watch::|observe|readers_see| probe|World<C>::(quiescent|holds|expect
 if [[ ${#files[@]} -eq 0 ]]; then
   files=(core/src/server.rs core/src/client.rs store/src/flight.rs)
   for f in core/src/monitor/*.rs; do
-    [[ $f == core/src/monitor/testing.rs ]] || files+=("$f") # the checkers' test histories
+    # testing.rs: the checkers' test histories; tests.rs: the monitor's tests.
+    [[ $f == core/src/monitor/testing.rs || $f == core/src/monitor/tests.rs ]] || files+=("$f")
   done
   files+=(core/src/world.rs)
 fi

@@ -1,0 +1,93 @@
+//! Tests of the monitor as a whole and of checkers beyond their own files' tests: the
+//! monitor's state (equality, hashing, renumbering, its count of events) and the histories
+//! that pin what a mutation of a checker would otherwise leave unseen. They sit apart from
+//! the monitor's code so that adding one leaves the checked source as it was (the mutation
+//! report keys its mutants by the source they were made from).
+
+use super::testing::*;
+use super::*;
+use std::hash::BuildHasher;
+
+#[test]
+fn a_clean_history_holds_everything() {
+    let h = [
+        v1(),
+        started(0, 0),
+        publish(0, &[("a", "a1"), ("b", "b1")]),
+        ended(0, 0),
+        v2(),
+        wake(0),
+        started(0, 1),
+        publish(0, &[("b", "b1"), ("c", "c1"), ("a", "a1")]),
+        ended(0, 1),
+        quiescent(0),
+    ];
+    assert_eq!(violated(&h), []);
+}
+
+fn fold(events: &[Event]) -> Monitor {
+    let mut m = Monitor::new();
+    for e in events {
+        m.observe(e);
+    }
+    m
+}
+
+/// The same history with its two clients' ids swapped, renumbered back, is the same state:
+/// equal and hashed alike, although the explanations of its violations name other clients.
+#[test]
+fn a_renumbered_monitor_is_the_same_state_whatever_its_explanations_say() {
+    let history = |torn: ClientId, fine: ClientId| {
+        fold(&[
+            v1(),
+            v2(),
+            publish(fine, &[("a", "a1"), ("b", "b1"), ("c", "c1")]),
+            publish(torn, &[("a", "a1"), ("c", "c1")]),
+        ])
+    };
+    let a = history(0, 1);
+    let b = history(1, 0);
+    assert_ne!(a, b, "client 0 and client 1 did different things");
+    let back = b.relabel(&[1, 0]);
+    assert_ne!(
+        a.first_violation(Property::NoTornSnapshot),
+        back.first_violation(Property::NoTornSnapshot)
+    );
+    assert_eq!(a, back);
+    let s = std::hash::RandomState::new();
+    assert_eq!(s.hash_one(&a), s.hash_one(&back));
+    let client = |m: &Monitor, c: ClientId| {
+        let mut h = s.build_hasher();
+        m.hash_client(c, &mut h);
+        h.finish()
+    };
+    assert_eq!(client(&a, 0), client(&b, 1));
+    assert_ne!(client(&a, 0), client(&a, 1));
+    // What the monitor remembers of client 0 does not depend on what client 1 did.
+    let alone = |other: &[Event]| {
+        let mut m = Monitor::new();
+        for e in [v1(), started(0, 0), wake(0), notify(0, 1)]
+            .iter()
+            .chain(other)
+        {
+            m.observe(e);
+        }
+        client(&m, 0)
+    };
+    assert_eq!(
+        alone(&[]),
+        alone(&[started(1, 0), wake(1), notify(1, 1), ended(1, 0)])
+    );
+}
+
+/// The monitor counts the events it observed (the simulator reads new violations when
+/// the count moves).
+#[test]
+fn the_monitor_counts_what_it_observed() {
+    let mut m = Monitor::new();
+    assert_eq!(m.observed(), 0);
+    for e in [v1(), started(0, 0), ended(0, 0)] {
+        m.observe(&e);
+    }
+    assert_eq!(m.observed(), 3);
+}
