@@ -1871,7 +1871,8 @@ impl<C: ClientMachine> World<C> {
 /// The observed event of a failed tool call handed to client `client` in one step of its
 /// machine, from that step's outputs: the error the wire carried (or the transport's failure),
 /// and the kinds whose first page the client put on the wire in reaction. None when no call
-/// failed in the step, or when the client refused a call locally (nothing was on the wire).
+/// failed in the step, or when the client refused a call locally (not in its snapshot, not
+/// approved, its list known out of date: nothing was on the wire, so an observer saw no call).
 /// The world and the runtime observe calls with this one function.
 pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Event> {
     let (tool, auth, err) = out.iter().find_map(|o| match o {
@@ -1879,7 +1880,7 @@ pub fn observe_call_failure(client: ClientId, out: &[ClientOutput]) -> Option<Ev
             name,
             auth,
             result: Err(e),
-        } if *e != CallError::NotInSnapshot => Some((name, *auth, e)),
+        } if matches!(e, CallError::Rpc(_) | CallError::Transport(_)) => Some((name, *auth, e)),
         _ => None,
     })?;
     let relisted: KindSet = out

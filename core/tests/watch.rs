@@ -1,8 +1,9 @@
 //! The world's observers of a client (docs/design.md, "The client side is observed too"): the
-//! walks its list requests show (`world::Watch`) and the wake-ups its inputs give it
-//! (`world::observe_input`), judged on hand-made wires.
+//! walks its list requests show (`world::Watch`), the wake-ups its inputs give it
+//! (`world::observe_input`) and the failed calls the wire carried (`world::observe_call_failure`),
+//! judged on hand-made wires.
 
-use listsync_core::client::{ClientConfig, ClientInput};
+use listsync_core::client::{CallError, ClientConfig, ClientInput, ClientOutput};
 use listsync_core::history::{Cause, Event, RefreshOutcome};
 use listsync_core::strategy::ClientStrategy;
 use listsync_core::vocab::{AuthCtx, Era, Kind, KindSet};
@@ -10,7 +11,7 @@ use listsync_core::wire::{
     ClientMsg, Cursor, ErrorReason, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Notification,
     Page, ReqId, Request, Response, RpcError, ServerMsg,
 };
-use listsync_core::world::{Watch, observe_input};
+use listsync_core::world::{Watch, observe_call_failure, observe_input};
 use std::sync::Arc;
 
 const A: AuthCtx = AuthCtx(0);
@@ -243,4 +244,47 @@ fn the_inputs_that_give_a_client_a_reason_to_list_are_wake_ups() {
         kinds: tools
     }));
     assert_eq!(woken(&modern, ack), Some((modern.kinds, Cause::ListenAck)));
+}
+
+/// A call the wire carried and that failed is observed, with the lists the client asked for in
+/// reaction; a call the client refused itself put nothing on the wire, so there is nothing to
+/// judge, whatever the client listed in the same step.
+#[test]
+fn only_a_failed_call_the_wire_carried_is_observed() {
+    let failed = |e: CallError| {
+        let out = [
+            ClientOutput::CallDone {
+                name: "a".into(),
+                auth: A,
+                result: Err(e),
+            },
+            ClientOutput::Send(list(9, None)),
+        ];
+        observe_call_failure(0, &out)
+    };
+    let gone = RpcError {
+        code: INVALID_PARAMS,
+        reason: ErrorReason::UnknownTool,
+    };
+    assert_eq!(
+        failed(CallError::Rpc(gone)),
+        Some(Event::CallFailed {
+            client: 0,
+            tool: "a".into(),
+            auth: A,
+            gone: true,
+            relisted: KindSet::only(Kind::Tools),
+        })
+    );
+    assert!(matches!(
+        failed(CallError::Transport("reset".into())),
+        Some(Event::CallFailed { gone: false, .. })
+    ));
+    for local in [
+        CallError::NotInSnapshot,
+        CallError::NeedsApproval,
+        CallError::ListOutOfDate,
+    ] {
+        assert_eq!(failed(local.clone()), None, "{local:?}");
+    }
 }

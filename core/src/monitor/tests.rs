@@ -6,6 +6,7 @@
 
 use super::testing::*;
 use super::*;
+use crate::vocab::Op;
 use std::hash::BuildHasher;
 
 #[test]
@@ -90,4 +91,23 @@ fn the_monitor_counts_what_it_observed() {
         m.observe(&e);
     }
     assert_eq!(m.observed(), 3);
+}
+
+/// auth_isolation learns the scopes of every committed version, however late: an item a later
+/// version scoped to another context is foreign to a snapshot that caches it as public, even
+/// when an earlier snapshot was judged before that version was committed.
+#[test]
+fn auth_isolation_knows_the_scopes_of_versions_committed_after_a_judged_snapshot() {
+    let a = || Op::add(Kind::Tools, "a", "a1");
+    let h = [
+        commit(1, &[a()]),
+        publish(0, &[("a", "a1")]),
+        commit(2, &[a(), scoped("s", "s1", 1)]),
+        publish(0, &[("a", "a1"), ("s", "s1")]),
+    ];
+    // (It matches no version its context sees, either: torn too.)
+    assert!(violated(&h).contains(&Property::AuthIsolation));
+    // Judged after both commits at once, the same.
+    let late = [h[0].clone(), h[2].clone(), h[3].clone()];
+    assert!(violated(&late).contains(&Property::AuthIsolation));
 }
