@@ -510,13 +510,24 @@ pub fn render(r: &MutantsReport) -> String {
         "| file | run | mutants | caught | timeout | missed | unviable | score |"
     );
     let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
+    // One row per file; after the files of a folder with more than two of them, the folder's
+    // total (the score of a scope such as the monitor's checkers, read at a glance).
+    let dir_of = |f: &str| f.rsplit_once('/').map_or("", |(d, _)| d).to_owned();
+    let mut by_dir: BTreeMap<String, Vec<Mutant>> = BTreeMap::new();
     for (file, ms) in &per_file {
+        by_dir
+            .entry(dir_of(file))
+            .or_default()
+            .extend(ms.iter().cloned());
+    }
+    let files_in = |dir: &str| per_file.keys().filter(|f| dir_of(f) == dir).count();
+    let row = |s: &mut String, label: &str, ms: &[Mutant]| {
         let e = Counts::of(ms);
         let runs: std::collections::BTreeSet<usize> = ms.iter().map(|m| m.run + 1).collect();
         let runs: Vec<String> = runs.iter().map(ToString::to_string).collect();
         let _ = writeln!(
             s,
-            "| `{file}` | {} | {} | {} | {} | {} | {} | {:.0} % |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {:.0} % |",
             runs.join(", "),
             e.total,
             e.caught,
@@ -525,6 +536,20 @@ pub fn render(r: &MutantsReport) -> String {
             e.unviable,
             e.score_percent
         );
+    };
+    let files: Vec<&&str> = per_file.keys().collect();
+    for (i, (file, ms)) in per_file.iter().enumerate() {
+        row(&mut s, &format!("`{file}`"), ms);
+        let dir = dir_of(file);
+        let last_of_dir = files.get(i + 1).is_none_or(|next| dir_of(next) != dir);
+        let n = files_in(&dir);
+        if last_of_dir && n > 2 {
+            row(
+                &mut s,
+                &format!("**`{dir}/`, all {n} files**"),
+                &by_dir[&dir],
+            );
+        }
     }
     let _ = writeln!(s, "\n## Survivors\n");
     let survivors: Vec<&Mutant> = r.survivors().collect();
@@ -963,6 +988,37 @@ mod tests {
     fn an_unexplained_survivor_says_so() {
         let r = from_parts(run(), vec![outcomes(TWO)], &BTreeMap::new()).unwrap();
         assert!(render(&r).contains("**not explained yet**"));
+    }
+
+    /// A folder of more than two mutated files gets a row of its own after its files, with
+    /// their total; a folder of one or two does not.
+    #[test]
+    fn a_folder_of_checkers_is_totalled_after_its_files() {
+        let m = |file: &str, outcome| Mutant {
+            name: format!("{file}:1:1: x"),
+            file: file.to_owned(),
+            line: 1,
+            function: None,
+            change: "x".into(),
+            outcome,
+            pass: 1,
+            run: 0,
+            why: None,
+        };
+        let mutants = vec![
+            m("core/src/monitor/a.rs", MutantOutcome::Caught),
+            m("core/src/monitor/b.rs", MutantOutcome::Caught),
+            m("core/src/monitor/c.rs", MutantOutcome::Missed),
+            m("core/src/monitor/c.rs", MutantOutcome::Caught),
+            m("core/src/server.rs", MutantOutcome::Caught),
+        ];
+        let page = render(&finish(vec![run()], mutants, &BTreeMap::new()));
+        let rows: Vec<&str> = page.lines().filter(|l| l.starts_with("| ")).collect();
+        let at = |needle: &str| rows.iter().position(|r| r.starts_with(needle)).unwrap();
+        let total = "| **`core/src/monitor/`, all 3 files** | 1 | 4 | 3 | 0 | 1 | 0 | 75 % |";
+        assert!(rows.contains(&total), "{page}");
+        assert_eq!(at(total), at("| `core/src/monitor/c.rs`") + 1);
+        assert!(!page.contains("**`core/src/`"), "{page}");
     }
 
     #[test]
