@@ -111,3 +111,23 @@ fn auth_isolation_knows_the_scopes_of_versions_committed_after_a_judged_snapshot
     let late = [h[0].clone(), h[2].clone(), h[3].clone()];
     assert!(violated(&late).contains(&Property::AuthIsolation));
 }
+
+/// converges compares a snapshot at rest with the latest committed version even when that
+/// version was committed after the snapshot was last matched (the monitor's memo of digests is
+/// then behind): a list that stayed at v1 after v2 has not converged.
+#[test]
+fn a_snapshot_left_behind_by_a_later_commit_does_not_converge() {
+    let h = [
+        v1(),
+        started(0, 0),
+        publish(0, &[("a", "a1"), ("b", "b1")]),
+        ended(0, 0),
+        v2(),
+        quiescent(0),
+    ];
+    assert!(
+        violated(&h).contains(&Property::Converges),
+        "{:?}",
+        violated(&h)
+    );
+}
