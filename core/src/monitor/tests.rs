@@ -131,3 +131,56 @@ fn a_snapshot_left_behind_by_a_later_commit_does_not_converge() {
         violated(&h)
     );
 }
+
+/// no_lost_wakeup credits a walk begun again only to the refresh of that list that is still
+/// running: a restart naming a refresh of the list that already ended, or a refresh only
+/// another list of the client has open, fetches nothing of this list as of now. The client
+/// stays at v1 after v2 was committed and listed nothing since: its wakeup is lost.
+#[test]
+fn a_walk_begun_again_is_credited_only_to_its_own_running_refresh() {
+    use crate::history::Restart;
+    let restart = |kind, refresh| Event::WalkRestarted {
+        client: 0,
+        kind,
+        refresh,
+        reason: Restart::NotifiedMidWalk,
+    };
+    let prompts_started = Event::RefreshStarted {
+        client: 0,
+        kind: Kind::Prompts,
+        auth: AuthCtx(0),
+        refresh: 1,
+    };
+    let behind = |then: Vec<Event>| {
+        let mut h = vec![
+            v1(),
+            started(0, 0),
+            publish(0, &[("a", "a1"), ("b", "b1")]),
+            ended(0, 0),
+            v2(),
+        ];
+        h.extend(then);
+        h.push(quiescent(0));
+        violated(&h)
+    };
+    // The tool list's refresh 0 ended before v2: a restart naming it is no fetch of v2.
+    assert!(behind(vec![restart(Kind::Tools, 0)]).contains(&Property::NoLostWakeup));
+    // Refresh 1 is the prompt list's: a restart of the tool list naming it is no fetch either.
+    assert!(
+        behind(vec![prompts_started, restart(Kind::Tools, 1)]).contains(&Property::NoLostWakeup)
+    );
+    // The tool list's own refresh, started before v2 and begun again after it, does fetch v2
+    // (converges alone is left to judge what it published); without the restart it did not.
+    let h = [
+        v1(),
+        started(0, 0),
+        publish(0, &[("a", "a1"), ("b", "b1")]),
+        ended(0, 0),
+        started(0, 1),
+        v2(),
+        restart(Kind::Tools, 1),
+    ];
+    let at_rest = |h: &[Event]| violated(&[h, &[quiescent(0)]].concat());
+    assert!(!at_rest(&h).contains(&Property::NoLostWakeup));
+    assert!(at_rest(&h[..6]).contains(&Property::NoLostWakeup));
+}
