@@ -184,3 +184,25 @@ fn a_walk_begun_again_is_credited_only_to_its_own_running_refresh() {
     assert!(!at_rest(&h).contains(&Property::NoLostWakeup));
     assert!(at_rest(&h[..6]).contains(&Property::NoLostWakeup));
 }
+
+/// no_spurious_notify gives the benefit of the doubt only past the contexts a server keeps per
+/// session: a session that listed under exactly that many is still judged, and a notification
+/// that changes nothing under any of them is spurious.
+#[test]
+fn a_session_at_the_servers_limit_of_contexts_is_still_judged() {
+    use crate::server::MAX_SESSION_CONTEXTS;
+    let a = Op::add(Kind::Tools, "a", "a1");
+    let p = Op::add(Kind::Prompts, "p", "p1");
+    let history = |contexts: usize| {
+        let mut h = vec![commit(1, std::slice::from_ref(&a))];
+        for auth in 0..contexts {
+            h.push(serve(0, u8::try_from(auth).unwrap(), 1));
+        }
+        // v2 changes the prompts only: nothing of the tool list, under any context.
+        h.extend([commit(2, &[a.clone(), p.clone()]), notify(0, 2)]);
+        violated(&h)
+    };
+    assert_eq!(history(MAX_SESSION_CONTEXTS), [Property::NoSpuriousNotify]);
+    // One context more than a server keeps: the history says too little, not judged.
+    assert_eq!(history(MAX_SESSION_CONTEXTS + 1), []);
+}
