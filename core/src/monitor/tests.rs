@@ -77,7 +77,18 @@ fn a_renumbered_monitor_is_the_same_state_whatever_its_explanations_say() {
     };
     assert_eq!(
         alone(&[]),
-        alone(&[started(1, 0), wake(1), notify(1, 1), ended(1, 0)])
+        alone(&[
+            started(1, 0),
+            wake(1),
+            notify(1, 1),
+            publish(1, &[("a", "a1"), ("b", "b1")]),
+            ended(1, 0),
+            Event::Approved {
+                client: 1,
+                tool: "a".into(),
+                auth: AuthCtx(0),
+            },
+        ])
     );
 }
 
