@@ -69,6 +69,8 @@ fn a_first_page_request_after_a_page_in_hand_begins_the_walk_again() {
     let mut w = Watch::default();
     assert_eq!(started(w.asks(0, &list(1, None), None)), Some(0));
     assert_eq!(w.answered(&page(1, Some("p2"))), None);
+    // Nothing is asked, but a walk is in progress (a connection cut now ends it failed).
+    assert!(!w.is_empty());
     // A cursor continues it.
     assert_eq!(w.asks(0, &list(2, Some("p2")), None), None);
     assert_eq!(w.answered(&page(2, Some("p3"))), None);
